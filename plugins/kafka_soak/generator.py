@@ -1,0 +1,163 @@
+"""The load generator: produces the run's input records per the data contract, resumably.
+
+Record ``id`` runs 1..records; key ``key-NNNNNN`` cycles over ``keys`` keys, so the per-key sequence
+number of an id is known in closed form, and each record goes to a partition computed from its key.
+A restarted generator reads the newest id of every partition and produces exactly the ids that are
+missing — with an idempotent producer (ordered, no gaps within a partition) that never duplicates an
+id and never skips one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import string
+import sys
+import time
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from kafka_soak import kafka_io
+
+log = logging.getLogger("kafka_soak.generator")
+
+PROGRESS_EVERY_S = 2.0
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What to produce and how fast (``rate`` in records/s; 0 = as fast as possible)."""
+
+    bootstrap: str
+    topic: str
+    records: int
+    keys: int
+    rate: float = 0.0
+    payload_bytes: int = 0
+    seed: int = 0
+
+
+def key_of(record_id: int, keys: int) -> str:
+    return f"key-{(record_id - 1) % keys:06d}"
+
+
+def seq_of(record_id: int, keys: int) -> int:
+    return (record_id - 1) // keys + 1
+
+
+def partition_of(key: str, partitions: int) -> int:
+    """CRC32 of the key, like librdkafka's ``consistent`` partitioner; fixed so a resume can recompute it."""
+    return zlib.crc32(key.encode()) % partitions
+
+
+def resume_point(last_ids: dict[int, int | None], keys: int, partitions: int, records: int) -> list[int]:
+    """The ids still to produce, given the newest id already in each partition (``None`` = empty)."""
+    if all(v is None for v in last_ids.values()):
+        return list(range(1, records + 1))
+    floor = min((v or 0) for v in last_ids.values())
+    return [i for i in range(floor + 1, records + 1)
+            if i > (last_ids.get(partition_of(key_of(i, keys), partitions)) or 0)]
+
+
+class Progress:
+    """Writes the generator's progress where the waiting task and a person can read it."""
+
+    def __init__(self, path: Path | None, spec: LoadSpec, resumed_from: int) -> None:
+        self.path, self.spec, self.resumed_from = path, spec, resumed_from
+        self.started = time.time()
+        self.next_report = self.started + PROGRESS_EVERY_S
+
+    def report(self, produced: int, done: bool = False) -> None:
+        now = time.time()
+        if not done and now < self.next_report:
+            return
+        self.next_report = now + PROGRESS_EVERY_S
+        elapsed = max(now - self.started, 1e-6)
+        sent = produced - self.resumed_from
+        state = {"produced": produced, "records": self.spec.records, "rate_per_s": round(sent / elapsed, 1),
+                 "elapsed_s": round(elapsed, 2), "resumed_from": self.resumed_from, "done": done,
+                 "updated_at": now}
+        log.info("generator: %d/%d records (%.0f%%), %.0f records/s%s", produced, self.spec.records,
+                 100.0 * produced / self.spec.records, state["rate_per_s"], ", done" if done else "")
+        if self.path:
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state))
+            tmp.replace(self.path)
+
+
+def produce(spec: LoadSpec, progress_file: Path | None = None) -> int:
+    """Produce the missing part of the run's input; returns how many records this call sent."""
+    partitions = kafka_io.partition_count(spec.bootstrap, spec.topic)
+    last_ids = {p: (json.loads(v)["id"] if v else None)
+                for p, v in kafka_io.last_values(spec.bootstrap, spec.topic).items()}
+    todo = resume_point(last_ids, spec.keys, partitions, spec.records)
+    resumed_from = spec.records - len(todo)
+    if resumed_from:
+        log.info("generator: resuming, %d of %d ids already in %s", resumed_from, spec.records, spec.topic)
+
+    errors: list[str] = []
+
+    def on_delivery(err, _msg) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    producer = Producer(kafka_io.client_config(spec.bootstrap, {
+        "enable.idempotence": True, "acks": "all", "linger.ms": 5, "on_delivery": on_delivery}))
+    filler = "".join(random.Random(spec.seed).choices(string.ascii_letters, k=spec.payload_bytes))
+    progress = Progress(progress_file, spec, resumed_from)
+    start = time.monotonic()
+    for n, record_id in enumerate(todo):
+        if spec.rate > 0:
+            ahead = start + n / spec.rate - time.monotonic()
+            if ahead > 0:
+                producer.poll(0)
+                time.sleep(ahead)
+        key = key_of(record_id, spec.keys)
+        value = json.dumps({"id": record_id, "key": key, "seq": seq_of(record_id, spec.keys),
+                            "payload": filler, "ts": int(time.time() * 1000)})
+        while True:
+            try:
+                producer.produce(spec.topic, value=value, key=key, partition=partition_of(key, partitions))
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if errors:
+            break
+        progress.report(resumed_from + n + 1)
+    remaining = producer.flush(60)
+    if errors or remaining:
+        raise RuntimeError(f"generator: {len(errors)} records failed ({errors[:3]}), {remaining} undelivered; "
+                           "rerun to resume")
+    progress.report(spec.records, done=True)
+    return len(todo)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name in ("bootstrap", "topic"):
+        parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--records", type=int, required=True)
+    parser.add_argument("--keys", type=int, required=True)
+    parser.add_argument("--rate", type=float, default=0.0)
+    parser.add_argument("--payload-bytes", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start-at", type=float, default=0.0, help="epoch seconds to wait for before producing")
+    parser.add_argument("--progress-file", type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
+    spec = LoadSpec(args.bootstrap, args.topic, args.records, args.keys, args.rate, args.payload_bytes, args.seed)
+    delay = args.start_at - time.time()
+    if delay > 0:
+        log.info("generator: starting with the program in %.1f s", delay)
+        time.sleep(delay)
+    produce(spec, args.progress_file)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Small confluent-kafka helpers shared by the generator, the drain and the provisioner."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+# The KIP-848 consumer group protocol: incremental hand-over, so a member keeps committing the partitions
+# it still owns while the group changes (the classic protocol's embedded coordinator refuses every commit
+# during a rebalance). Session and heartbeat timings are the broker's under this protocol.
+GROUP_SETTINGS = {"group.protocol": "consumer", "max.poll.interval.ms": 10000}
+
+
+def client_config(bootstrap: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Base client settings for the run's cluster; ``extra`` wins."""
+    return {"bootstrap.servers": bootstrap, "log_level": 3, **(extra or {})}
+
+
+def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
+    consumer = Consumer(client_config(bootstrap, {"group.id": "kafka-soak-metadata"}))
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout).topics[topic]
+        if meta.error is not None:
+            raise KafkaException(meta.error)
+        return len(meta.partitions)
+    finally:
+        consumer.close()
+
+
+def watermarks(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+    """``{partition: (low, high)}`` of a topic."""
+    consumer = Consumer(client_config(bootstrap, {"group.id": "kafka-soak-metadata"}))
+    try:
+        parts = consumer.list_topics(topic, timeout=timeout).topics[topic].partitions
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout) for p in sorted(parts)}
+    finally:
+        consumer.close()
+
+
+def last_values(bootstrap: str, topic: str, timeout: float = 30.0) -> dict[int, bytes | None]:
+    """The value of the newest record of every partition (``None`` for an empty one)."""
+    marks = watermarks(bootstrap, topic)
+    result: dict[int, bytes | None] = {p: None for p, (low, high) in marks.items() if high <= low}
+    wanted = {p: high - 1 for p, (low, high) in marks.items() if high > low}
+    if not wanted:
+        return result
+    consumer = Consumer(client_config(bootstrap, {"group.id": "kafka-soak-metadata", "enable.auto.commit": False}))
+    try:
+        consumer.assign([TopicPartition(topic, p, off) for p, off in wanted.items()])
+        deadline = time.monotonic() + timeout
+        while wanted and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            if wanted.get(msg.partition()) == msg.offset():
+                result[msg.partition()] = msg.value()
+                del wanted[msg.partition()]
+        if wanted:
+            raise TimeoutError(f"could not read the last record of {topic} partitions {sorted(wanted)} "
+                               f"within {timeout:.0f} s")
+        return result
+    finally:
+        consumer.close()
+
+
+def group_lag(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """Per partition: records of ``topic`` the group has not committed yet."""
+    marks = watermarks(bootstrap, topic)
+    consumer = Consumer(client_config(bootstrap, {"group.id": group, "enable.auto.commit": False}))
+    try:
+        committed = consumer.committed([TopicPartition(topic, p) for p in marks], timeout=10)
+    finally:
+        consumer.close()
+    lag = {}
+    for tp in committed:
+        low, high = marks[tp.partition]
+        position = tp.offset if tp.offset >= 0 else low
+        lag[tp.partition] = max(0, high - position)
+    return lag

@@ -1,0 +1,105 @@
+"""The local runtime: instances (and other long-lived helpers) as OS processes on this machine.
+
+Processes are started detached so they outlive the task that started them; each one is recorded in
+the run directory (PID and start time, so a recycled PID is never mistaken for it) and managed with
+psutil. This runtime assumes every task of the run executes on the same machine.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+import kafka_soak
+
+log = logging.getLogger(__name__)
+
+PLUGINS_DIR = Path(kafka_soak.__file__).resolve().parent.parent
+
+
+@dataclass
+class ProcessRecord:
+    name: str
+    pid: int
+    create_time: float
+    log: str
+    started_at: float
+
+
+def python_command(module: str, *args: str) -> list[str]:
+    """A command running one of kafka_soak's modules with this interpreter."""
+    return [sys.executable, "-m", module, *args]
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGINS_DIR), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class LocalProcesses:
+    """Named detached processes of one run, registered under ``<run_dir>/processes/``."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.registry = run_dir / "processes"
+        self.registry.mkdir(parents=True, exist_ok=True)
+
+    def _record_path(self, name: str) -> Path:
+        return self.registry / f"{name}.json"
+
+    def record(self, name: str) -> ProcessRecord | None:
+        path = self._record_path(name)
+        return ProcessRecord(**json.loads(path.read_text())) if path.exists() else None
+
+    def process(self, name: str) -> psutil.Process | None:
+        """The live process registered as ``name``, or None (exited, zombie, or PID reused)."""
+        rec = self.record(name)
+        if rec is None:
+            return None
+        try:
+            proc = psutil.Process(rec.pid)
+            if abs(proc.create_time() - rec.create_time) > 0.01 or proc.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return proc
+        except psutil.NoSuchProcess:
+            return None
+
+    def start(self, name: str, command: list[str], log_path: Path) -> ProcessRecord:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        out = subprocess.run(python_command("kafka_soak.runtime.spawn", str(log_path), "--", *command),
+                             env=child_env(), capture_output=True, text=True, check=True)
+        pid = int(out.stdout.strip())
+        rec = ProcessRecord(name, pid, psutil.Process(pid).create_time(), str(log_path), time.time())
+        tmp = self._record_path(name).with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(rec), indent=2))
+        tmp.replace(self._record_path(name))
+        log.info("started %s: pid %d, log %s", name, pid, log_path)
+        return rec
+
+    def stop(self, name: str, timeout: float = 30.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds; returns the exit code when known."""
+        proc = self.process(name)
+        if proc is None:
+            return None
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout)
+            log.info("stopped %s (pid %d) gracefully, exit code %s", name, proc.pid, code)
+        except psutil.TimeoutExpired:
+            log.warning("%s (pid %d) ignored SIGTERM for %.0f s: killing it", name, proc.pid, timeout)
+            proc.kill()
+            code = proc.wait(10)
+        return code
+
+    def names(self) -> list[str]:
+        return sorted(p.stem for p in self.registry.glob("*.json"))

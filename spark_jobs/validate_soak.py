@@ -1,0 +1,161 @@
+"""The soak's checker: read the run's topics with Spark, judge them with Great Expectations, write the verdict.
+
+spark-submit spark_jobs/validate_soak.py --bootstrap B --input-topic I --output-topic O
+    --assertions-topic A --expected-records N --out-dir RUN_DIR [--limitations JSON] [--reader kafka_soak|kafka]
+
+Writes ``verdict.json`` and Data Docs (``data_docs/index.html``) into ``--out-dir`` and exits 0 when the
+verdict is ``passed``, 2 when ``failed``, 3 when ``inconclusive``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+import anomalies
+import kafka_source
+import verdict as verdicts
+
+log = logging.getLogger("kafka_soak.validate")
+
+SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
+
+
+def read_topic(spark: SparkSession, reader: str, bootstrap: str, topic: str) -> DataFrame:
+    if reader == "kafka":  # Spark's JVM connector, where the cluster has it
+        return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+                .option("startingOffsets", "earliest").option("kafka.isolation.level", "read_committed").load()
+                .selectExpr("partition", "offset", "CAST(key AS STRING) key", "CAST(value AS STRING) value",
+                            "CAST(timestamp AS LONG) * 1000 timestamp"))
+    return (spark.read.format("kafka_soak").option("bootstrap.servers", bootstrap).option("topic", topic)
+            .option("isolation.level", "read_committed").load())
+
+
+def load_suite(path: Path):
+    """A suite kept as GX's own JSON; each expectation is built strictly so a typo fails loudly."""
+    from great_expectations.core.expectation_suite import ExpectationSuite
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    data = json.loads(path.read_text())
+    expectations = [ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"], meta=e.get("meta")).to_domain_obj()
+                    for e in data["expectations"]]
+    return ExpectationSuite(name=data["name"], expectations=expectations, meta=data.get("meta"))
+
+
+def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path,
+               parameters: dict[str, Any]) -> list[dict[str, Any]]:
+    """Validate each frame with its suite; render Data Docs; return one flat dict per expectation."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    context.update_data_docs_site("local_site", {
+        "class_name": "SiteBuilder", "show_how_to_buttons": False,
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}})
+    source = context.data_sources.add_spark(name="soak")
+    flat = []
+    for name, frame in frames.items():
+        suite = context.suites.add(load_suite(suites_dir / f"{name}.json"))
+        batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(name)
+        definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch, suite=suite))
+        started = time.monotonic()
+        result = definition.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters,
+                                result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10})
+        log.info("suite %s: %s in %.1f s", name, "passed" if result.success else "FAILED", time.monotonic() - started)
+        for r in result.results:
+            cfg = r.expectation_config
+            flat.append({"suite": name, "type": cfg.type, "success": bool(r.success), "meta": cfg.meta or {},
+                         "kwargs": {k: v for k, v in cfg.kwargs.items() if k != "batch_id"},
+                         "result": r.result, "samples": samples(frame, cfg, r)})
+    context.build_data_docs(site_names=["local_site"])
+    return flat
+
+
+def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = 10) -> list[dict[str, Any]]:
+    """Example rows behind a failed expectation, with the columns its meta names."""
+    columns = (cfg.meta or {}).get("sample_columns")
+    if result.success or not columns:
+        return []
+    rows = frame
+    kwargs = cfg.kwargs
+    if "column" in kwargs:
+        col = frame[kwargs["column"]]
+        if "value_set" in kwargs:
+            rows = frame.where(~col.isin(list(kwargs["value_set"])))
+        else:
+            cond = None
+            if kwargs.get("min_value") is not None:
+                cond = col < kwargs["min_value"]
+            if kwargs.get("max_value") is not None:
+                high = col > kwargs["max_value"]
+                cond = high if cond is None else (cond | high)
+            rows = frame.where(cond)
+    return [row.asDict(recursive=True) for row in rows.select(*columns).limit(limit).collect()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name in ("bootstrap", "input-topic", "output-topic", "assertions-topic"):
+        parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--expected-records", type=int, required=True)
+    parser.add_argument("--out-dir", type=Path, required=True)
+    parser.add_argument("--limitations", default="{}", help="JSON: guarantees the backend does not provide")
+    parser.add_argument("--backend", default="unknown")
+    parser.add_argument("--reader", choices=("kafka_soak", "kafka"), default="kafka_soak")
+    parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s")
+    started = time.monotonic()
+
+    spark = SparkSession.builder.appName("kafka-soak-validate").getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    spark.dataSource.register(kafka_source.KafkaTopicSource)
+    topics = {"input": args.input_topic, "output": args.output_topic, "assertions": args.assertions_topic}
+    options = {"bootstrap.servers": args.bootstrap}
+    truncated = {}
+    for role in ("input", "output"):
+        lows = {p: low for p, (low, _h) in kafka_source.watermarks({**options, "topic": topics[role]}).items() if low > 0}
+        if lows:
+            truncated[topics[role]] = lows
+    schemas = {"input": anomalies.INPUT_SCHEMA, "output": anomalies.OUTPUT_SCHEMA,
+               "assertions": anomalies.ASSERTION_SCHEMA}
+    history = {role: anomalies.parse(read_topic(spark, args.reader, args.bootstrap, topic), schemas[role]).cache()
+               for role, topic in topics.items()}
+    counts = {role: df.count() for role, df in history.items()}
+    log.info("read %s in %.1f s", ", ".join(f"{n} {r} records" for r, n in counts.items()), time.monotonic() - started)
+
+    frames = {name: df.cache() for name, df in anomalies.frames(history["input"], history["output"],
+                                                                 history["assertions"]).items()}
+    docs_dir = args.out_dir / "data_docs"
+    results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records})
+    outcome = verdicts.decide(results, truncated)
+    outcome.update({
+        "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
+                    "expected_input": args.expected_records},
+        "topics": topics, "backend": {"name": args.backend, "limitations": json.loads(args.limitations)},
+        "data_docs": str(docs_dir / "index.html"), "validated_at": time.time(),
+        "validation_seconds": round(time.monotonic() - started, 1)})
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = args.out_dir / ".verdict.json.tmp"
+    tmp.write_text(json.dumps(outcome, indent=2, default=str))
+    tmp.replace(args.out_dir / "verdict.json")
+    found = {k: v for k, v in outcome["anomalies"].items() if v}
+    log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
+             counts["input"], counts["output"], found or "none", outcome["inconclusive_reasons"] or "none",
+             outcome["data_docs"])
+    spark.stop()
+    return verdicts.EXIT_CODES[outcome["status"]]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""From Great Expectations results to the run's verdict: named anomalies, counts, samples, status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered")
+
+EXIT_CODES = {"passed": 0, "failed": 2, "inconclusive": 3}
+
+
+def expectation_count(result: dict[str, Any]) -> int:
+    """How many records break an expectation: unexpected rows, or the observed row count for table checks."""
+    outcome = result.get("result") or {}
+    if outcome.get("unexpected_count") is not None:
+        return int(outcome["unexpected_count"])
+    if result["type"] == "expect_table_row_count_to_equal":
+        return abs(int(outcome.get("observed_value") or 0) - int(result["kwargs"]["value"]))
+    return 0 if result["success"] else 1
+
+
+def decide(results: list[dict[str, Any]], truncated: dict[str, dict[int, int]],
+           extra_samples: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+    """``results``: one dict per expectation (type, kwargs, meta, success, result). ``truncated``: topics whose
+    low watermark is above 0 (``{topic: {partition: low}}``), i.e. evidence the backend no longer holds."""
+    anomalies = {name: 0 for name in ANOMALIES}
+    samples: dict[str, list[Any]] = {}
+    reasons = []
+    expectations = []
+    for r in results:
+        meta = r.get("meta") or {}
+        count = 0 if r["success"] else expectation_count(r)
+        expectations.append({"suite": r["suite"], "expectation": r["type"], "kwargs": r["kwargs"],
+                             "success": r["success"], "count": count, "anomaly": meta.get("anomaly"),
+                             "description": meta.get("description")})
+        if r["success"]:
+            continue
+        if meta.get("effect") == "inconclusive":
+            reasons.append(f"{meta.get('reason')}: {meta.get('description')} (observed: "
+                           f"{(r.get('result') or {}).get('observed_value', count)})")
+        elif meta.get("anomaly"):
+            anomalies[meta["anomaly"]] += count
+            samples.setdefault(meta["anomaly"], []).extend(r.get("samples") or [])
+    for topic, parts in truncated.items():
+        reasons.append(f"evidence truncated: topic {topic} no longer holds its first records "
+                       f"(low watermarks {parts}); records cannot be called lost")
+    for name, rows in (extra_samples or {}).items():
+        if anomalies.get(name):
+            samples[name] = rows
+    status = "inconclusive" if reasons else ("failed" if any(anomalies.values()) else "passed")
+    return {"status": status, "anomalies": anomalies, "samples": {k: v[:10] for k, v in samples.items()},
+            "expectations": expectations, "inconclusive_reasons": reasons}
