@@ -1,0 +1,52 @@
+"""Drain: after the program and the generator, wait until the app has committed everything it consumed.
+
+Kafka's system-test verifier does the same before it judges: the group's committed offsets reach the
+end of the input. Offsets sent to a transaction become committed only when that transaction commits,
+so zero lag also means no transaction over the input is still open (the embedded broker cannot list
+transactions; this check is what holds there).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kafka_soak import kafka_io
+from kafka_soak.instances import Instances
+
+log = logging.getLogger(__name__)
+
+
+class DrainTimeout(RuntimeError):
+    pass
+
+
+def ensure_one_running(instances: Instances) -> int | None:
+    """Start the lowest instance when the program left none running; returns the one started."""
+    if instances.running():
+        return None
+    log.warning("the program left no instance running: starting instance 1 to drain the input")
+    instances.start(1, "drain")
+    return 1
+
+
+def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
+                      settle_polls: int = 2) -> float:
+    """Block until the group's lag on ``topic`` is 0 for ``settle_polls`` polls in a row; returns seconds waited."""
+    started = time.monotonic()
+    zero_streak = 0
+    last_lag = None
+    while True:
+        lag = kafka_io.group_lag(bootstrap, group, topic)
+        total = sum(lag.values())
+        waited = time.monotonic() - started
+        rate = "" if last_lag is None else f", {(last_lag - total) / poll_s:.0f} records/s"
+        log.info("drain: lag %d records%s (%s)", total, rate, ", ".join(f"p{p}={n}" for p, n in sorted(lag.items())))
+        last_lag = total
+        zero_streak = zero_streak + 1 if total == 0 else 0
+        if zero_streak >= settle_polls:
+            return waited
+        if waited > timeout_s:
+            raise DrainTimeout(f"drain: the app's group {group!r} still lags {total} records on {topic} after "
+                               f"{timeout_s:.0f} s (param drain_timeout_s); per partition: {lag}")
+        time.sleep(poll_s)

@@ -1,0 +1,208 @@
+"""Scenario files -> soak DAGs. Every scenario in ``dags/scenarios/*.yaml`` becomes one DAG built here.
+
+    check_params -> provision (setup) -> plan_program -> start_generator -> toggle[step] (mapped, deferrable)
+    -> await_generator -> drain -> stop_instances (teardown) -> validate (spark-submit) -> release (teardown)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
+
+from kafka_soak import params as soak_params
+from kafka_soak import program as programs
+from kafka_soak import rundir
+from kafka_soak.alerting import SoakAlertNotifier
+from kafka_soak.backends.embedded import Cluster, EmbeddedBackend
+from kafka_soak.drain import ensure_one_running, wait_for_zero_lag
+from kafka_soak.instances import Instances
+from kafka_soak.operators.toggle import ToggleStepOperator
+from kafka_soak.steps import write_program
+
+log = logging.getLogger(__name__)
+
+SPARK_JOBS = rundir.PROJECT_ROOT / "spark_jobs"
+NIGHTLY = "0 2 * * *"
+
+
+def load_scenario(path: Path) -> dict[str, Any]:
+    scenario = yaml.safe_load(path.read_text())
+    unknown = set(scenario.get("params", {})) - set(soak_params.DEFAULTS)
+    if unknown:
+        raise ValueError(f"{path}: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}")
+    return scenario
+
+
+def dag_params(defaults: dict[str, Any]) -> dict[str, Param]:
+    values = {**soak_params.DEFAULTS, **defaults}
+    return {name: Param(values[name], **schema) for name, schema in soak_params.PARAM_SCHEMAS.items()}
+
+
+def _run_dir(create: bool = False) -> Path:
+    return rundir.for_context(get_current_context(), create=create)
+
+
+def _instances(plan: dict[str, Any], cluster: dict[str, Any], app_id: str) -> Instances:
+    return Instances(_run_dir(), Cluster(**cluster), plan, app_id)
+
+
+def build_dag(scenario: dict[str, Any]) -> DAG:
+    dag_id = scenario["dag_id"]
+    app_id = scenario.get("app_id", f"{dag_id}-app")
+    lead_s = float(scenario.get("program_lead_s", 5))
+
+    with DAG(
+        dag_id=dag_id,
+        description=scenario.get("description"),
+        doc_md=scenario.get("doc_md"),
+        schedule=scenario.get("schedule", NIGHTLY),
+        start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+        catchup=False,
+        max_active_runs=1,
+        tags=["kafka-soak", *scenario.get("tags", [])],
+        params=dag_params(scenario.get("params", {})),
+        default_args={"retries": 0},
+        on_failure_callback=[SoakAlertNotifier()],
+        user_defined_macros={"soak_run_dir": lambda run_id: str(rundir.run_dir(dag_id, run_id))},
+    ) as dag:
+
+        @task
+        def check_params() -> dict[str, Any]:
+            """Refuse a bad run before anything is provisioned; store the resolved program for replay."""
+            context = get_current_context()
+            plan = soak_params.check(dict(context["params"]), EmbeddedBackend.partition_capacity_bytes)
+            run_dir = _run_dir(create=True)
+            rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
+                                                        "params": dict(context["params"]), "plan": plan.as_dict()})
+            log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys at %.0f records/s; "
+                     "run directory %s", programs.render(plan.program), plan.program_source, len(plan.program),
+                     plan.interval_s, plan.records, plan.keys, plan.rate, run_dir)
+            return plan.as_dict()
+
+        @setup
+        def provision(plan: dict[str, Any]) -> dict[str, Any]:
+            """Start the run's Kafka and create its topics."""
+            run_dir = _run_dir(create=True)
+            prefix = f"soak.{dag_id}.{rundir.safe_name(get_current_context()['run_id'])}"
+            cluster = EmbeddedBackend(run_dir).provision(
+                {"input": plan["partitions"], "output": plan["partitions"], "changelog": plan["partitions"],
+                 "assertions": 1}, prefix)
+            rundir.write_json(run_dir / "cluster.json", cluster.as_dict())
+            return cluster.as_dict()
+
+        @task
+        def plan_program(plan: dict[str, Any], cluster: dict[str, Any]) -> list[dict[str, Any]]:
+            """Fix T0 a little ahead, so the generator and the first step start together."""
+            t0 = time.time() + lead_s
+            steps = [s.as_dict() for s in programs.steps(plan["program"], t0, plan["interval_s"])]
+            write_program(_run_dir(), plan["program"], t0, steps)
+            for s in steps:
+                log.info("  %s at T0%+.0f s", programs.Step(**s).label, s["planned_at"] - t0)
+            return steps
+
+        @task
+        def start_generator(plan: dict[str, Any], cluster: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+            """Start the load in its own process so it flows through the whole program (from T0 on)."""
+            ti = get_current_context()["ti"]
+            _instances(plan, cluster, app_id).start_generator(start_at=steps[0]["planned_at"], attempt=ti.try_number)
+
+        @task
+        def await_generator(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+            """Wait for the generator; if it died, restart it (it resumes without duplicating an id)."""
+            instances = _instances(plan, cluster, app_id)
+            attempt = 1
+            while True:
+                progress_file = instances.generator_progress_file
+                state = json.loads(progress_file.read_text()) if progress_file.exists() else {}
+                if state.get("done"):
+                    log.info("generator done: %d records, %.0f records/s", state["produced"], state["rate_per_s"])
+                    return state
+                if not instances.generator_running():
+                    attempt += 1
+                    if attempt > 3:
+                        raise RuntimeError(f"the generator stopped before producing {plan['records']} records "
+                                           f"three times; see {_run_dir() / 'logs'}")
+                    log.warning("generator not running and not done (%s): restarting it to resume", state or "no progress")
+                    instances.start_generator(start_at=0, attempt=attempt)
+                elif state:
+                    log.info("generator: %d/%d records, %.0f records/s", state["produced"], state["records"],
+                             state["rate_per_s"])
+                time.sleep(2)
+
+        @task
+        def drain(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+            """Make sure an instance runs, then wait until the app has committed all input."""
+            instances = _instances(plan, cluster, app_id)
+            started = ensure_one_running(instances)
+            waited = wait_for_zero_lag(cluster["bootstrap_servers"], app_id, cluster["topics"]["input"],
+                                       plan["drain_timeout_s"])
+            return {"started_instance": started, "waited_s": round(waited, 1)}
+
+        @teardown
+        def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+            """Stop every instance gracefully (and the generator); runs even when something failed."""
+            codes = _instances(plan, cluster, app_id).stop_all()
+            log.info("stopped: %s", codes or "nothing was running")
+            return codes
+
+        @teardown
+        def release(cluster: dict[str, Any]) -> None:
+            """Stop the broker this run started. The run directory is kept."""
+            EmbeddedBackend(_run_dir()).release()
+            log.info("evidence kept in %s", _run_dir())
+
+        plan = check_params()
+        cluster = provision(plan)
+        program = plan_program(plan, cluster)
+        generator = start_generator(plan, cluster, program)
+        toggles = ToggleStepOperator.partial(
+            task_id="toggle", cluster=cluster, plan=plan, app_id=app_id, map_index_template="{{ step_label }}",
+        ).expand(step=program)
+        loaded = await_generator(plan, cluster)
+        drained = drain(plan, cluster)
+        stopped = stop_instances(plan, cluster)
+        validate = SparkSubmitOperator(
+            task_id="validate",
+            conn_id="spark_default",
+            name=f"kafka-soak-validate-{dag_id}",
+            application=str(SPARK_JOBS / "validate_soak.py"),
+            py_files=",".join(str(SPARK_JOBS / f) for f in ("kafka_source.py", "anomalies.py", "verdict.py")),
+            application_args=[
+                "--bootstrap", "{{ ti.xcom_pull(task_ids='provision')['bootstrap_servers'] }}",
+                "--input-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['input'] }}",
+                "--output-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['output'] }}",
+                "--assertions-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['assertions'] }}",
+                "--backend", "{{ ti.xcom_pull(task_ids='provision')['backend'] }}",
+                "--limitations", "{{ ti.xcom_pull(task_ids='provision')['limitations'] | tojson }}",
+                "--expected-records", "{{ params.records }}",
+                "--out-dir", "{{ soak_run_dir(run_id) }}",
+            ],
+            conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                  "spark.sql.shuffle.partitions": "8", "spark.driver.host": "127.0.0.1",
+                  "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable},
+            env_vars={"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"},
+        )
+        released = release(cluster)
+
+        plan >> cluster >> program >> generator >> toggles >> loaded >> drained >> stopped >> validate >> released
+        drained >> validate
+        stopped.as_teardown(setups=cluster)
+        released.as_teardown(setups=cluster)
+    return dag
+
+
+def build_all(scenarios_dir: Path) -> dict[str, DAG]:
+    dags = {}
+    for path in sorted(scenarios_dir.glob("*.yaml")):
+        dag = build_dag(load_scenario(path))
+        dags[dag.dag_id] = dag
+    return dags

@@ -1,0 +1,77 @@
+"""The toggle-program step: a deferrable operator, one mapped task instance per program step."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from kafka_soak import rundir
+from kafka_soak.backends.embedded import Cluster
+from kafka_soak.instances import Instances
+from kafka_soak.program import Step
+from kafka_soak.steps import StepBook, apply, read_steps, sleep_until
+from kafka_soak.triggers import StepCountdownTrigger
+
+
+class ToggleStepOperator(BaseOperator):
+    """Apply program ``step`` at its planned time (and any earlier step nobody applied yet).
+
+    Waits longer than ``defer_above_s`` are deferred to the triggerer, which wakes the task
+    ``wake_early_s`` before the deadline; the task then sleeps to the deadline itself, so a step fires
+    within milliseconds of its plan however late the resume was.
+
+    :param step: the step this task instance stands for (mapped over ``plan_program``'s output)
+    :param cluster: the run's Kafka (``provision``'s output)
+    :param plan: the resolved params (``check_params``'s output)
+    """
+
+    template_fields: Sequence[str] = ("step", "cluster", "plan")
+    ui_color = "#f4d58d"
+
+    def __init__(self, *, step: dict[str, Any], cluster: dict[str, Any], plan: dict[str, Any], app_id: str,
+                 defer_above_s: float = 5.0, wake_early_s: float = 2.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.step, self.cluster, self.plan, self.app_id = step, cluster, plan, app_id
+        self.defer_above_s, self.wake_early_s = defer_above_s, wake_early_s
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        return self.advance(context)
+
+    def advance(self, context: Any, event: Any = None) -> dict[str, Any]:
+        context["step_label"] = Step(**self.step).label  # map_index_template: the grid shows the step's label
+        run_dir = rundir.for_context(context)
+        book = StepBook(run_dir)
+        steps = read_steps(run_dir)
+        mine = self.step["index"]
+        instances = Instances(run_dir, Cluster(**self.cluster), self.plan, self.app_id)
+        me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
+        while (pending := book.next_pending(mine)) is not None:
+            step = steps[pending]
+            wait = step.planned_at - time.time()
+            if wait > self.defer_above_s:
+                self.log.info("%s in %.1f s (deferring until %.0f s before)", step.label, wait, self.wake_early_s)
+                self.defer(trigger=StepCountdownTrigger(step.planned_at - self.wake_early_s, step.label,
+                                                        str(instances.generator_progress_file)),
+                           method_name="advance")
+            sleep_until(step.planned_at)
+            if book.claim(pending, me):
+                book.record(step, apply(step, instances, me))
+            else:
+                self.wait_for(book, pending)
+        result = book.result(mine)
+        if result["applied_by"]["map_index"] != me["map_index"]:
+            self.log.info("%s was applied by the task of step %s at %+.1f ms", result["label"],
+                          result["applied_by"]["map_index"], result["jitter_ms"])
+        return result
+
+    def wait_for(self, book: StepBook, index: int, timeout: float = 120.0) -> None:
+        """Another step task claimed ``index``: wait until it has recorded the result."""
+        deadline = time.monotonic() + timeout
+        while book.result(index) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"step {index} was claimed by {book.claimant(index)} but has no result after "
+                                   f"{timeout:.0f} s")
+            time.sleep(0.1)
