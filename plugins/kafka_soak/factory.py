@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
+from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
@@ -79,8 +80,11 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         def check_params() -> dict[str, Any]:
             """Refuse a bad run before anything is provisioned; store the resolved program for replay."""
             context = get_current_context()
-            plan = soak_params.check(dict(context["params"]), EmbeddedBackend.partition_capacity_bytes)
             run_dir = _run_dir(create=True)
+            try:
+                plan = soak_params.check(dict(context["params"]), EmbeddedBackend.partition_capacity_bytes)
+            except soak_params.ParamsError as exc:
+                raise AirflowFailException(f"refused before provisioning: {exc}") from None
             rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
                                                         "params": dict(context["params"]), "plan": plan.as_dict()})
             log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys at %.0f records/s; "

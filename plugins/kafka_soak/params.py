@@ -45,8 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "rate": 0, "payload_bytes": 0, "bug": "none", "bug_every": 1000, "seed": 0, "drain_timeout_s": 180,
 }
 
-# What one record costs in a partition besides its payload (JSON fields, key, batch overhead); measured
-# with the generator's records on the embedded broker and rounded up.
+# What one record costs in a partition besides its payload: the larger of the contract's input and output
+# JSON values (~130 B) plus key and record-batch overhead, rounded up. An estimate, kept on the safe side.
 RECORD_OVERHEAD_BYTES = 160
 
 

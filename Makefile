@@ -1,0 +1,44 @@
+# kafka-soak: `make soak` runs a scenario on the embedded broker, `make test` runs the tests.
+# Both install what they need first (Debian packages, a virtualenv from requirements.txt, Airflow's DB).
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+SCENARIO ?= soak_eos_id_assignment
+CONF ?= {}
+PYTEST_ARGS ?=
+
+export AIRFLOW_HOME := $(CURDIR)/.airflow
+export AIRFLOW__CORE__DAGS_FOLDER := $(CURDIR)/dags
+export AIRFLOW__CORE__PLUGINS_FOLDER := $(CURDIR)/plugins
+export AIRFLOW__CORE__LOAD_EXAMPLES := False
+export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type": "spark", "host": "local[2]"}
+export PYTHONPATH := $(CURDIR)/plugins
+export PATH := $(VENV)/bin:$(PATH)
+export PYSPARK_PYTHON := $(PY)
+export SPARK_LOCAL_IP := 127.0.0.1
+
+.PHONY: soak test setup system-deps lint clean-runs
+
+soak: setup
+	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check dags plugins spark_jobs tests
+
+setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db
+
+# Spark needs a Java runtime; everything else comes from PyPI.
+system-deps:
+	@command -v java >/dev/null || { apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless; }
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(AIRFLOW_HOME)/airflow.db: $(VENV)/.installed
+	mkdir -p $(AIRFLOW_HOME)
+	$(VENV)/bin/airflow db migrate > $(AIRFLOW_HOME)/db-migrate.log 2>&1 || { cat $(AIRFLOW_HOME)/db-migrate.log; exit 1; }

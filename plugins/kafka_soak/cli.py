@@ -1,0 +1,145 @@
+"""``make soak``: check the params, run a scenario DAG with ``airflow dags test``, print the verdict.
+
+    python -m kafka_soak.cli soak SCENARIO [--conf JSON]
+
+Bad params are refused here with one clear line (which param, what is allowed) before Airflow starts;
+the run's own log lines (program, generator, drain, verdict) are shown, the full Airflow output is kept
+in the run directory as ``dags-test.log``. Exit code 0 only when the verdict passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kafka_soak import params as soak_params
+from kafka_soak import rundir
+
+SCENARIOS_DIR = rundir.PROJECT_ROOT / "dags" / "scenarios"
+# Lines worth a person's attention while the soak runs: our own loggers, task failures, the run's end.
+SHOWN = re.compile(r"\[kafka_soak|ToggleStepOperator|ALERT|Task failed|DagRun Finished|verdict:|"
+                   r"\[error|Error|Exception")
+STRUCTLOG = re.compile(r"^(\S+)\s+\[(\w+)\s*\]\s+(.*?)\s+\[[\w.]+\](?:\s+loc=\S+)?.*$")
+
+
+class UsageError(Exception):
+    pass
+
+
+def scenario_names() -> list[str]:
+    return sorted(p.stem for p in SCENARIOS_DIR.glob("*.yaml"))
+
+
+def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``conf`` against the DAG's Param schemas and the cross-param checks; returns the params."""
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from kafka_soak.backends.embedded import EmbeddedBackend
+    from kafka_soak.factory import build_dag, load_scenario
+
+    path = SCENARIOS_DIR / f"{scenario}.yaml"
+    if not path.exists():
+        raise UsageError(f"unknown scenario {scenario!r}; available: {', '.join(scenario_names())}")
+    unknown = sorted(set(conf) - set(soak_params.DEFAULTS))
+    if unknown:
+        raise UsageError(f"unknown params {unknown}; known: {', '.join(sorted(soak_params.DEFAULTS))}")
+    dag_params = copy.deepcopy(build_dag(load_scenario(path)).params)
+    try:
+        dag_params.update(conf)
+        values = dag_params.validate()
+    except ParamValidationError as exc:
+        first = str(exc).splitlines()[0]
+        name = next((k for k in conf if f"param {k}:" in first), None)
+        allowed = soak_params.PARAM_SCHEMAS.get(name, {}).get("description", "") if name else ""
+        raise UsageError(first + (f" (param {name}: {allowed})" if allowed else "")) from None
+    try:
+        soak_params.check(values, EmbeddedBackend.partition_capacity_bytes)
+    except soak_params.ParamsError as exc:
+        raise UsageError(str(exc)) from None
+    return values
+
+
+def show(line: str) -> None:
+    match = STRUCTLOG.match(line)
+    if match:
+        ts, level, message = match.groups()
+        print(f"{ts[11:19]} {level:<7} {message}", flush=True)
+    else:
+        print(line.rstrip(), flush=True)
+
+
+def run(scenario: str, conf: dict[str, Any]) -> int:
+    airflow = shutil.which("airflow") or str(Path(sys.executable).parent / "airflow")
+    before = (rundir.runs_root() / scenario / "latest").resolve() if (rundir.runs_root() / scenario / "latest").exists() else None
+    with tempfile.NamedTemporaryFile("w+", prefix="dags-test-", suffix=".log", delete=False) as full_log:
+        proc = subprocess.Popen([airflow, "dags", "test", scenario, "-c", json.dumps(conf)], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, bufsize=1)
+        for line in proc.stdout:
+            full_log.write(line)
+            if SHOWN.search(line):
+                show(line)
+        code = proc.wait()
+    latest = rundir.runs_root() / scenario / "latest"
+    run_dir = latest.resolve() if latest.exists() and latest.resolve() != before else None
+    if run_dir is None:
+        print(f"\nno run directory was created; full Airflow output: {full_log.name}")
+        return code or 1
+    shutil.move(full_log.name, run_dir / "dags-test.log")
+    return summarize(run_dir, code)
+
+
+def summarize(run_dir: Path, dags_test_code: int) -> int:
+    verdict_path = run_dir / "verdict.json"
+    print()
+    if not verdict_path.exists():
+        print(f"NO VERDICT: the run stopped before validation (airflow dags test exit code {dags_test_code}).")
+        print(f"  run directory: {run_dir}\n  Airflow output: {run_dir / 'dags-test.log'}")
+        return dags_test_code or 1
+    verdict = json.loads(verdict_path.read_text())
+    records = verdict["records"]
+    print(f"VERDICT: {verdict['status'].upper()}  (input {records['input']}, output {records['output']}, "
+          f"expected {records['expected_input']})")
+    for name, count in verdict["anomalies"].items():
+        print(f"  {name:<12} {count}")
+    for reason in verdict.get("inconclusive_reasons", []):
+        print(f"  inconclusive: {reason}")
+    for name, rows in verdict.get("samples", {}).items():
+        print(f"  e.g. {name}: {json.dumps(rows[0], default=str)}")
+    if verdict["backend"].get("limitations"):
+        print(f"  backend {verdict['backend']['name']} does not provide: {', '.join(verdict['backend']['limitations'])}"
+              " (see verdict.json)")
+    print(f"  run directory: {run_dir}\n  data docs:     {verdict['data_docs']}")
+    return 0 if verdict["status"] == "passed" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafka-soak", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    soak = sub.add_parser("soak", help="run a scenario DAG once on this machine")
+    soak.add_argument("scenario")
+    soak.add_argument("--conf", default="{}", help="params as JSON, e.g. '{\"program\": \"1 2 3 1\"}'")
+    args = parser.parse_args(argv)
+    try:
+        try:
+            conf = json.loads(args.conf or "{}")
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--conf is not valid JSON ({exc.msg} at column {exc.colno}): {args.conf}") from None
+        if not isinstance(conf, dict):
+            raise UsageError(f"--conf must be a JSON object of params, got {type(conf).__name__}")
+        check_conf(args.scenario, conf)
+    except UsageError as exc:
+        print(f"kafka-soak: {exc}", file=sys.stderr)
+        return 2
+    return run(args.scenario, conf)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

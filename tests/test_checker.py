@@ -1,0 +1,74 @@
+"""The checker's logic on small frames: real Spark (local) and the real Great Expectations suites."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import anomalies
+import validate_soak
+import verdict
+
+SUITES = Path(__file__).resolve().parents[1] / "expectations"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("checker-test")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.host", "127.0.0.1").getOrCreate())
+    yield session
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    session.stop()
+    # The JVM of an in-process session outlives stop(); end it so the test leaves nothing running.
+    gateway.shutdown()
+    gateway.proc.terminate()
+    gateway.proc.wait(30)
+    SparkContext._gateway = SparkContext._jvm = None
+
+
+def topic(spark, records):
+    rows = [(p, o, None, json.dumps(v), 0) for (p, o, v) in records]
+    raw = spark.createDataFrame(rows, "partition INT, offset LONG, key STRING, value STRING, timestamp LONG")
+    return raw
+
+
+def test_each_anomaly_is_counted_exactly(spark, tmp_path):
+    inputs = [(0, i, {"id": i, "key": f"k{i % 2}", "seq": i // 2 + 1, "ts": 0}) for i in range(1, 9)]
+    out = lambda o, i, key, seq, aid: (0, o, {"id": i, "key": key, "seq": seq, "assigned_id": aid, "instance": 1,
+                                              "in_partition": 0, "in_offset": i})
+    outputs = [
+        out(0, 1, "k1", 1, 10), out(1, 3, "k1", 2, 10),          # id 2 lost
+        out(2, 4, "k0", 3, 20), out(3, 4, "k0", 3, 20),          # id 4 duplicated
+        out(4, 5, "k1", 3, 10), out(5, 99, "kx", 1, 40),         # id 99 unexpected
+        out(6, 8, "k0", 5, 20), out(7, 6, "k0", 4, 20),          # id 6 after id 8 in key k0: reordered
+        out(8, 7, "k1", 4, 30),                                  # k1 gets a second id: id_reuse
+    ]
+    assertions = [(0, 0, {"kind": "stale_state", "key": "k1", "expected": 4, "found": 3, "partition": 0,
+                          "instance": 2, "ts": 0})]
+    history = {
+        "input": anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
+        "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
+        "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA),
+    }
+    frames = anomalies.frames(history["input"], history["output"], history["assertions"])
+    results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 8})
+    outcome = verdict.decide(results, truncated={})
+    assert outcome["status"] == "failed"
+    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "id_reuse": 1, "stale_state": 1,
+                                    "reordered": 1}
+    assert outcome["samples"]["lost"] == [{"id": 2, "key": "k0", "seq": 2}]
+    assert outcome["samples"]["unexpected"][0]["id"] == 99
+    assert (tmp_path / "docs" / "index.html").exists()
+
+
+def test_truncated_evidence_is_inconclusive_never_passed():
+    results = [{"suite": "input_ids", "type": "expect_column_values_to_be_between", "kwargs": {}, "success": True,
+                "meta": {"anomaly": "lost"}, "result": {}, "samples": []}]
+    outcome = verdict.decide(results, truncated={"t.input": {0: 14850}})
+    assert outcome["status"] == "inconclusive"
+    assert "low watermarks {0: 14850}" in outcome["inconclusive_reasons"][0]

@@ -1,0 +1,54 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kafka_soak import params
+from kafka_soak.backends.mock_cluster import PARTITION_CAPACITY_BYTES
+
+
+def test_defaults_resolve_to_a_plan_spread_over_the_program():
+    plan = params.check({})
+    assert plan.program == [1, 2, 1] and plan.program_source == "given"
+    assert plan.rate == pytest.approx(20_000 / 30)
+
+
+def test_empty_program_becomes_a_stored_random_program():
+    plan = params.check({"program": "", "seed": 3})
+    assert plan.program_source == "random(seed=3)"
+    assert plan.program == params.check({"program": [], "seed": 3}).program
+
+
+def test_every_problem_is_named():
+    with pytest.raises(params.ParamsError) as err:
+        params.check({"program": "1 9", "colour": "red"})
+    message = str(err.value)
+    assert "unknown params ['colour']" in message
+    assert "instance 9 at position 2 is out of range" in message
+
+
+def test_a_run_that_does_not_fit_the_embedded_partitions_is_refused_with_numbers():
+    with pytest.raises(params.ParamsError) as err:
+        params.check({"records": 2_000_000, "partitions": 4}, PARTITION_CAPACITY_BYTES)
+    assert "~80.0 MB per partition" in str(err.value) and "raise partitions" in str(err.value)
+    params.check({"records": 2_000_000, "partitions": 100}, PARTITION_CAPACITY_BYTES)
+
+
+@pytest.mark.parametrize("conf, fragment", [
+    ({"program": "1 x"}, "program: token 'x' at position 2 is not an instance number"),
+    ({"program": "1 4"}, "instance 4 at position 2 is out of range: this run has 3 instances"),
+    ({"interval_s": -5}, "param interval_s: -5 is less than the minimum of 1"),
+    ({"records": 0}, "param records: 0 is less than the minimum of 1"),
+    ({"bug": "melt"}, "param bug: 'melt' is not one of"),
+])
+def test_cli_refuses_bad_params_before_airflow_runs(conf, fragment, runs_dir):
+    """`make soak CONF=...` answers with one line naming the param; nothing is provisioned."""
+    proc = subprocess.run([sys.executable, "-m", "kafka_soak.cli", "soak", "soak_eos_id_assignment",
+                           "--conf", json.dumps(conf)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SOAK_RUNS_DIR": str(runs_dir)})
+    assert proc.returncode == 2, proc.stderr
+    assert fragment in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not (runs_dir / "soak_eos_id_assignment").exists()
