@@ -17,7 +17,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test setup system-deps lint clean-runs
+.PHONY: soak test setup system-deps lint env
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
@@ -27,6 +27,12 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check dags plugins spark_jobs tests
+
+# Print the environment for running airflow by hand: source <(make -s env)
+env:
+	@for v in AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER AIRFLOW__CORE__PLUGINS_FOLDER AIRFLOW__CORE__LOAD_EXAMPLES \
+		PYTHONPATH PATH PYSPARK_PYTHON SPARK_LOCAL_IP; do printf "export %s=%q\n" $$v "$${!v}"; done
+	@printf "export AIRFLOW_CONN_SPARK_DEFAULT=%q\n" '$(AIRFLOW_CONN_SPARK_DEFAULT)'
 
 setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db
 

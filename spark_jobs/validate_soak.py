@@ -12,17 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-
 import anomalies
 import kafka_source
 import verdict as verdicts
+from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("kafka_soak.validate")
 

@@ -3,9 +3,8 @@
 import json
 from pathlib import Path
 
-import pytest
-
 import anomalies
+import pytest
 import validate_soak
 import verdict
 

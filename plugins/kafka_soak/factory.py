@@ -66,7 +66,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         description=scenario.get("description"),
         doc_md=scenario.get("doc_md"),
         schedule=scenario.get("schedule", NIGHTLY),
-        start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+        start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
         catchup=False,
         max_active_runs=1,
         tags=["kafka-soak", *scenario.get("tags", [])],

@@ -17,7 +17,7 @@ import string
 import sys
 import time
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Producer
