@@ -43,12 +43,12 @@ def test_a_run_that_does_not_fit_the_embedded_partitions_is_refused_with_numbers
     ({"records": 0}, "param records: 0 is less than the minimum of 1"),
     ({"bug": "melt"}, "param bug: 'melt' is not one of"),
 ])
-def test_cli_refuses_bad_params_before_airflow_runs(conf, fragment, runs_dir):
+def test_cli_refuses_bad_params_before_airflow_runs(conf, fragment, tmp_path):
     """`make soak CONF=...` answers with one line naming the param; nothing is provisioned."""
     proc = subprocess.run([sys.executable, "-m", "kafka_soak.cli", "soak", "soak_eos_id_assignment",
                            "--conf", json.dumps(conf)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "SOAK_RUNS_DIR": str(runs_dir)})
+                          env={**os.environ, "SOAK_RUNS_DIR": str(tmp_path)})
     assert proc.returncode == 2, proc.stderr
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
-    assert not (runs_dir / "soak_eos_id_assignment").exists()
+    assert not any(tmp_path.iterdir()), "nothing may be created for a refused run"
