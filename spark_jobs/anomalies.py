@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 INPUT_SCHEMA = "id LONG, key STRING, seq LONG, ts LONG"
 OUTPUT_SCHEMA = "id LONG, key STRING, seq LONG, assigned_id LONG, instance INT, in_partition INT, in_offset LONG"
-ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partition INT, instance INT, ts LONG"
+ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partition INT, instance INT, step STRING, ts LONG"
 
 
 def parse(raw: DataFrame, schema: str) -> DataFrame:

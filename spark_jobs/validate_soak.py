@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--limitations", default="{}", help="JSON: guarantees the backend does not provide")
     parser.add_argument("--backend", default="unknown")
+    parser.add_argument("--unreliable", default="{}",
+                        help="JSON {anomaly: reason}: anomalies the backend can fake under this run's faults")
     parser.add_argument("--reader", choices=("kafka_soak", "kafka"), default="kafka_soak")
     parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR)
     args = parser.parse_args(argv)
@@ -136,10 +138,11 @@ def main(argv: list[str] | None = None) -> int:
                                                                  history["assertions"]).items()}
     docs_dir = args.out_dir / "data_docs"
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records})
-    outcome = verdicts.decide(results, truncated)
+    outcome = verdicts.decide(results, truncated, unreliable=json.loads(args.unreliable))
     outcome.update({
         "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
-                    "expected_input": args.expected_records},
+                    "expected_input": args.expected_records, "distinct_keys": frames["key_ids"].count(),
+                    "distinct_assigned_ids": frames["assigned_ids"].count()},
         "topics": topics, "backend": {"name": args.backend, "limitations": json.loads(args.limitations)},
         "data_docs": str(docs_dir / "index.html"), "validated_at": time.time(),
         "validation_seconds": round(time.monotonic() - started, 1)})

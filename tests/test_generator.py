@@ -2,6 +2,7 @@
 
 import json
 import signal
+import threading
 import time
 
 from confluent_kafka import Consumer, TopicPartition
@@ -69,3 +70,21 @@ def test_resume_point_skips_exactly_what_each_partition_holds():
     assert 5 not in todo and all(i in todo for i in range(6, 21))
     assert [i for i in range(1, 5) if i not in todo] == \
         [i for i in range(1, 5) if generator.partition_of(generator.key_of(i, keys), partitions) == p5]
+
+
+def test_phases_wait_for_their_step_and_produce_their_own_ids(broker, tmp_path):
+    """A phase tied to a step produces nothing until the step's result file appears."""
+    spec = generator.LoadSpec(broker.bootstrap_servers, broker.topics["input"], records=300, keys=7, phases=(
+        generator.Phase(100, 1, at_s=0), generator.Phase(200, 101, rate=2000, after_step=1)))
+    steps_dir = tmp_path / "program"
+    steps_dir.mkdir()
+    producing = threading.Thread(target=generator.produce, args=(spec, None, time.time(), steps_dir))
+    producing.start()
+    try:
+        time.sleep(2)
+        assert sorted(r["id"] for r in read_all(broker.bootstrap_servers, broker.topics["input"])) == \
+            list(range(1, 101)), "only the first phase may be produced before step 1"
+        (steps_dir / "step-1.json").write_text("{}")
+    finally:
+        producing.join(30)
+    assert sorted(r["id"] for r in read_all(broker.bootstrap_servers, broker.topics["input"])) == list(range(1, 301))

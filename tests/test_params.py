@@ -11,8 +11,10 @@ from kafka_soak.backends.mock_cluster import PARTITION_CAPACITY_BYTES
 
 def test_defaults_resolve_to_a_plan_spread_over_the_program():
     plan = params.check({})
-    assert plan.program == [1, 2, 1] and plan.program_source == "given"
+    assert plan.program == ["1", "2", "1"] and plan.program_source == "given"
     assert plan.rate == pytest.approx(20_000 / 30)
+    assert plan.phases == [{"records": 20_000, "at_s": 0, "rate": pytest.approx(20_000 / 30), "first_id": 1}]
+    assert plan.unreliable == {}
 
 
 def test_empty_program_becomes_a_stored_random_program():
@@ -26,19 +28,42 @@ def test_every_problem_is_named():
         params.check({"program": "1 9", "colour": "red"})
     message = str(err.value)
     assert "unknown params ['colour']" in message
-    assert "instance 9 at position 2 is out of range" in message
+    assert "instance 9 is out of range" in message
 
 
 def test_a_run_that_does_not_fit_the_embedded_partitions_is_refused_with_numbers():
     with pytest.raises(params.ParamsError) as err:
         params.check({"records": 2_000_000, "partitions": 4}, PARTITION_CAPACITY_BYTES)
-    assert "~80.0 MB per partition" in str(err.value) and "raise partitions" in str(err.value)
+    assert "~75.0 MB per partition" in str(err.value) and "raise partitions" in str(err.value)
     params.check({"records": 2_000_000, "partitions": 100}, PARTITION_CAPACITY_BYTES)
 
 
+def test_phases_get_consecutive_id_ranges_and_must_add_up():
+    plan = params.check({"records": 63_000, "program": "1 2 2", "phases": [
+        {"records": 3000, "at_s": 0}, {"records": 60_000, "after_step": 1, "rate": 5000}]})
+    assert [(p["first_id"], p["records"], p["rate"]) for p in plan.phases] == [(1, 3000, 0.0), (3001, 60_000, 5000.0)]
+    with pytest.raises(params.ParamsError) as err:
+        params.check({"records": 100, "program": "1 2", "phases": [{"records": 50, "at_s": 0},
+                                                                  {"records": 40, "after_step": 2}]})
+    assert "phases: their records add up to 90 but param records is 100" in str(err.value)
+    assert "phase 2 waits for step 2 but the program has 2 steps (0..1)" in str(err.value)
+
+
+def test_faults_on_a_backend_without_read_committed_make_duplicates_unreliable():
+    limits = {"read_committed": "aborted records are visible"}
+    assert params.check({"program": "1 2 1"}, limitations=limits).unreliable == {}
+    unreliable = params.check({"program": "1 2 k1"}, limitations=limits).unreliable
+    assert set(unreliable) == {"duplicated", "stale_state", "reordered"}
+    assert "kill" in unreliable["duplicated"] and "aborted records are visible" in unreliable["duplicated"]
+    assert params.check({"program": "1 2 k1"}, limitations={}).unreliable == {}
+
+
 @pytest.mark.parametrize("conf, fragment", [
-    ({"program": "1 x"}, "program: token 'x' at position 2 is not an instance number"),
-    ({"program": "1 4"}, "instance 4 at position 2 is out of range: this run has 3 instances"),
+    ({"program": "1 x"}, "program: token 'x' at position 2 is not an operation"),
+    ({"program": "1 4"}, "instance 4 is out of range: this run has 3 instances"),
+    ({"program": "1 r1"}, "token 'r1' at position 2: cannot resume instance 1: it is running"),
+    ({"phases": [{"records": 5, "after_step": 0, "at_s": 1}]}, "param phases:"),
+    ({"standbys": 2}, "param standbys: 2 is greater than the maximum of 1"),
     ({"interval_s": -5}, "param interval_s: -5 is less than the minimum of 1"),
     ({"records": 0}, "param records: 0 is less than the minimum of 1"),
     ({"bug": "melt"}, "param bug: 'melt' is not one of"),

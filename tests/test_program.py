@@ -4,49 +4,79 @@ from kafka_soak import program
 
 
 def test_parse_string_and_list_agree():
-    assert program.parse("1 2 1", 3) == program.parse([1, 2, 1], 3) == [1, 2, 1]
-    assert program.parse("  1   0 2 ", 2) == [1, 0, 2]
+    assert program.parse("1 2 1", 3) == program.parse([1, 2, 1], 3) == ["1", "2", "1"]
+    assert program.parse("  1   0 2 ", 2) == ["1", "0", "2"]
+    assert program.parse(["1", "k1", 1, "b1-", "b1+"], 2) == ["1", "k1", "1", "b1-", "b1+"]
 
 
 @pytest.mark.parametrize("bad, fragment", [
-    ("1 x", "token 'x' at position 2"),
-    ("1 2.5", "token '2.5' at position 2"),
-    ("1 4", "instance 4 at position 2 is out of range: this run has 3 instances"),
-    ([1, -1], "instance -1 at position 2 is out of range"),
+    ("1 x", "token 'x' at position 2 is not an operation"),
+    ("1 2.5", "token '2.5' at position 2 is not an operation"),
+    ("1 k", "token 'k' at position 2 is not an operation"),
+    ("1 b1", "token 'b1' at position 2 is not an operation"),
+    ("1 4", "token '4' at position 2: instance 4 is out of range: this run has 3 instances"),
+    ([1, -1], "token '-1' at position 2 is not an operation"),
+    ("k2", "token 'k2' at position 1: cannot kill instance 2: it is stopped at that point"),
+    ("1 r1", "token 'r1' at position 2: cannot resume instance 1: it is running at that point (it must be paused)"),
+    ("1 p1 p1", "token 'p1' at position 3: cannot pause instance 1: it is paused at that point"),
+    ("1 b1+", "token 'b1+' at position 2: broker 1 is already up at that point"),
+    ("1 b2-", "token 'b2-' at position 2: broker 2 is out of range: this run has 1 broker(s)"),
 ])
-def test_bad_programs_name_the_token_and_what_is_allowed(bad, fragment):
+def test_bad_programs_name_the_token_and_why(bad, fragment):
     with pytest.raises(program.ProgramError) as err:
         program.parse(bad, 3)
     assert fragment in str(err.value)
-    assert "instance numbers 1..3 or 0 for a no-op" in str(err.value)
+
+
+def test_unknown_tokens_list_what_is_allowed():
+    with pytest.raises(program.ProgramError, match=r"N \(toggle instance N, 1..3\), 0 \(no-op\), kN \(kill -9\)"):
+        program.parse("1 z9", 3)
 
 
 def test_steps_carry_desired_states_not_flips():
-    steps = program.steps([1, 2, 1, 0, 1], t0=100.0, interval_s=10)
+    steps = program.steps(["1", "2", "1", "0", "1"], t0=100.0, interval_s=10)
     assert [(s.instance, s.action) for s in steps] == [(1, "start"), (2, "start"), (1, "stop"), (0, "noop"),
                                                       (1, "start")]
     assert [s.planned_at for s in steps] == [100, 110, 120, 130, 140]
     assert steps[2].label == "step 2: stop instance 1"
 
 
+def test_fault_operations_and_what_a_toggle_means_after_them():
+    steps = program.steps(program.parse("1 2 k1 1 p2 r2 p2 2 b1- b1+", 2))
+    assert [(s.action, s.instance or s.broker) for s in steps] == [
+        ("start", 1), ("start", 2), ("kill", 1), ("start", 1),  # a killed instance is stopped: 1 starts it
+        ("pause", 2), ("resume", 2), ("pause", 2), ("stop", 2),  # toggling a paused instance stops it
+        ("broker-down", 1), ("broker-up", 1)]
+    assert [s.label for s in steps[2:3] + steps[8:9]] == ["step 2: kill -9 instance 1", "step 8: broker 1 down"]
+    assert program.faults(program.parse("1 2 k1 1 p2 r2 b1- b1+", 2)) == ["kill", "pause", "broker-down"]
+    assert program.brokers_left_down(["1", "b1-"]) == {1}
+    assert program.brokers_left_down(["1", "b1-", "b1+"]) == set()
+
+
 def test_retrying_a_step_converges():
     """Applying a step twice leaves the same state as applying it once (desired state, not a toggle)."""
-    state: set[int] = set()
+    running: set[int] = set()
+    paused: set[int] = set()
 
     def apply(step):
         if step.action == "start":
-            state.add(step.instance)
-        elif step.action == "stop":
-            state.discard(step.instance)
+            running.add(step.instance)
+        elif step.action in ("stop", "kill"):
+            running.discard(step.instance)
+            paused.discard(step.instance)
+        elif step.action == "pause" and step.instance in running:
+            paused.add(step.instance)
+        elif step.action == "resume":
+            paused.discard(step.instance)
 
-    for step in program.steps([1, 2, 1]):
+    for step in program.steps(program.parse("1 2 1 p2 3 k3 r2", 3)):
         apply(step)
         apply(step)  # the retry
-    assert state == {2} == program.running_after([1, 2, 1])
+    assert running == {2} and paused == set()
 
 
 def test_random_program_is_seeded_and_valid():
     first = program.random_program(seed=7, instances=3)
     assert first == program.random_program(seed=7, instances=3)
     assert first != program.random_program(seed=8, instances=3)
-    assert len(first) == 6 and all(1 <= n <= 3 for n in first)
+    assert len(first) == 6 and program.parse(first, 3) == first

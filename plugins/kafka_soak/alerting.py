@@ -35,6 +35,7 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
         if verdict["status"] == "failed":
             what = ", ".join(f"{k}={v}" for k, v in found.items())
             alert["message"] = f"soak {dag_id} FAILED: {what} (run {run_id}); evidence: {run_dir}"
+            alert["details"] = details(verdict)
         else:
             alert["message"] = (f"soak {dag_id} INCONCLUSIVE: {'; '.join(verdict['inconclusive_reasons'])} "
                                 f"(run {run_id}); evidence: {run_dir}")
@@ -43,6 +44,26 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
         alert["message"] = (f"soak {dag_id} did not reach a verdict: task {failed_task or 'unknown'} failed "
                             f"(run {run_id}); logs: {run_dir}")
     return alert
+
+
+def quote_assertion(sample: dict[str, Any]) -> str:
+    """An app self-check failure the way the original reproduction printed it."""
+    return (f"!!! BROKEN !!! Expected {sample['expected']} but found {sample['found']} partition: "
+            f"{sample['partition']} (key {sample['key']}, instance {sample['instance']}, started at step "
+            f"{sample.get('step', '?')})")
+
+
+def details(verdict: dict[str, Any]) -> list[str]:
+    """Lines that let a person recognise the failure without opening the run directory."""
+    lines = []
+    stale = verdict.get("samples", {}).get("stale_state")
+    if stale:
+        lines.append(quote_assertion(stale[0]))
+    records = verdict.get("records", {})
+    if verdict["anomalies"].get("id_reuse") and "distinct_keys" in records:
+        lines.append(f"each key should have one distinct id: expected {records['distinct_keys']} distinct ids "
+                     f"but found {records['distinct_assigned_ids']}")
+    return lines
 
 
 class SoakAlertNotifier(BaseNotifier):
@@ -60,6 +81,8 @@ class SoakAlertNotifier(BaseNotifier):
         ti = context.get("ti")
         alert = compose(dag_id, run_id, rundir.run_dir(dag_id, run_id), getattr(ti, "task_id", None))
         log.error("ALERT: %s", alert["message"])
+        for line in alert.get("details", []):
+            log.error("ALERT: %s", line)
         root = rundir.runs_root()
         root.mkdir(parents=True, exist_ok=True)
         rundir.append_jsonl(root / "alerts.jsonl", alert)

@@ -12,6 +12,7 @@ import logging
 import time
 
 from kafka_soak import kafka_io
+from kafka_soak import program as programs
 from kafka_soak.instances import Instances
 
 log = logging.getLogger(__name__)
@@ -21,13 +22,23 @@ class DrainTimeout(RuntimeError):
     pass
 
 
-def ensure_one_running(instances: Instances) -> int | None:
-    """Start the lowest instance when the program left none running; returns the one started."""
-    if instances.running():
-        return None
-    log.warning("the program left no instance running: starting instance 1 to drain the input")
-    instances.start(1, "drain")
-    return 1
+def restore_service(instances: Instances, program: list[str]) -> dict[str, list[int]]:
+    """Undo what the program left broken so the app can catch up: brokers down come up, paused instances
+    resume, and instance 1 starts when none runs. Returns what was done."""
+    down = programs.brokers_left_down(program)
+    done: dict[str, list[int]] = {"brokers_up": sorted(down), "resumed": [], "started": []}
+    for broker in sorted(down):
+        log.warning("the program left broker %d down: bringing it up to drain", broker)
+        instances.set_broker(broker, up=True)
+    for n in instances.paused():
+        log.warning("the program left instance %d paused: resuming it to drain", n)
+        instances.resume(n)
+        done["resumed"].append(n)
+    if not instances.running():
+        log.warning("the program left no instance running: starting instance 1 to drain the input")
+        instances.start(1, "drain")
+        done["started"].append(1)
+    return done
 
 
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,

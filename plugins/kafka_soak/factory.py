@@ -24,10 +24,11 @@ from kafka_soak import program as programs
 from kafka_soak import rundir
 from kafka_soak.alerting import SoakAlertNotifier
 from kafka_soak.backends.embedded import Cluster, EmbeddedBackend
-from kafka_soak.drain import ensure_one_running, wait_for_zero_lag
+from kafka_soak.drain import restore_service, wait_for_zero_lag
+from kafka_soak.generator import Phase
 from kafka_soak.instances import Instances
 from kafka_soak.operators.toggle import ToggleStepOperator
-from kafka_soak.steps import write_program
+from kafka_soak.steps import read_t0, write_program
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +83,20 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             context = get_current_context()
             run_dir = _run_dir(create=True)
             try:
-                plan = soak_params.check(dict(context["params"]), EmbeddedBackend.partition_capacity_bytes)
+                plan = soak_params.check(dict(context["params"]), EmbeddedBackend.partition_capacity_bytes,
+                                         EmbeddedBackend.limitations)
             except soak_params.ParamsError as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
             rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
                                                         "params": dict(context["params"]), "plan": plan.as_dict()})
-            log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys at %.0f records/s; "
-                     "run directory %s", programs.render(plan.program), plan.program_source, len(plan.program),
-                     plan.interval_s, plan.records, plan.keys, plan.rate, run_dir)
+            log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys; run directory %s",
+                     programs.render(plan.program), plan.program_source, len(plan.program), plan.interval_s,
+                     plan.records, plan.keys, run_dir)
+            for phase in plan.phases:
+                log.info("  load: %s", Phase(**phase).describe())
+            for anomaly, reason in plan.unreliable.items():
+                log.warning("  %s cannot be pinned on the app in this run (counts make the verdict inconclusive): %s",
+                            anomaly, reason)
             return plan.as_dict()
 
         @setup
@@ -97,7 +104,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Start the run's Kafka and create its topics."""
             run_dir = _run_dir(create=True)
             prefix = f"soak.{dag_id}.{rundir.safe_name(get_current_context()['run_id'])}"
-            cluster = EmbeddedBackend(run_dir).provision(
+            cluster = EmbeddedBackend(run_dir, brokers=plan["brokers"]).provision(
                 {"input": plan["partitions"], "output": plan["partitions"], "changelog": plan["partitions"],
                  "assertions": 1}, prefix)
             rundir.write_json(run_dir / "cluster.json", cluster.as_dict())
@@ -108,9 +115,11 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Fix T0 a little ahead, so the generator and the first step start together."""
             t0 = time.time() + lead_s
             steps = [s.as_dict() for s in programs.steps(plan["program"], t0, plan["interval_s"])]
-            write_program(_run_dir(), plan["program"], t0, steps)
+            write_program(_run_dir(), plan, t0, steps)
             for s in steps:
                 log.info("  %s at T0%+.0f s", programs.Step(**s).label, s["planned_at"] - t0)
+            log.info("replay this program with -c '%s'", json.dumps({"program": programs.render(plan["program"]),
+                                                                      "interval_s": plan["interval_s"]}))
             return steps
 
         @task
@@ -136,7 +145,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                         raise RuntimeError(f"the generator stopped before producing {plan['records']} records "
                                            f"three times; see {_run_dir() / 'logs'}")
                     log.warning("generator not running and not done (%s): restarting it to resume", state or "no progress")
-                    instances.start_generator(start_at=0, attempt=attempt)
+                    instances.start_generator(start_at=read_t0(_run_dir()), attempt=attempt)
                 elif state:
                     log.info("generator: %d/%d records, %.0f records/s", state["produced"], state["records"],
                              state["rate_per_s"])
@@ -144,12 +153,12 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
 
         @task
         def drain(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-            """Make sure an instance runs, then wait until the app has committed all input."""
+            """Bring back what the program left broken, then wait until the app has committed all input."""
             instances = _instances(plan, cluster, app_id)
-            started = ensure_one_running(instances)
+            restored = restore_service(instances, plan["program"])
             waited = wait_for_zero_lag(cluster["bootstrap_servers"], app_id, cluster["topics"]["input"],
                                        plan["drain_timeout_s"])
-            return {"started_instance": started, "waited_s": round(waited, 1)}
+            return {**restored, "waited_s": round(waited, 1)}
 
         @teardown
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +196,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                 "--assertions-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['assertions'] }}",
                 "--backend", "{{ ti.xcom_pull(task_ids='provision')['backend'] }}",
                 "--limitations", "{{ ti.xcom_pull(task_ids='provision')['limitations'] | tojson }}",
+                "--unreliable", "{{ ti.xcom_pull(task_ids='check_params')['unreliable'] | tojson }}",
                 "--expected-records", "{{ params.records }}",
                 "--out-dir", "{{ soak_run_dir(run_id) }}",
             ],

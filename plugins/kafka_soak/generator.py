@@ -5,6 +5,10 @@ number of an id is known in closed form, and each record goes to a partition com
 A restarted generator reads the newest id of every partition and produces exactly the ids that are
 missing — with an idempotent producer (ordered, no gaps within a partition) that never duplicates an
 id and never skips one.
+
+The load comes in **phases**, consecutive id ranges each released at a moment of the program: ``at_s``
+seconds after T0 (the first step) or as soon as step ``after_step`` has been applied (its result file
+appears in the run's ``program/`` directory), then produced at the phase's rate (0 = full speed).
 """
 
 from __future__ import annotations
@@ -30,8 +34,27 @@ PROGRESS_EVERY_S = 2.0
 
 
 @dataclass(frozen=True)
+class Phase:
+    """Ids ``first_id .. first_id + records - 1``, released at ``at_s`` after T0 or after step ``after_step``."""
+
+    records: int
+    first_id: int = 1
+    rate: float = 0.0
+    at_s: float | None = None
+    after_step: int | None = None
+
+    def __contains__(self, record_id: int) -> bool:
+        return self.first_id <= record_id < self.first_id + self.records
+
+    def describe(self) -> str:
+        when = f"after step {self.after_step}" if self.after_step is not None else f"at T0+{self.at_s or 0:g} s"
+        speed = f"{self.rate:.0f} records/s" if self.rate else "full speed"
+        return f"ids {self.first_id}..{self.first_id + self.records - 1} {when} at {speed}"
+
+
+@dataclass(frozen=True)
 class LoadSpec:
-    """What to produce and how fast (``rate`` in records/s; 0 = as fast as possible)."""
+    """What to produce and how fast (``rate`` in records/s; 0 = as fast as possible), in ``phases`` if given."""
 
     bootstrap: str
     topic: str
@@ -40,6 +63,10 @@ class LoadSpec:
     rate: float = 0.0
     payload_bytes: int = 0
     seed: int = 0
+    phases: tuple[Phase, ...] = ()
+
+    def plan(self) -> tuple[Phase, ...]:
+        return self.phases or (Phase(self.records, 1, self.rate, at_s=0),)
 
 
 def key_of(record_id: int, keys: int) -> str:
@@ -90,8 +117,27 @@ class Progress:
             tmp.replace(self.path)
 
 
-def produce(spec: LoadSpec, progress_file: Path | None = None) -> int:
-    """Produce the missing part of the run's input; returns how many records this call sent."""
+def wait_for(phase: Phase, t0: float, steps_dir: Path | None, report_every_s: float = 5.0) -> None:
+    """Block until ``phase`` is due: its moment after T0, or the result file of the step it follows."""
+    if phase.after_step is None:
+        delay = t0 + (phase.at_s or 0) - time.time()
+        if delay > 0:
+            log.info("generator: %s, in %.1f s", phase.describe(), delay)
+            time.sleep(delay)
+        return
+    if steps_dir is None:
+        raise ValueError(f"phase {phase.describe()} needs --steps-dir to see when step {phase.after_step} ran")
+    marker, next_report = steps_dir / f"step-{phase.after_step}.json", 0.0
+    while not marker.exists():
+        if time.monotonic() >= next_report:
+            log.info("generator: waiting for step %d before producing %s", phase.after_step, phase.describe())
+            next_report = time.monotonic() + report_every_s
+        time.sleep(0.05)
+
+
+def produce(spec: LoadSpec, progress_file: Path | None = None, t0: float | None = None,
+            steps_dir: Path | None = None) -> int:
+    """Produce the missing part of the run's input, phase by phase; returns how many records this call sent."""
     partitions = kafka_io.partition_count(spec.bootstrap, spec.topic)
     last_ids = {p: (json.loads(v)["id"] if v else None)
                 for p, v in kafka_io.last_values(spec.bootstrap, spec.topic).items()}
@@ -110,25 +156,34 @@ def produce(spec: LoadSpec, progress_file: Path | None = None) -> int:
         "enable.idempotence": True, "acks": "all", "linger.ms": 5, "on_delivery": on_delivery}))
     filler = "".join(random.Random(spec.seed).choices(string.ascii_letters, k=spec.payload_bytes))
     progress = Progress(progress_file, spec, resumed_from)
-    start = time.monotonic()
-    for n, record_id in enumerate(todo):
-        if spec.rate > 0:
-            ahead = start + n / spec.rate - time.monotonic()
-            if ahead > 0:
-                producer.poll(0)
-                time.sleep(ahead)
-        key = key_of(record_id, spec.keys)
-        value = json.dumps({"id": record_id, "key": key, "seq": seq_of(record_id, spec.keys),
-                            "payload": filler, "ts": int(time.time() * 1000)})
-        while True:
-            try:
-                producer.produce(spec.topic, value=value, key=key, partition=partition_of(key, partitions))
+    t0 = time.time() if t0 is None else t0
+    sent = 0
+    for phase in spec.plan():
+        ids = [i for i in todo if i in phase]
+        if not ids:
+            continue
+        wait_for(phase, t0, steps_dir)
+        log.info("generator: producing %s", phase.describe())
+        start = time.monotonic()
+        for n, record_id in enumerate(ids):
+            if phase.rate > 0:
+                ahead = start + n / phase.rate - time.monotonic()
+                if ahead > 0:
+                    producer.poll(0)
+                    time.sleep(ahead)
+            key = key_of(record_id, spec.keys)
+            value = json.dumps({"id": record_id, "key": key, "seq": seq_of(record_id, spec.keys),
+                                "payload": filler, "ts": int(time.time() * 1000)})
+            while True:
+                try:
+                    producer.produce(spec.topic, value=value, key=key, partition=partition_of(key, partitions))
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            if errors:
                 break
-            except BufferError:
-                producer.poll(0.05)
-        if errors:
-            break
-        progress.report(resumed_from + n + 1)
+            sent += 1
+            progress.report(resumed_from + sent)
     remaining = producer.flush(60)
     if errors or remaining:
         raise RuntimeError(f"generator: {len(errors)} records failed ({errors[:3]}), {remaining} undelivered; "
@@ -143,19 +198,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--records", type=int, required=True)
     parser.add_argument("--keys", type=int, required=True)
-    parser.add_argument("--rate", type=float, default=0.0)
+    parser.add_argument("--rate", type=float, default=0.0, help="records/s of a run without --phases")
+    parser.add_argument("--phases", type=json.loads, default=[],
+                        help='JSON list of {"records", "first_id", "rate", "at_s" | "after_step"}')
     parser.add_argument("--payload-bytes", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--start-at", type=float, default=0.0, help="epoch seconds to wait for before producing")
+    parser.add_argument("--start-at", type=float, default=None, help="T0, epoch seconds: phases count from it")
+    parser.add_argument("--steps-dir", type=Path, help="where the program's step results appear (after_step)")
     parser.add_argument("--progress-file", type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
-    spec = LoadSpec(args.bootstrap, args.topic, args.records, args.keys, args.rate, args.payload_bytes, args.seed)
-    delay = args.start_at - time.time()
-    if delay > 0:
-        log.info("generator: starting with the program in %.1f s", delay)
-        time.sleep(delay)
-    produce(spec, args.progress_file)
+    phases = tuple(Phase(**p) for p in args.phases)
+    spec = LoadSpec(args.bootstrap, args.topic, args.records, args.keys, args.rate, args.payload_bytes, args.seed,
+                    phases)
+    produce(spec, args.progress_file, args.start_at, args.steps_dir)
     return 0
 
 

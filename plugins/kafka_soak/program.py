@@ -1,16 +1,35 @@
-"""The toggle program: which instance changes state at which step (the soak's nemesis).
+"""The toggle program: what changes at which step (the soak's nemesis).
 
-A program is a list of instance numbers, as in the original multi-runner reproduction: each number
-toggles that instance (``1 2 1`` = start 1, start 2, stop 1) and ``0`` is a no-op step. Step *i* drives
-instance *n* to a **desired state** — running when *n* occurs an odd number of times in
-``program[:i+1]`` — rather than flipping it, so a retried step converges instead of undoing itself.
+A program is a list of tokens, one per step, as in the original multi-runner reproduction:
+
+==========  ===================================================================================
+``N``       toggle instance *N*: start it when it is stopped, stop it gracefully otherwise
+``0``       no-op step
+``kN``      kill instance *N* with SIGKILL: no commit, no leave-group (it must be running or paused)
+``pN``      pause instance *N* with SIGSTOP (it must be running)
+``rN``      resume instance *N* with SIGCONT (it must be paused)
+``bN-``     take broker *N* down; ``bN+`` brings it back
+==========  ===================================================================================
+
+Each step carries the **desired state** it leads to (instance running/stopped/paused, broker up/down),
+worked out from the program up to that step, so a retried step converges instead of undoing itself.
+A program that asks for an impossible transition (``r2`` while 2 runs) is refused before the run,
+naming the token.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
+
+INSTANCE_ACTIONS = ("start", "stop", "kill", "pause", "resume")
+BROKER_ACTIONS = ("broker-down", "broker-up")
+# Operations that leave work half-done (no commit, no leave-group, an unreachable broker).
+FAULTS = ("kill", "pause", "broker-down")
+
+TOKEN = re.compile(r"^(?:(?P<toggle>\d+)|(?P<op>[kpr])(?P<instance>\d+)|b(?P<broker>\d+)(?P<dir>[+-]))$")
 
 
 class ProgramError(ValueError):
@@ -20,65 +39,109 @@ class ProgramError(ValueError):
 @dataclass(frozen=True)
 class Step:
     index: int
-    instance: int  # 0 = no-op
-    action: str  # "start" | "stop" | "noop"
+    token: str
+    action: str  # "noop" | one of INSTANCE_ACTIONS | one of BROKER_ACTIONS
+    instance: int = 0
+    broker: int = 0
     planned_at: float = 0.0
 
     @property
     def label(self) -> str:
-        return f"step {self.index}: no-op" if self.action == "noop" else \
-            f"step {self.index}: {self.action} instance {self.instance}"
+        what = {"noop": "no-op", "start": f"start instance {self.instance}",
+                "stop": f"stop instance {self.instance}", "kill": f"kill -9 instance {self.instance}",
+                "pause": f"pause instance {self.instance}", "resume": f"resume instance {self.instance}",
+                "broker-down": f"broker {self.broker} down", "broker-up": f"broker {self.broker} up"}
+        return f"step {self.index}: {what[self.action]}"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def allowed(instances: int) -> str:
-    return f'instance numbers 1..{instances} or 0 for a no-op, separated by spaces, e.g. "1 2 1"'
+def allowed(instances: int, brokers: int = 1) -> str:
+    return (f"tokens separated by spaces: N (toggle instance N, 1..{instances}), 0 (no-op), kN (kill -9), "
+            f"pN (pause), rN (resume), bN- / bN+ (broker N down/up, 1..{brokers}); e.g. \"1 2 k1 1\"")
 
 
-def parse(program: str | list[int], instances: int) -> list[int]:
-    """Turn ``"1 2 1"`` or ``[1, 2, 1]`` into a validated list of instance numbers."""
+def parse(program: str | list[int | str], instances: int, brokers: int = 1) -> list[str]:
+    """Validate ``"1 2 k1 1"`` or ``[1, 2, "k1", 1]``; returns the normalised tokens.
+
+    Checks the range of every number and that each operation is possible at its point of the program.
+    """
     tokens = program.split() if isinstance(program, str) else list(program)
+    normal = [str(t).strip() if not isinstance(t, bool) else "?" for t in tokens]
+    steps(normal, instances=instances, brokers=brokers)
+    return normal
+
+
+def steps(program: list[str], t0: float = 0.0, interval_s: float = 0.0, instances: int | None = None,
+          brokers: int | None = None) -> list[Step]:
+    """Each step with the action that leads to its desired state, firing at ``t0 + i * interval_s``."""
+    state: dict[int, str] = {}  # instance -> "running" | "paused" (absent: stopped)
+    down: set[int] = set()
     result = []
-    for position, token in enumerate(tokens, start=1):
-        try:
-            number = int(token)
-            if isinstance(token, float) or str(number) != str(token).strip():
-                raise ValueError
-        except (TypeError, ValueError):
-            raise ProgramError(f"program: token {token!r} at position {position} is not an instance number; "
-                               f"allowed: {allowed(instances)}") from None
-        if not 0 <= number <= instances:
-            raise ProgramError(f"program: instance {number} at position {position} is out of range: this run has "
-                               f"{instances} instances (param 'instances'); allowed: {allowed(instances)}")
-        result.append(number)
-    return result
-
-
-def random_program(seed: int, instances: int, steps: int | None = None) -> list[int]:
-    """A seeded program of ``steps`` toggles (default: two per instance) that can be replayed from the seed."""
-    rng = random.Random(seed)
-    return [rng.randint(1, instances) for _ in range(steps or 2 * instances)]
-
-
-def steps(program: list[int], t0: float = 0.0, interval_s: float = 0.0) -> list[Step]:
-    """Each step with its desired state, firing at ``t0 + i * interval_s``."""
-    result, counts = [], {}
-    for i, n in enumerate(program):
-        if n == 0:
-            action = "noop"
+    for i, token in enumerate(program):
+        position = f"token {token!r} at position {i + 1}"
+        match = TOKEN.match(token)
+        if not match:
+            raise ProgramError(f"program: {position} is not an operation; allowed: "
+                               f"{allowed(instances or 1, brokers or 1)}")
+        if match["broker"] is not None:
+            n = int(match["broker"])
+            if brokers is not None and not 1 <= n <= brokers:
+                raise ProgramError(f"program: {position}: broker {n} is out of range: this run has {brokers} "
+                                   f"broker(s) (param 'brokers')")
+            if (match["dir"] == "-") == (n in down):
+                raise ProgramError(f"program: {position}: broker {n} is already {'down' if n in down else 'up'} "
+                                   "at that point")
+            (down.add if match["dir"] == "-" else down.discard)(n)
+            result.append(Step(i, token, "broker-down" if match["dir"] == "-" else "broker-up", broker=n,
+                               planned_at=t0 + i * interval_s))
+            continue
+        n = int(match["toggle"] if match["toggle"] is not None else match["instance"])
+        if match["toggle"] is not None and n == 0:
+            result.append(Step(i, token, "noop", planned_at=t0 + i * interval_s))
+            continue
+        if instances is not None and not 1 <= n <= instances:
+            raise ProgramError(f"program: {position}: instance {n} is out of range: this run has {instances} "
+                               f"instances (param 'instances'); allowed: {allowed(instances, brokers or 1)}")
+        current = state.get(n, "stopped")
+        op = match["op"]
+        if op is None:
+            action = "start" if current == "stopped" else "stop"
         else:
-            counts[n] = counts.get(n, 0) + 1
-            action = "start" if counts[n] % 2 else "stop"
-        result.append(Step(i, n, action, t0 + i * interval_s))
+            action = {"k": "kill", "p": "pause", "r": "resume"}[op]
+            needed = {"kill": ("running", "paused"), "pause": ("running",), "resume": ("paused",)}[action]
+            if current not in needed:
+                raise ProgramError(f"program: {position}: cannot {action} instance {n}: it is {current} at that "
+                                   f"point (it must be {' or '.join(needed)})")
+        state[n] = {"start": "running", "resume": "running", "pause": "paused"}.get(action, "stopped")
+        if state[n] == "stopped":
+            del state[n]
+        result.append(Step(i, token, action, instance=n, planned_at=t0 + i * interval_s))
     return result
 
 
-def running_after(program: list[int]) -> set[int]:
-    """Instances the program leaves running."""
-    return {n for n in set(program) if n and program.count(n) % 2 == 1}
+def random_program(seed: int, instances: int, length: int | None = None) -> list[str]:
+    """A seeded program of ``length`` toggles (default: two per instance) that can be replayed from the seed."""
+    rng = random.Random(seed)
+    return [str(rng.randint(1, instances)) for _ in range(length or 2 * instances)]
 
 
-def render(program: list[int]) -> str:
-    return " ".join(str(n) for n in program)
+def brokers_left_down(program: list[str]) -> set[int]:
+    """Brokers the program takes down and does not bring back."""
+    down: set[int] = set()
+    for step in steps(program):
+        if step.action == "broker-down":
+            down.add(step.broker)
+        elif step.action == "broker-up":
+            down.discard(step.broker)
+    return down
+
+
+def faults(program: list[str]) -> list[str]:
+    """The fault operations a program contains (kills, pauses, broker outages), in order."""
+    return [s.action for s in steps(program) if s.action in FAULTS]
+
+
+def render(program: list[str]) -> str:
+    return " ".join(program)

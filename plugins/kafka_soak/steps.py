@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak.instances import Instances
-from kafka_soak.program import Step
+from kafka_soak.program import Step, render
 from kafka_soak.rundir import append_jsonl, write_json
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,16 @@ class StepBook:
         return result
 
 
-def write_program(run_dir: Path, program: list[int], t0: float, steps: list[dict[str, Any]]) -> None:
-    write_json(run_dir / "program.json", {"program": program, "t0": t0, "steps": steps})
+def write_program(run_dir: Path, plan: dict[str, Any], t0: float, steps: list[dict[str, Any]]) -> None:
+    """The program as it will run: replay it with ``{"program": <program>, "seed": <seed>}``."""
+    write_json(run_dir / "program.json", {"program": render(plan["program"]), "source": plan["program_source"],
+                                          "seed": plan["seed"], "t0": t0, "steps": steps,
+                                          "replay_conf": {"program": render(plan["program"]),
+                                                          "interval_s": plan["interval_s"]}})
+
+
+def read_t0(run_dir: Path) -> float:
+    return json.loads((run_dir / "program.json").read_text())["t0"]
 
 
 def read_steps(run_dir: Path) -> list[Step]:
@@ -80,17 +88,31 @@ def sleep_until(deadline: float) -> None:
 
 
 def apply(step: Step, instances: Instances, by: dict[str, Any]) -> dict[str, Any]:
-    """Drive ``step.instance`` to the step's desired state now; returns the step's evidence."""
+    """Drive the step's instance or broker to the step's desired state now; returns the step's evidence."""
     actual = time.time()
     outcome: dict[str, Any] = {"actual_at": actual, "jitter_ms": round((actual - step.planned_at) * 1000, 1),
                                "applied_by": by}
+    n = step.instance
+    before = instances.record(n) if n and instances.is_running(n) else None
     if step.action == "start":
-        rec = instances.start(step.instance, step.index)
-        outcome.update({"pid": rec.pid if rec else None, "log": rec.log if rec else None})
+        before = instances.start(n, step.index)
     elif step.action == "stop":
-        outcome["exit_code"] = instances.stop(step.instance)
-        outcome["stopped_in_s"] = round(time.time() - actual, 2)
+        outcome["exit_code"] = instances.stop(n)
+    elif step.action == "kill":
+        outcome["exit_code"] = instances.kill(n)
+    elif step.action == "pause":
+        outcome["signalled"] = instances.pause(n)
+    elif step.action == "resume":
+        outcome["signalled"] = instances.resume(n)
+    elif step.action in ("broker-down", "broker-up"):
+        outcome["broker"] = instances.set_broker(step.broker, up=step.action == "broker-up")
+    if n and before is not None:
+        outcome.update({"pid": before.pid, "log": before.log})
+    outcome["took_s"] = round(time.time() - actual, 3)
     outcome["running_after"] = instances.running()
-    log.info("%s at %+.1f ms from plan; running now: %s", step.label, outcome["jitter_ms"],
-             outcome["running_after"] or "none")
+    outcome["paused_after"] = instances.paused()
+    log.info("%s at %+.1f ms from plan (took %.2f s)%s; running now: %s%s", step.label, outcome["jitter_ms"],
+             outcome["took_s"], f", pid {outcome['pid']}" if outcome.get("pid") else "",
+             outcome["running_after"] or "none",
+             f" (paused: {outcome['paused_after']})" if outcome["paused_after"] else "")
     return outcome

@@ -1,13 +1,17 @@
 """The reference app under test: an exactly-once consume-transform-produce worker that assigns ids.
 
 Each key gets a stable id the first time it is seen (``counter * partitions + partition``) from a
-per-partition store backed by a changelog topic, restored when the partition is assigned. Every batch
-is one Kafka transaction holding the outputs, the changelog writes, the self-check assertions and the
-consumed offsets (``send_offsets_to_transaction``). SIGTERM is a graceful stop: the open batch is
-committed and the consumer leaves the group.
+per-partition store (with a write-back cache) backed by a changelog topic, restored when the partition
+is assigned. With ``--standbys 1`` an instance keeps a standby replica of every partition it loses,
+tailing its changelog, and resumes from it when the partition comes back. Every batch is one Kafka
+transaction holding the outputs, the changelog writes, the self-check assertions and the consumed
+offsets (``send_offsets_to_transaction``). SIGTERM is a graceful stop: the open batch is committed and
+the consumer leaves the group. A transaction the broker makes abortable is aborted and the instance
+rewinds to its committed offsets and rebuilds its state, as Kafka Streams does with a corrupted task.
 
 Bug switches prove that the checker catches what it must: ``skip-restore`` (state is not restored on
-assignment -> ids reused), ``drop`` (the output of every Nth input id is not written -> lost),
+assignment -> ids reused), ``stale-cache`` (restoration does not invalidate the cache -> stale reads
+after standby -> active, KAFKA-14624), ``drop`` (the output of every Nth input id is not written -> lost),
 ``duplicate`` (the output of every Nth input id is written again in a second transaction -> duplicated).
 """
 
@@ -21,14 +25,15 @@ import sys
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kafka_soak import kafka_io
+from kafka_soak.app.changelog import ChangelogReader
 from kafka_soak.app.store import PartitionStore
 
 log = logging.getLogger("kafka_soak.worker")
 
-BUGS = ("none", "skip-restore", "drop", "duplicate")
+BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate")
 BATCH = 500
 REPORT_EVERY_S = 5.0
 
@@ -42,6 +47,9 @@ class WorkerConfig:
     output_topic: str
     changelog_topic: str
     assertions_topic: str
+    step: int | str = 0  # the program step that started this instance (evidence in assertions)
+    standbys: int = 0
+    cache_entries: int = 0
     bug: str = "none"
     bug_every: int = 1000
     # The embedded broker acknowledges offsets sent to a transaction but does not store them; on it the
@@ -58,8 +66,9 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.stopping = False
-        self.stores: dict[int, PartitionStore] = {}
-        self.processed = self.transactions = self.assertions = 0
+        self.active: dict[int, PartitionStore] = {}
+        self.standby: dict[int, PartitionStore] = {}
+        self.processed = self.transactions = self.assertions = self.aborts = 0
         common = kafka_io.client_config(config.bootstrap)
         self.consumer = Consumer({
             **common, **kafka_io.GROUP_SETTINGS, "group.id": config.app_id,
@@ -69,71 +78,75 @@ class Worker:
             **common, "transactional.id": f"{config.app_id}-{config.instance}",
             "client.id": f"{config.app_id}-{config.instance}-producer", "linger.ms": 5,
             "transaction.timeout.ms": 30000})
+        self.changelog = ChangelogReader(config.bootstrap, config.app_id, config.changelog_topic)
         self.partitions = kafka_io.partition_count(config.bootstrap, config.input_topic)
         self.unmirrored: dict[int, int] = {}
+
+    def new_store(self, partition: int) -> PartitionStore:
+        return PartitionStore(partition, self.partitions, self.config.cache_entries,
+                              invalidate_on_restore=self.config.bug != "stale-cache")
 
     # -- rebalance -------------------------------------------------------------------------------
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         numbers = sorted(tp.partition for tp in partitions)
-        if not numbers:
-            return
+        if numbers:
+            self.take(numbers)
+
+    def take(self, numbers: list[int]) -> None:
+        """Become active for ``numbers``: from a standby replica when there is one, else by a full restore."""
+        warm, cold = [], []
         for p in numbers:
-            self.stores[p] = PartitionStore(p, self.partitions)
+            store = self.standby.pop(p, None)
+            if self.config.bug == "skip-restore":
+                self.changelog.unfollow(p)
+                store = self.new_store(p)
+            elif store is None:
+                store = self.new_store(p)
+                self.changelog.follow(store, from_start=True)
+                cold.append(p)
+            else:
+                warm.append(p)
+            self.active[p] = store
         if self.config.bug == "skip-restore":
             log.warning("assigned partitions %s; bug skip-restore: starting from empty state", numbers)
             return
-        restored = self.restore(numbers)
-        log.info("assigned partitions %s; restored %d changelog records from %s", numbers, restored, self.config.changelog_topic)
+        started = time.monotonic()
+        applied = self.changelog.catch_up(warm + cold)
+        for p in warm + cold:
+            self.changelog.unfollow(p)
+        log.info("assigned partitions %s: %s from standby replicas, %s restored from the changelog; %d changelog "
+                 "records applied in %.1f s", numbers, warm or "none", cold or "none", applied,
+                 time.monotonic() - started)
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # Every batch is committed before the next poll, so no transaction is open here.
         self.mirror_offsets()
         numbers = sorted(tp.partition for tp in partitions)
         for p in numbers:
-            self.stores.pop(p, None)
-        log.info("revoked partitions %s", numbers)
-
-    def restore(self, partitions: list[int]) -> int:
-        """Rebuild the stores of ``partitions`` from the changelog, up to its end."""
-        marks = kafka_io.watermarks(self.config.bootstrap, self.config.changelog_topic)
-        pending = {p: marks[p][1] for p in partitions if marks[p][1] > marks[p][0]}
-        if not pending:
-            return 0
-        reader = Consumer(kafka_io.client_config(self.config.bootstrap, {
-            "group.id": f"{self.config.app_id}-restore", "enable.auto.commit": False,
-            "isolation.level": "read_committed"}))
-        restored = 0
-        try:
-            reader.assign([TopicPartition(self.config.changelog_topic, p, marks[p][0]) for p in pending])
-            while pending:
-                for msg in reader.consume(BATCH, timeout=1.0):
-                    if msg.error():
-                        raise KafkaException(msg.error())
-                    self.stores[msg.partition()].restore(msg.key().decode(), msg.value())
-                    restored += 1
-                # Positions, not record offsets: transaction markers occupy offsets after the last record.
-                for tp in reader.position([TopicPartition(self.config.changelog_topic, p) for p in pending]):
-                    if tp.offset >= pending[tp.partition]:
-                        del pending[tp.partition]
-        finally:
-            reader.close()
-        return restored
+            store = self.active.pop(p, None)
+            if store is not None and self.config.standbys:
+                store.changelog_position = self.changelog.end_offset(p)
+                self.standby[p] = store
+                self.changelog.follow(store)
+        log.info("revoked partitions %s%s", numbers,
+                 f"; keeping standby replicas of {numbers}" if self.config.standbys and numbers else "")
 
     # -- processing ------------------------------------------------------------------------------
     def process(self, msg: Message, duplicates: list[tuple[str, bytes, int]]) -> None:
         cfg = self.config
         record = json.loads(msg.value())
         key, p = record["key"], msg.partition()
-        store = self.stores[p]
-        assigned, stored_seq = store.assign(key)
+        store = self.active[p]
+        assigned, stored_seq, writes = store.assign(key)
         if record["seq"] != stored_seq + 1:
             self.assertions += 1
             assertion = {"kind": "stale_state", "key": key, "expected": stored_seq + 1, "found": record["seq"],
-                         "partition": p, "instance": cfg.instance, "ts": int(time.time() * 1000)}
+                         "partition": p, "instance": cfg.instance, "step": str(cfg.step), "ts": int(time.time() * 1000)}
             log.error("!!! BROKEN !!! Expected %d but found %d partition: %d key: %s", stored_seq + 1,
                       record["seq"], p, key)
             self.producer.produce(cfg.assertions_topic, key=key, value=json.dumps(assertion))
-        self.producer.produce(cfg.changelog_topic, key=key, value=store.put(key, assigned, record["seq"]), partition=p)
+        writes += store.record(key, assigned, record["seq"])
+        self.write_changelog(p, writes)
         output = json.dumps({"id": record["id"], "key": key, "seq": record["seq"], "assigned_id": assigned,
                              "instance": cfg.instance, "in_partition": p, "in_offset": msg.offset()}).encode()
         if bug_hits(cfg, record["id"], "drop"):
@@ -143,7 +156,13 @@ class Worker:
         if bug_hits(cfg, record["id"], "duplicate"):
             duplicates.append((key, output, p))
 
+    def write_changelog(self, partition: int, records: list[tuple[str, bytes]]) -> None:
+        for key, value in records:
+            self.producer.produce(self.config.changelog_topic, key=key, value=value, partition=partition)
+
     def commit_batch(self, messages: list[Message]) -> None:
+        for p, store in self.active.items():
+            self.write_changelog(p, store.flush())
         offsets: dict[int, int] = {}
         for msg in messages:
             offsets[msg.partition()] = msg.offset() + 1
@@ -175,33 +194,58 @@ class Worker:
         self.producer.commit_transaction()
         log.warning("bug duplicate: wrote %d outputs a second time", len(duplicates))
 
+    def run_batch(self, messages: list[Message]) -> None:
+        duplicates: list[tuple[str, bytes, int]] = []
+        self.producer.begin_transaction()
+        try:
+            for msg in messages:
+                self.process(msg, duplicates)
+            self.commit_batch(messages)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if not error.txn_requires_abort():
+                raise
+            self.recover(error)
+            return
+        self.processed += len(messages)
+        if duplicates:
+            self.write_duplicates(duplicates)
+
+    def recover(self, error: KafkaError) -> None:
+        """Abort the batch, rewind to the committed offsets and rebuild the state the batch touched."""
+        self.aborts += 1
+        log.warning("transaction aborted (%s): rewinding to the committed offsets and restoring state", error)
+        self.producer.abort_transaction()
+        numbers = sorted(self.active)
+        committed = self.consumer.committed([TopicPartition(self.config.input_topic, p) for p in numbers], timeout=30)
+        for tp in committed:
+            self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
+        self.active.clear()
+        self.take(numbers)
+
     def run(self) -> None:
         cfg = self.config
         self.producer.init_transactions()
         self.consumer.subscribe([cfg.input_topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
-        log.info("instance %d of %s started (bug=%s)", cfg.instance, cfg.app_id, cfg.bug)
+        log.info("instance %d of %s started at step %s (standbys=%d, cache_entries=%d, bug=%s)", cfg.instance,
+                 cfg.app_id, cfg.step, cfg.standbys, cfg.cache_entries, cfg.bug)
         last_report, last_processed = time.monotonic(), 0
         while not self.stopping:
             messages = [m for m in self.consumer.consume(BATCH, timeout=0.2) if not self._error(m)]
             if messages:
-                duplicates: list[tuple[str, bytes, int]] = []
-                self.producer.begin_transaction()
-                for msg in messages:
-                    self.process(msg, duplicates)
-                self.commit_batch(messages)
-                self.processed += len(messages)
-                if duplicates:
-                    self.write_duplicates(duplicates)
+                self.run_batch(messages)
+            self.changelog.poll()
             now = time.monotonic()
             if now - last_report >= REPORT_EVERY_S:
                 rate = (self.processed - last_processed) / (now - last_report)
-                log.info("processed %d records (%.0f records/s), %d transactions, partitions %s",
-                         self.processed, rate, self.transactions, sorted(self.stores))
+                log.info("processed %d records (%.0f records/s), %d transactions, active %s, standby %s",
+                         self.processed, rate, self.transactions, sorted(self.active), sorted(self.standby))
                 last_report, last_processed = now, self.processed
-        log.info("stopping gracefully: processed %d records in %d transactions, %d assertions",
-                 self.processed, self.transactions, self.assertions)
+        log.info("stopping gracefully: processed %d records in %d transactions (%d aborted), %d assertions",
+                 self.processed, self.transactions, self.aborts, self.assertions)
         self.mirror_offsets()
         self.consumer.close()
+        self.changelog.close()
         self.producer.flush(10)
 
     @staticmethod
@@ -219,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("bootstrap", "app-id", "input-topic", "output-topic", "changelog-topic", "assertions-topic"):
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--instance", type=int, required=True)
+    parser.add_argument("--step", default="0", help="the program step that started this instance")
+    parser.add_argument("--standbys", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--cache-entries", type=int, default=0)
     parser.add_argument("--bug", choices=BUGS, default="none")
     parser.add_argument("--bug-every", type=int, default=1000)
     parser.add_argument("--mirror-offsets", action="store_true",
@@ -226,9 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format=f"%(asctime)s %(levelname)s [instance {args.instance}] %(message)s")
+    step = int(args.step) if args.step.isdigit() else args.step
     worker = Worker(WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
-                                 args.changelog_topic, args.assertions_topic, args.bug, args.bug_every,
-                                 args.mirror_offsets))
+                                 args.changelog_topic, args.assertions_topic, step, args.standbys,
+                                 args.cache_entries, args.bug, args.bug_every, args.mirror_offsets))
 
     def stop(signum: int, _frame) -> None:
         log.info("received %s", signal.Signals(signum).name)

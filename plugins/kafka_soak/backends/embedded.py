@@ -50,6 +50,7 @@ def control(address: str, request: dict[str, Any], timeout: float = 10.0) -> dic
 class EmbeddedBackend:
     name = "embedded"
     partition_capacity_bytes = PARTITION_CAPACITY_BYTES
+    limitations = LIMITATIONS
 
     def __init__(self, run_dir: Path, brokers: int = 1) -> None:
         self.run_dir = run_dir

@@ -87,10 +87,12 @@ class LocalProcesses:
         return rec
 
     def stop(self, name: str, timeout: float = 30.0) -> int | None:
-        """SIGTERM, then SIGKILL after ``timeout`` seconds; returns the exit code when known."""
+        """SIGTERM (after SIGCONT, should it be paused), then SIGKILL after ``timeout`` seconds; returns the
+        exit code when known."""
         proc = self.process(name)
         if proc is None:
             return None
+        proc.send_signal(signal.SIGCONT)
         proc.send_signal(signal.SIGTERM)
         try:
             code = proc.wait(timeout)
@@ -100,6 +102,39 @@ class LocalProcesses:
             proc.kill()
             code = proc.wait(10)
         return code
+
+    def kill(self, name: str) -> int | None:
+        """SIGKILL: no shutdown hook runs (no commit, no leave-group); returns the exit code."""
+        proc = self.process(name)
+        if proc is None:
+            return None
+        proc.kill()
+        code = proc.wait(10)
+        log.info("killed %s (pid %d), exit code %s", name, proc.pid, code)
+        return code
+
+    def pause(self, name: str) -> bool:
+        """SIGSTOP, returning once the process is stopped; False when it is not alive."""
+        return self._signal(name, signal.SIGSTOP, paused=True)
+
+    def resume(self, name: str) -> bool:
+        """SIGCONT, returning once the process runs again; False when it is not alive."""
+        return self._signal(name, signal.SIGCONT, paused=False)
+
+    def is_paused(self, name: str) -> bool:
+        proc = self.process(name)
+        return proc is not None and proc.status() == psutil.STATUS_STOPPED
+
+    def _signal(self, name: str, signum: signal.Signals, paused: bool, timeout: float = 5.0) -> bool:
+        proc = self.process(name)
+        if proc is None:
+            return False
+        proc.send_signal(signum)
+        deadline = time.monotonic() + timeout
+        while self.is_paused(name) != paused and time.monotonic() < deadline:
+            time.sleep(0.01)
+        log.info("%s %s (pid %d)", "paused" if paused else "resumed", name, proc.pid)
+        return True
 
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.registry.glob("*.json"))
