@@ -1,7 +1,7 @@
-"""End to end: the scenario DAG through `airflow dags test`, embedded broker, real Spark and GX.
+"""End to end: the scenario DAGs through `airflow dags test`, embedded broker, real Spark and GX.
 
-Each run takes about a minute and a half (a 3-step program, then spark-submit), so the bug switches
-run with the same short program as the healthy case.
+Each run takes one to two and a half minutes (a short program, then spark-submit), so every scenario
+runs its healthy case and its bug switches with a program shortened for CI.
 """
 
 from __future__ import annotations
@@ -16,14 +16,22 @@ from conftest import live_processes
 
 DAG_ID = "soak_eos_id_assignment"
 SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}
+# soak_stale_state_standby with its default program on 12 partitions: after "1 2 3" instance 1 owns 0-3
+# and is standby for 4-11; stopping 2 hands 4-5 back to it.
+STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12}
+# soak_id_assignment_rebalance with its default program "1 2 2": the second phase still flows when
+# instance 2 stops and partition 1 goes back to instance 1, its standby.
+REBALANCE_SHORT = {"interval_s": 8, "records": 27000, "keys": 27000, "phases": [
+    {"records": 3000, "at_s": 0}, {"records": 24000, "after_step": 1, "rate": 2000}]}
 
 
-def soak(runs_dir: Path, **conf) -> tuple[int, Path, dict | None]:
-    """Run the DAG once; returns (airflow exit code, run directory, verdict or None)."""
+def soak(runs_dir: Path, dag_id: str = DAG_ID, **conf) -> tuple[int, Path, dict | None]:
+    """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None)."""
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
-    proc = subprocess.run(["airflow", "dags", "test", DAG_ID, "-c", json.dumps({**SHORT, **conf})], env=env,
-                          capture_output=True, text=True, timeout=600)
-    run_dir = (runs_dir / DAG_ID / "latest").resolve()
+    base = SHORT if dag_id == DAG_ID else {}
+    proc = subprocess.run(["airflow", "dags", "test", dag_id, "-c", json.dumps({**base, **conf})], env=env,
+                          capture_output=True, text=True, timeout=900)
+    run_dir = (runs_dir / dag_id / "latest").resolve()
     (run_dir / "dags-test.log").write_text(proc.stdout + proc.stderr)
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
@@ -67,3 +75,55 @@ def test_bug_switches_fail_with_the_anomaly_they_cause(runs_dir, bug, anomaly, e
     alert = last_alert(runs_dir)
     assert alert["run_dir"] == str(run_dir)
     assert f"{anomaly}={count}" in alert["message"]
+
+
+def test_stale_state_standby_healthy_passes_and_hands_partitions_back_to_their_standby(runs_dir):
+    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", **STALE_SHORT)
+    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["status"] == "passed" and verdict["records"]["output"] == STALE_SHORT["records"]
+    instance_1 = (run_dir / "logs" / "soak_stale_state_standby-app-1.0.log").read_text()
+    assert "assigned partitions [4, 5]: [4, 5] from standby replicas" in instance_1
+
+
+def test_stale_cache_bug_is_caught_and_the_alert_quotes_an_assertion(runs_dir):
+    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", bug="stale-cache", **STALE_SHORT)
+    assert code == 1 and verdict["status"] == "failed"
+    assert verdict["anomalies"]["stale_state"] > 0
+    sample = verdict["samples"]["stale_state"][0]
+    assert sample["partition"] in (4, 5) and sample["instance"] == 1 and sample["step"] == "0"
+    alert = last_alert(runs_dir)
+    assert alert["run_dir"] == str(run_dir)
+    assert alert["details"][0].startswith(f"!!! BROKEN !!! Expected {sample['expected']} but found {sample['found']} "
+                                          f"partition: {sample['partition']}")
+
+
+@pytest.mark.parametrize("bug", ["none", "skip-restore", "stale-cache"])
+def test_id_assignment_rebalance(runs_dir, bug):
+    code, run_dir, verdict = soak(runs_dir, "soak_id_assignment_rebalance", bug=bug, **REBALANCE_SHORT)
+    records = verdict["records"]
+    assert records["input"] == records["output"] == records["distinct_keys"] == REBALANCE_SHORT["records"]
+    generator_log = (run_dir / "logs" / "generator.1.log").read_text()
+    assert "waiting for step 1 before producing ids 3001..27000" in generator_log
+    if bug == "none":
+        assert code == 0 and verdict["status"] == "passed"
+        assert records["distinct_assigned_ids"] == REBALANCE_SHORT["records"]
+        return
+    assert code == 1 and verdict["status"] == "failed" and verdict["anomalies"]["id_reuse"] > 0
+    assert records["distinct_assigned_ids"] < REBALANCE_SHORT["records"]
+    assert any(f"expected {records['distinct_keys']} distinct ids but found {records['distinct_assigned_ids']}" in line
+               for line in last_alert(runs_dir)["details"])
+
+
+def test_fault_program_leaves_evidence_and_is_never_blamed_on_the_app(runs_dir):
+    """kill -9, pause/resume and a broker outage on the embedded broker: every step is recorded with the PID
+    it acted on, and what the backend can fake makes the verdict inconclusive, not failed."""
+    code, run_dir, verdict = soak(runs_dir, program="1 2 k1 p2 r2 b1- b1+")
+    steps = {s["token"]: s for s in map(json.loads, (run_dir / "program.jsonl").read_text().splitlines())}
+    assert steps["k1"]["pid"] == steps["1"]["pid"] and steps["k1"]["running_after"] == [2]
+    assert steps["p2"]["paused_after"] == [2] and steps["r2"]["paused_after"] == []
+    assert steps["b1-"]["broker"] == "down" and steps["b1+"]["broker"] == "up"
+    assert verdict["status"] in ("passed", "inconclusive"), verdict
+    assert {k for k, v in verdict["anomalies"].items() if v} <= {"duplicated", "stale_state", "reordered"}
+    if verdict["status"] == "inconclusive":
+        assert code == 1
+        assert all("may be the backend's doing" in r for r in verdict["inconclusive_reasons"])

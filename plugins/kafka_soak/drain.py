@@ -35,19 +35,28 @@ def restore_service(instances: Instances, program: list[str]) -> dict[str, list[
         instances.resume(n)
         done["resumed"].append(n)
     if not instances.running():
-        log.warning("the program left no instance running: starting instance 1 to drain the input")
-        instances.start(1, "drain")
+        keep_one_running(instances)
         done["started"].append(1)
     return done
 
 
+def keep_one_running(instances: Instances) -> None:
+    """An instance that exited during the drain (a crash, a stuck-transaction exit) is replaced by instance 1."""
+    if not instances.running():
+        log.warning("no instance is running any more: starting instance 1 to finish the drain")
+        instances.start(1, "drain")
+
+
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
-                      settle_polls: int = 2) -> float:
-    """Block until the group's lag on ``topic`` is 0 for ``settle_polls`` polls in a row; returns seconds waited."""
+                      settle_polls: int = 2, instances: Instances | None = None) -> float:
+    """Block until the group's lag on ``topic`` is 0 for ``settle_polls`` polls in a row; returns seconds waited.
+    With ``instances``, one instance is kept running meanwhile."""
     started = time.monotonic()
     zero_streak = 0
     last_lag = None
     while True:
+        if instances is not None:
+            keep_one_running(instances)
         lag = kafka_io.group_lag(bootstrap, group, topic)
         total = sum(lag.values())
         waited = time.monotonic() - started

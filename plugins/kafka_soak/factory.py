@@ -157,7 +157,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             instances = _instances(plan, cluster, app_id)
             restored = restore_service(instances, plan["program"])
             waited = wait_for_zero_lag(cluster["bootstrap_servers"], app_id, cluster["topics"]["input"],
-                                       plan["drain_timeout_s"])
+                                       plan["drain_timeout_s"], instances=instances)
             return {**restored, "waited_s": round(waited, 1)}
 
         @teardown

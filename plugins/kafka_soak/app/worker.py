@@ -20,8 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -36,6 +38,15 @@ log = logging.getLogger("kafka_soak.worker")
 BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate")
 BATCH = 500
 REPORT_EVERY_S = 5.0
+# Transactional calls block until they succeed by default; a broker outage can leave one waiting forever.
+# Each call gets a deadline and is retried while the error is retriable. librdkafka's
+# send_offsets_to_transaction can ignore its deadline when the group coordinator was down
+# (confluentinc/librdkafka#5456): a call stuck past STUCK_AFTER_S ends the process, so that the group
+# hands its partitions to an instance that works, as a liveness probe would.
+TXN_TIMEOUT_S = 10.0
+TXN_ATTEMPTS = 6
+STUCK_AFTER_S = 60.0
+STUCK_EXIT_CODE = 70
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,14 @@ class WorkerConfig:
     # The embedded broker acknowledges offsets sent to a transaction but does not store them; on it the
     # committed offsets are repeated with a plain commit after each transaction.
     mirror_offsets: bool = False
+
+
+def stuck(what: str) -> None:
+    log.error("transaction %s did not return within %.0f s although its timeout is %.0f s (librdkafka#5456 after a "
+              "coordinator outage): exiting with code %d so that another instance takes over", what, STUCK_AFTER_S,
+              TXN_TIMEOUT_S, STUCK_EXIT_CODE)
+    logging.shutdown()
+    os._exit(STUCK_EXIT_CODE)
 
 
 def bug_hits(config: WorkerConfig, record_id: int, bug: str) -> bool:
@@ -166,14 +185,32 @@ class Worker:
         offsets: dict[int, int] = {}
         for msg in messages:
             offsets[msg.partition()] = msg.offset() + 1
-        self.producer.send_offsets_to_transaction(
-            [TopicPartition(self.config.input_topic, p, o) for p, o in offsets.items()],
-            self.consumer.consumer_group_metadata())
-        self.producer.commit_transaction()
+        self.txn_call("send offsets", self.producer.send_offsets_to_transaction,
+                      [TopicPartition(self.config.input_topic, p, o) for p, o in offsets.items()],
+                      self.consumer.consumer_group_metadata())
+        self.txn_call("commit", self.producer.commit_transaction)
         self.transactions += 1
         if self.config.mirror_offsets:
             self.unmirrored.update(offsets)
             self.mirror_offsets()
+
+    @staticmethod
+    def txn_call(what: str, call, *args) -> None:
+        """A transactional producer call with a deadline, retried while its error is retriable."""
+        for attempt in range(1, TXN_ATTEMPTS + 1):
+            watchdog = threading.Timer(STUCK_AFTER_S, stuck, args=(what,))
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                call(*args, TXN_TIMEOUT_S)
+                return
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if not error.retriable() or error.txn_requires_abort() or attempt == TXN_ATTEMPTS:
+                    raise
+                log.warning("%s: %s; retrying (%d/%d)", what, error, attempt, TXN_ATTEMPTS)
+            finally:
+                watchdog.cancel()
 
     def mirror_offsets(self) -> None:
         """Repeat the transaction's offsets as a plain commit (embedded broker only); retried on revoke."""
@@ -203,7 +240,7 @@ class Worker:
             self.commit_batch(messages)
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
-            if not error.txn_requires_abort():
+            if error.fatal() or not (error.txn_requires_abort() or error.retriable()):
                 raise
             self.recover(error)
             return
@@ -215,7 +252,7 @@ class Worker:
         """Abort the batch, rewind to the committed offsets and rebuild the state the batch touched."""
         self.aborts += 1
         log.warning("transaction aborted (%s): rewinding to the committed offsets and restoring state", error)
-        self.producer.abort_transaction()
+        self.txn_call("abort", self.producer.abort_transaction)
         numbers = sorted(self.active)
         committed = self.consumer.committed([TopicPartition(self.config.input_topic, p) for p in numbers], timeout=30)
         for tp in committed:
