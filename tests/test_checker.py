@@ -48,7 +48,7 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
         out(8, 7, "k1", 4, 30),                                  # k1 gets a second id: id_reuse
     ]
     assertions = [(0, 0, {"kind": "stale_state", "key": "k1", "expected": 4, "found": 3, "partition": 0,
-                          "instance": 2, "ts": 0})]
+                          "instance": 2, "step": 3, "ts": 0})]
     history = {
         "input": anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
         "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
@@ -62,6 +62,8 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
                                     "reordered": 1}
     assert outcome["samples"]["lost"] == [{"id": 2, "key": "k0", "seq": 2}]
     assert outcome["samples"]["unexpected"][0]["id"] == 99
+    assert outcome["samples"]["stale_state"] == [{"kind": "stale_state", "key": "k1", "expected": 4, "found": 3,
+                                                  "partition": 0, "instance": 2, "step": "3"}]
     assert (tmp_path / "docs" / "index.html").exists()
 
 
@@ -71,3 +73,20 @@ def test_truncated_evidence_is_inconclusive_never_passed():
     outcome = verdict.decide(results, truncated={"t.input": {0: 14850}})
     assert outcome["status"] == "inconclusive"
     assert "low watermarks {0: 14850}" in outcome["inconclusive_reasons"][0]
+
+
+def failing(anomaly: str, count: int) -> dict:
+    return {"suite": "s", "type": "expect_column_values_to_be_between", "kwargs": {}, "success": False,
+            "meta": {"anomaly": anomaly}, "result": {"unexpected_count": count}, "samples": []}
+
+
+def test_anomalies_the_backend_can_fake_under_faults_are_inconclusive_alone():
+    unreliable = {"duplicated": "the program kills instances and the backend shows aborted records"}
+    outcome = verdict.decide([failing("duplicated", 5)], truncated={}, unreliable=unreliable)
+    assert outcome["status"] == "inconclusive" and outcome["anomalies"]["duplicated"] == 5
+    assert outcome["inconclusive_reasons"] == [
+        "duplicated=5 may be the backend's doing, not the app's: the program kills instances and the backend "
+        "shows aborted records"]
+    assert verdict.decide([failing("duplicated", 5), failing("lost", 1)], {}, unreliable=unreliable)["status"] == \
+        "failed", "an anomaly the backend cannot fake still fails the run"
+    assert verdict.decide([failing("duplicated", 5)], truncated={})["status"] == "failed"

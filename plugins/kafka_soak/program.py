@@ -68,7 +68,7 @@ def parse(program: str | list[int | str], instances: int, brokers: int = 1) -> l
     Checks the range of every number and that each operation is possible at its point of the program.
     """
     tokens = program.split() if isinstance(program, str) else list(program)
-    normal = [str(t).strip() if not isinstance(t, bool) else "?" for t in tokens]
+    normal = [str(t).strip() for t in tokens]
     steps(normal, instances=instances, brokers=brokers)
     return normal
 
@@ -93,7 +93,10 @@ def steps(program: list[str], t0: float = 0.0, interval_s: float = 0.0, instance
             if (match["dir"] == "-") == (n in down):
                 raise ProgramError(f"program: {position}: broker {n} is already {'down' if n in down else 'up'} "
                                    "at that point")
-            (down.add if match["dir"] == "-" else down.discard)(n)
+            if match["dir"] == "-":
+                down.add(n)
+            else:
+                down.discard(n)
             result.append(Step(i, token, "broker-down" if match["dir"] == "-" else "broker-up", broker=n,
                                planned_at=t0 + i * interval_s))
             continue

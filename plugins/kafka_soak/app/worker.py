@@ -58,7 +58,7 @@ class WorkerConfig:
     output_topic: str
     changelog_topic: str
     assertions_topic: str
-    step: int | str = 0  # the program step that started this instance (evidence in assertions)
+    step: str = "0"  # the program step that started this instance (evidence in assertions)
     standbys: int = 0
     cache_entries: int = 0
     bug: str = "none"
@@ -160,7 +160,7 @@ class Worker:
         if record["seq"] != stored_seq + 1:
             self.assertions += 1
             assertion = {"kind": "stale_state", "key": key, "expected": stored_seq + 1, "found": record["seq"],
-                         "partition": p, "instance": cfg.instance, "step": str(cfg.step), "ts": int(time.time() * 1000)}
+                         "partition": p, "instance": cfg.instance, "step": cfg.step, "ts": int(time.time() * 1000)}
             log.error("!!! BROKEN !!! Expected %d but found %d partition: %d key: %s", stored_seq + 1,
                       record["seq"], p, key)
             self.producer.produce(cfg.assertions_topic, key=key, value=json.dumps(assertion))
@@ -310,9 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format=f"%(asctime)s %(levelname)s [instance {args.instance}] %(message)s")
-    step = int(args.step) if args.step.isdigit() else args.step
     worker = Worker(WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
-                                 args.changelog_topic, args.assertions_topic, step, args.standbys,
+                                 args.changelog_topic, args.assertions_topic, args.step, args.standbys,
                                  args.cache_entries, args.bug, args.bug_every, args.mirror_offsets))
 
     def stop(signum: int, _frame) -> None:
