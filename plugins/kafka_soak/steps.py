@@ -63,7 +63,7 @@ class StepBook:
 
 
 def write_program(run_dir: Path, plan: dict[str, Any], t0: float, steps: list[dict[str, Any]]) -> None:
-    """The program as it will run: replay it with ``{"program": <program>, "seed": <seed>}``."""
+    """The program as it will run, with the conf (``replay_conf``) that runs the same program again."""
     write_json(run_dir / "program.json", {"program": render(plan["program"]), "source": plan["program_source"],
                                           "seed": plan["seed"], "t0": t0, "steps": steps,
                                           "replay_conf": {"program": render(plan["program"]),
