@@ -34,17 +34,19 @@ def restore_service(instances: Instances, program: list[str]) -> dict[str, list[
         log.warning("the program left instance %d paused: resuming it to drain", n)
         instances.resume(n)
         done["resumed"].append(n)
-    if not instances.running():
-        keep_one_running(instances)
+    if keep_one_running(instances):
         done["started"].append(1)
     return done
 
 
-def keep_one_running(instances: Instances) -> None:
-    """An instance that exited during the drain (a crash, a stuck-transaction exit) is replaced by instance 1."""
-    if not instances.running():
-        log.warning("no instance is running any more: starting instance 1 to finish the drain")
-        instances.start(1, "drain")
+def keep_one_running(instances: Instances) -> bool:
+    """An instance that exited during the drain (a crash, a stuck-transaction exit) is replaced by instance 1.
+    Returns whether one had to be started."""
+    if instances.running():
+        return False
+    log.warning("no instance is running: starting instance 1 to finish the drain")
+    instances.start(1, "drain")
+    return True
 
 
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
