@@ -4,10 +4,14 @@ Spark's own Kafka connector is a JVM jar that is not always installed; this sour
 Python client. Each task consumes its partition from the low to the high watermark taken when the
 read is planned and yields Arrow record batches. ``spark.read.format("kafka_soak").option("topic", T)
 .option("bootstrap.servers", B).load()`` gives ``partition, offset, key, value, timestamp``.
+A secured cluster's client settings (SASL/SSL) come from the ``SOAK_KAFKA_CONFIG`` environment variable
+(JSON), as for every other client of a run: never as options, which Spark may log.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Iterator
 
@@ -29,7 +33,8 @@ class PartitionSlice(InputPartition):
 def _consumer(options: dict[str, str]):
     from confluent_kafka import Consumer
 
-    return Consumer({"bootstrap.servers": options["bootstrap.servers"], "group.id": "kafka-soak-validation",
+    return Consumer({**json.loads(os.environ.get("SOAK_KAFKA_CONFIG") or "{}"),
+                     "bootstrap.servers": options["bootstrap.servers"], "group.id": "kafka-soak-validation",
                      "enable.auto.commit": False, "isolation.level": options.get("isolation.level", "read_committed"),
                      "log_level": 3, "fetch.max.bytes": 52_428_800})
 

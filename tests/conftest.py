@@ -50,3 +50,26 @@ def no_stray_children():
     _gone, stray = psutil.wait_procs(new, timeout=20)  # Spark's Python workers exit shortly after stop()
     stray = [p for p in stray if p.status() != psutil.STATUS_ZOMBIE]
     assert not stray, f"left running: {[(p.pid, p.cmdline()[:4]) for p in stray]}"
+
+
+@pytest.fixture(scope="session")
+def docker_engine(tmp_path_factory):
+    """A real Docker engine with the reference app's image (``docker_engine.WORKER_IMAGE``) built on it.
+
+    Skips only when the engine cannot run here (no dockerd, not root); a failing image build fails."""
+    import docker_engine
+
+    try:
+        started = docker_engine.start_dockerd(tmp_path_factory.mktemp("dockerd") / "dockerd.log")
+    except docker_engine.Unavailable as exc:
+        pytest.skip(f"no Docker engine: {exc}")
+    try:
+        try:
+            docker_engine.build_base_image()
+        except docker_engine.Unavailable as exc:
+            pytest.skip(f"cannot build a base image: {exc}")
+        docker_engine.build_worker_image()
+        yield docker_engine
+    finally:
+        if started is not None:
+            docker_engine.stop_dockerd(started)

@@ -42,7 +42,7 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     """Validate ``conf`` against the DAG's Param schemas and the cross-param checks; returns the params."""
     from airflow.sdk.exceptions import ParamValidationError
 
-    from kafka_soak.backends.embedded import EmbeddedBackend
+    from kafka_soak.backends import BACKENDS
     from kafka_soak.factory import build_dag, load_scenario
 
     path = SCENARIOS_DIR / f"{scenario}.yaml"
@@ -61,7 +61,8 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
         allowed = soak_params.PARAM_SCHEMAS.get(name, {}).get("description", "") if name else ""
         raise UsageError(first + (f" (param {name}: {allowed})" if allowed else "")) from None
     try:
-        soak_params.check(values, EmbeddedBackend.partition_capacity_bytes)
+        backend = BACKENDS[values["backend"]]
+        soak_params.check(values, backend.partition_capacity_bytes, backend.limitations)
     except soak_params.ParamsError as exc:
         raise UsageError(str(exc)) from None
     return values

@@ -15,19 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_soak import backends, rundir
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
-from kafka_soak import rundir
 from kafka_soak.alerting import SoakAlertNotifier
-from kafka_soak.backends.embedded import Cluster, EmbeddedBackend
+from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.external import KafkaConnectionError, client_settings, connection_config, settings_in_env
 from kafka_soak.drain import restore_service, wait_for_zero_lag
 from kafka_soak.generator import Phase
 from kafka_soak.instances import Instances
 from kafka_soak.operators.toggle import ToggleStepOperator
+from kafka_soak.operators.validate import ValidateOperator
 from kafka_soak.steps import read_t0, write_program
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,13 @@ def _run_dir(create: bool = False) -> Path:
 
 
 def _instances(plan: dict[str, Any], cluster: dict[str, Any], app_id: str) -> Instances:
-    return Instances(_run_dir(), Cluster(**cluster), plan, app_id)
+    return Instances.for_run(_run_dir(), cluster, plan, app_id)
+
+
+def _cluster_on_file(run_dir: Path) -> Cluster | None:
+    """What provision wrote, if it got that far (a teardown must work after a failed setup too)."""
+    path = run_dir / "cluster.json"
+    return Cluster(**json.loads(path.read_text())) if path.exists() else None
 
 
 def build_dag(scenario: dict[str, Any]) -> DAG:
@@ -82,10 +89,12 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Refuse a bad run before anything is provisioned; store the resolved program for replay."""
             context = get_current_context()
             run_dir = _run_dir(create=True)
+            backend = backends.BACKENDS[context["params"]["backend"]]
             try:
-                plan = soak_params.check(dict(context["params"]), EmbeddedBackend.partition_capacity_bytes,
-                                         EmbeddedBackend.limitations)
-            except soak_params.ParamsError as exc:
+                plan = soak_params.check(dict(context["params"]), backend.partition_capacity_bytes, backend.limitations)
+                if plan.backend == "external":
+                    connection_config(plan.kafka_conn_id)
+            except (soak_params.ParamsError, KafkaConnectionError) as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
             rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
                                                         "params": dict(context["params"]), "plan": plan.as_dict()})
@@ -94,6 +103,11 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                      plan.records, plan.keys, run_dir)
             for phase in plan.phases:
                 log.info("  load: %s", Phase(**phase).describe())
+            log.info("backend %s, runtime %s%s", plan.backend, plan.runtime,
+                     f", app image {plan.app_image or 'kafka-soak-worker:latest'}" if plan.runtime == "docker" else "")
+            if plan.quotas and "quotas" in backend.limitations:
+                log.warning("quotas %s are NOT enforced on backend %s: %s", plan.quotas, plan.backend,
+                            backend.limitations["quotas"])
             for anomaly, reason in plan.unreliable.items():
                 log.warning("  %s cannot be pinned on the app in this run (counts make the verdict inconclusive): %s",
                             anomaly, reason)
@@ -101,10 +115,10 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
 
         @setup
         def provision(plan: dict[str, Any]) -> dict[str, Any]:
-            """Start the run's Kafka and create its topics."""
+            """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
             run_dir = _run_dir(create=True)
             prefix = f"soak.{dag_id}.{rundir.safe_name(get_current_context()['run_id'])}"
-            cluster = EmbeddedBackend(run_dir, brokers=plan["brokers"]).provision(
+            cluster = backends.create(plan, run_dir).provision(
                 {"input": plan["partitions"], "output": plan["partitions"], "changelog": plan["partitions"],
                  "assertions": 1}, prefix)
             rundir.write_json(run_dir / "cluster.json", cluster.as_dict())
@@ -156,8 +170,9 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Bring back what the program left broken, then wait until the app has committed all input."""
             instances = _instances(plan, cluster, app_id)
             restored = restore_service(instances, plan["program"])
-            waited = wait_for_zero_lag(cluster["bootstrap_servers"], app_id, cluster["topics"]["input"],
-                                       plan["drain_timeout_s"], instances=instances)
+            with settings_in_env(client_settings(cluster)):
+                waited = wait_for_zero_lag(cluster["bootstrap_servers"], app_id, cluster["topics"]["input"],
+                                           plan["drain_timeout_s"], instances=instances)
             return {**restored, "waited_s": round(waited, 1)}
 
         @teardown
@@ -168,9 +183,10 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             return codes
 
         @teardown
-        def release(cluster: dict[str, Any]) -> None:
-            """Stop the broker this run started. The run directory is kept."""
-            EmbeddedBackend(_run_dir()).release()
+        def release(plan: dict[str, Any]) -> None:
+            """Stop the Kafka this run started (or delete its topics on an external one). The run directory
+            is kept."""
+            backends.create(plan, _run_dir()).release(_cluster_on_file(_run_dir()))
             log.info("evidence kept in %s", _run_dir())
 
         plan = check_params()
@@ -183,8 +199,9 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         loaded = await_generator(plan, cluster)
         drained = drain(plan, cluster)
         stopped = stop_instances(plan, cluster)
-        validate = SparkSubmitOperator(
+        validate = ValidateOperator(
             task_id="validate",
+            cluster=cluster,
             conn_id="spark_default",
             name=f"kafka-soak-validate-{dag_id}",
             application=str(SPARK_JOBS / "validate_soak.py"),
@@ -205,7 +222,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                   "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable},
             env_vars={"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"},
         )
-        released = release(cluster)
+        released = release(plan)
 
         plan >> cluster >> program >> generator >> toggles >> loaded >> drained >> stopped >> validate >> released
         drained >> validate

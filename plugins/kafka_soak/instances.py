@@ -1,7 +1,14 @@
-"""The app instances of a run: start/stop instance *n* and the generator on the local runtime.
+"""The app instances of a run: start/stop instance *n* on the run's runtime, and the generator.
 
-One log per instance per program step (``logs/<app_id>-<n>.<step>.log``), as in the multi-runner
-reproduction, so what an instance did between two toggles can be read on its own.
+Instances run where param ``runtime`` says: ``local`` processes or ``docker`` containers; the generator is
+part of the harness and always a local process. One log per instance per program step
+(``logs/<app_id>-<n>.<step>.log``), as in the multi-runner reproduction, so what an instance did between
+two toggles can be read on its own.
+
+The app under test is the reference worker unless params ``app_command`` (and, with Docker, ``app_image``)
+name another one. Whatever it is, it learns the run from the data contract's environment variables
+(``SOAK_BOOTSTRAP_SERVERS``, ``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as
+``{placeholders}`` in its command.
 """
 
 from __future__ import annotations
@@ -11,74 +18,127 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafka_soak.backends.embedded import Cluster, control
+from kafka_soak import kafka_io
+from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.embedded import control
+from kafka_soak.backends.external import client_settings
+from kafka_soak.runtime.docker import DockerContainers
 from kafka_soak.runtime.local import LocalProcesses, ProcessRecord, python_command
 
 log = logging.getLogger(__name__)
 
 GENERATOR = "generator"
+REFERENCE_IMAGE = "kafka-soak-worker:latest"
+
+
+def contract(cluster: Cluster, app_id: str, instance: int | str, step: int | str) -> dict[str, str]:
+    """What an instance of the app under test needs to know of the run (see ``app_command``)."""
+    topics = cluster.topics
+    return {"bootstrap_servers": cluster.bootstrap_servers, "app_id": app_id, "instance": str(instance),
+            "step": str(step), "input_topic": topics["input"], "output_topic": topics["output"],
+            "changelog_topic": topics["changelog"], "assertions_topic": topics["assertions"]}
 
 
 class Instances:
-    def __init__(self, run_dir: Path, cluster: Cluster, plan: dict[str, Any], app_id: str) -> None:
+    def __init__(self, run_dir: Path, cluster: Cluster, plan: dict[str, Any], app_id: str,
+                 client_settings: dict[str, Any] | None = None) -> None:
         self.run_dir, self.cluster, self.plan, self.app_id = run_dir, cluster, plan, app_id
-        self.processes = LocalProcesses(run_dir)
+        self.client_env = kafka_io.settings_env(client_settings)
+        self.processes = LocalProcesses(run_dir)  # the generator, and the instances with runtime=local
+        self.runtime: LocalProcesses | DockerContainers = self.processes
+        if plan["runtime"] == "docker":
+            self.runtime = DockerContainers(run_dir, plan["app_image"] or REFERENCE_IMAGE, plan["app_env"],
+                                            plan["docker_url"], plan["docker_conn_id"] or None)
+
+    @classmethod
+    def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: dict[str, Any], app_id: str) -> Instances:
+        """From the XComs of ``provision`` and ``check_params``, with the cluster's security settings."""
+        return cls(run_dir, Cluster(**cluster), plan, app_id, client_settings(cluster))
 
     @staticmethod
     def name(instance: int) -> str:
         return f"instance-{instance}"
 
-    def command(self, instance: int, step: int | str) -> list[str]:
-        topics, plan = self.cluster.topics, self.plan
-        args = ["--bootstrap", self.cluster.bootstrap_servers, "--app-id", self.app_id, "--instance", str(instance),
-                "--step", str(step), "--input-topic", topics["input"], "--output-topic", topics["output"],
-                "--changelog-topic", topics["changelog"], "--assertions-topic", topics["assertions"],
+    def worker_args(self, instance: int, step: int | str) -> list[str]:
+        """The reference worker's arguments for this run."""
+        plan = self.plan
+        values = contract(self.cluster, self.app_id, instance, step)
+        args = ["--bootstrap", values["bootstrap_servers"], "--app-id", self.app_id, "--instance", str(instance),
+                "--step", str(step), "--input-topic", values["input_topic"], "--output-topic", values["output_topic"],
+                "--changelog-topic", values["changelog_topic"], "--assertions-topic", values["assertions_topic"],
                 "--standbys", str(plan["standbys"]), "--cache-entries", str(plan["cache_entries"]),
                 "--bug", plan["bug"], "--bug-every", str(plan["bug_every"])]
         if "txn_offsets" in self.cluster.limitations:
             args.append("--mirror-offsets")
-        return python_command("kafka_soak.app.worker", *args)
+        return args
+
+    def command(self, instance: int, step: int | str) -> list[str]:
+        """``app_command`` with its placeholders filled, or the reference worker (the image's entrypoint
+        with Docker, this interpreter locally)."""
+        if self.plan["app_command"]:
+            values = contract(self.cluster, self.app_id, instance, step)
+            return [part.format_map(values) for part in self.plan["app_command"]]
+        if self.plan["runtime"] == "docker":
+            return self.worker_args(instance, step)
+        return python_command("kafka_soak.app.worker", *self.worker_args(instance, step))
+
+    def environment(self, instance: int, step: int | str) -> dict[str, str]:
+        """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line)."""
+        values = contract(self.cluster, self.app_id, instance, step)
+        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env}
 
     def is_running(self, instance: int) -> bool:
-        return self.processes.process(self.name(instance)) is not None
+        return self.runtime.is_alive(self.name(instance))
 
     def start(self, instance: int, step: int | str) -> ProcessRecord | None:
         """Start ``instance`` unless it already runs (a retried step converges)."""
         if self.is_running(instance):
             log.info("instance %d already running", instance)
-            return self.processes.record(self.name(instance))
+            return self.runtime.record(self.name(instance))
         log_path = self.run_dir / "logs" / f"{self.app_id}-{instance}.{step}.log"
-        return self.processes.start(self.name(instance), self.command(instance, step), log_path)
+        return self.runtime.start(self.name(instance), self.command(instance, step), log_path, step=str(step),
+                                  extra_env=self.environment(instance, step))
 
     def stop(self, instance: int, timeout: float = 30.0) -> int | None:
         if not self.is_running(instance):
             log.info("instance %d already stopped", instance)
             return None
-        return self.processes.stop(self.name(instance), timeout)
+        return self.runtime.stop(self.name(instance), timeout)
 
     def kill(self, instance: int) -> int | None:
-        return self.processes.kill(self.name(instance))
+        return self.runtime.kill(self.name(instance))
 
     def pause(self, instance: int) -> bool:
-        return self.processes.pause(self.name(instance))
+        return self.runtime.pause(self.name(instance))
 
     def resume(self, instance: int) -> bool:
-        return self.processes.resume(self.name(instance))
+        return self.runtime.resume(self.name(instance))
 
     def record(self, instance: int) -> ProcessRecord | None:
-        return self.processes.record(self.name(instance))
+        return self.runtime.record(self.name(instance))
+
+    def sync_logs(self) -> None:
+        """Copy the output of the instances' containers into their step logs (local processes write there)."""
+        if isinstance(self.runtime, DockerContainers):
+            for name in self.runtime.names():
+                self.runtime.copy_log(name)
 
     def running(self) -> list[int]:
         """Instances alive (paused ones included)."""
         return [n for n in range(1, self.plan["instances"] + 1) if self.is_running(n)]
 
     def paused(self) -> list[int]:
-        return [n for n in self.running() if self.processes.is_paused(self.name(n))]
+        return [n for n in self.running() if self.runtime.is_paused(self.name(n))]
 
     def stop_all(self, timeout: float = 30.0) -> dict[str, int | None]:
-        """Stop the generator and every instance still running; returns their exit codes."""
-        return {name: self.processes.stop(name, timeout) for name in self.processes.names()
-                if (name == GENERATOR or name.startswith("instance-")) and self.processes.process(name)}
+        """Stop the generator and every instance still running; returns their exit codes. With Docker, every
+        container of the run is then removed (logs copied first), whatever state it is in."""
+        runtimes = [self.processes] if self.runtime is self.processes else [self.processes, self.runtime]
+        codes = {name: runtime.stop(name, timeout) for runtime in runtimes for name in runtime.names()
+                 if (name == GENERATOR or name.startswith("instance-")) and runtime.is_alive(name)}
+        if isinstance(self.runtime, DockerContainers):
+            self.runtime.remove_all()
+        return codes
 
     def set_broker(self, broker: int, up: bool) -> str:
         """Take a broker of the run's cluster down or bring it back (embedded backend's control)."""
@@ -107,7 +167,7 @@ class Instances:
             log.info("generator already running")
             return self.processes.record(GENERATOR)
         return self.processes.start(GENERATOR, self.generator_command(start_at),
-                                    self.run_dir / "logs" / f"generator.{attempt}.log")
+                                    self.run_dir / "logs" / f"generator.{attempt}.log", extra_env=self.client_env)
 
     def generator_running(self) -> bool:
         return self.processes.process(GENERATOR) is not None

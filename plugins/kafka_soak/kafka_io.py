@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -14,9 +16,20 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 GROUP_SETTINGS = {"group.protocol": "consumer", "max.poll.interval.ms": 10000}
 
 
+# A cluster's security settings (SASL/SSL from an Airflow connection) reach the processes of a run in this
+# environment variable, as JSON: never on a command line, in XCom or in a file of the run.
+SETTINGS_ENV = "SOAK_KAFKA_CONFIG"
+
+
+def settings_env(settings: Mapping[str, Any] | None) -> dict[str, str]:
+    """The environment that hands ``settings`` to a child process (empty when there are none)."""
+    return {SETTINGS_ENV: json.dumps(dict(settings))} if settings else {}
+
+
 def client_config(bootstrap: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Base client settings for the run's cluster; ``extra`` wins."""
-    return {"bootstrap.servers": bootstrap, "log_level": 3, **(extra or {})}
+    """Client settings for the run's cluster: the security settings this process was given, then ``extra``."""
+    return {"bootstrap.servers": bootstrap, "log_level": 3, **json.loads(os.environ.get(SETTINGS_ENV) or "{}"),
+            **(extra or {})}
 
 
 def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
@@ -80,3 +93,51 @@ def group_lag(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         position = tp.offset if tp.offset >= 0 else low
         lag[tp.partition] = max(0, high - position)
     return lag
+
+
+def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor: int = -1,
+                  timeout: float = 60.0) -> None:
+    """Create ``{name: partitions}`` with AdminClient; retention off, so no evidence ages out during a run.
+    ``replication_factor=-1`` takes the cluster's default."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(client_config(bootstrap))
+    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config={"retention.ms": "-1"})
+                                   for name, partitions in topics.items()], request_timeout=timeout)
+    errors = _failures(futures, timeout)
+    if errors:
+        raise KafkaException(f"could not create topics on {bootstrap}: {errors}")
+
+
+def delete_topics(bootstrap: str, names: list[str], timeout: float = 60.0) -> dict[str, str]:
+    """Delete topics; returns ``{name: error}`` for those that could not be deleted."""
+    from confluent_kafka.admin import AdminClient
+
+    return _failures(AdminClient(client_config(bootstrap)).delete_topics(names, request_timeout=timeout), timeout)
+
+
+def _failures(futures: Mapping[str, Any], timeout: float) -> dict[str, str]:
+    """``{name: error}`` of an admin call's per-topic futures that failed."""
+    errors = {}
+    for name, future in futures.items():
+        try:
+            future.result(timeout)
+        except Exception as exc:  # KafkaException carries the broker's error; a timeout has none
+            errors[name] = str(exc) or type(exc).__name__
+    return errors
+
+
+def wait_until_reachable(bootstrap: str, timeout: float) -> None:
+    """Block until a broker at ``bootstrap`` answers a metadata request."""
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout
+    admin = AdminClient(client_config(bootstrap))
+    while True:
+        try:
+            admin.list_topics(timeout=5)
+            return
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kafka_soak import program as programs
 from kafka_soak.app.worker import BUGS
+from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE as DEFAULT_KAFKA_IMAGE
 from kafka_soak.guarantees import unreliable_anomalies
 
 PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -58,13 +59,58 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "seed": {"type": "integer", "minimum": 0, "description": "Seed of the random program and the payloads."},
     "drain_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
                         "description": "How long the drain waits for the app to catch up before failing."},
+    "backend": {"type": "string", "enum": ["embedded", "docker", "external"],
+                "description": "Where the run's Kafka is: embedded (a broker process per run, no Docker), docker (an "
+                               "Apache Kafka container per run, image kafka_image) or external (an existing cluster "
+                               "from the Airflow connection kafka_conn_id)."},
+    "runtime": {"type": "string", "enum": ["local", "docker"],
+                "description": "Where app instances run: local processes, or docker containers of app_image."},
+    "kafka_conn_id": {"type": "string", "minLength": 1,
+                      "description": "backend=external: Airflow connection of type kafka whose extra is the client "
+                                     "config (bootstrap.servers, SASL/SSL settings)."},
+    "kafka_image": {"type": "string", "minLength": 1,
+                    "description": "backend=docker: the broker image; also runs kafka-configs for quotas on external."},
+    "keep_topics": {"type": "boolean",
+                    "description": "backend=external: keep the run's topics after the run instead of deleting them."},
+    "quotas": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False, "required": ["client_id"],
+        "properties": {"client_id": {"type": "string", "minLength": 1},
+                       "producer_byte_rate": {"type": "integer", "minimum": 1},
+                       "consumer_byte_rate": {"type": "integer", "minimum": 1},
+                       "request_percentage": {"type": "number", "exclusiveMinimum": 0}},
+        "anyOf": [{"required": ["producer_byte_rate"]}, {"required": ["consumer_byte_rate"]},
+                  {"required": ["request_percentage"]}]},
+        "description": "Client quotas for the run, e.g. [{\"client_id\": \"my-app-StreamThread-1-producer\", "
+                       "\"producer_byte_rate\": 35000}]; verified after setting, removed at release. The reference "
+                       "app's producer is <app_id>-<instance>-producer. Not enforced by the embedded broker."},
+    "app_image": {"type": "string",
+                  "description": "runtime=docker: image of the app under test; empty = the reference app, "
+                                 "kafka-soak-worker:latest (make worker-image)."},
+    "app_command": {"type": "array", "items": {"type": "string"},
+                    "description": "Command of the app under test, with {bootstrap_servers}, {app_id}, {instance}, "
+                                   "{step}, {input_topic}, {output_topic}, {changelog_topic}, {assertions_topic} "
+                                   "filled in (also given as SOAK_* environment variables). Empty = the reference app."},
+    "app_env": {"type": "object", "additionalProperties": {"type": "string"},
+                "description": "runtime=docker: extra environment of the app's containers."},
+    "docker_url": {"type": "string", "minLength": 1,
+                   "description": "The Docker engine (local socket or tcp://host:2376) for runtime/backend docker."},
+    "docker_conn_id": {"type": "string",
+                       "description": "Airflow docker connection to log in to a registry before pulling; empty = none."},
 }
 
 DEFAULTS: dict[str, Any] = {
     "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
     "brokers": 1, "standbys": 0, "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
     "bug": "none", "bug_every": 1000, "seed": 0, "drain_timeout_s": 180,
+    "backend": "embedded", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
+    "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_env": {},
+    "docker_url": "unix:///var/run/docker.sock", "docker_conn_id": "",
 }
+# Params that configure where a run happens rather than what it does (RunPlan.deployment).
+DEPLOYMENT = ("backend", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
+              "app_command", "app_env", "docker_url", "docker_conn_id")
+PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
+                "assertions_topic")
 
 # What one record costs in a partition besides its payload: the larger of the contract's values (an output,
 # ~123 B) plus key and record-batch overhead. Measured on the embedded broker: a partition of such records
@@ -99,6 +145,17 @@ class RunPlan:
     seed: int
     drain_timeout_s: int
     unreliable: dict[str, str]  # anomaly -> why this run cannot pin it on the app (see guarantees.py)
+    backend: str
+    runtime: str
+    kafka_conn_id: str
+    kafka_image: str
+    keep_topics: bool
+    quotas: list[dict[str, Any]]
+    app_image: str
+    app_command: list[str]
+    app_env: dict[str, str]
+    docker_url: str
+    docker_conn_id: str
 
     @property
     def program_duration_s(self) -> float:
@@ -158,6 +215,7 @@ def check(params: dict[str, Any], partition_capacity_bytes: int | None = None,
     rate = float(values["rate"]) or values["records"] / duration
     phases, phase_errors = resolve_phases(values, len(program), rate)
     errors.extend(phase_errors if program else [])
+    errors.extend(deployment_errors(values, program))
     if errors:
         raise ParamsError("; ".join(errors))
     return RunPlan(program=program, program_source=source, interval_s=float(values["interval_s"]),
@@ -166,4 +224,31 @@ def check(params: dict[str, Any], partition_capacity_bytes: int | None = None,
                    cache_entries=values["cache_entries"], phases=phases, rate=rate,
                    payload_bytes=values["payload_bytes"], bug=values["bug"], bug_every=values["bug_every"],
                    seed=values["seed"], drain_timeout_s=values["drain_timeout_s"],
-                   unreliable=unreliable_anomalies(limitations or {}, programs.faults(program)))
+                   unreliable=unreliable_anomalies(limitations or {}, programs.faults(program)),
+                   **{name: values[name] for name in DEPLOYMENT})
+
+
+def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
+    """Backend/runtime params that contradict each other or the program."""
+    errors = []
+    backend, runtime = values["backend"], values["runtime"]
+    if backend != "embedded":
+        broker_ops = [t for t in program if t.startswith("b")]
+        if broker_ops:
+            errors.append(f"program: {broker_ops} take brokers down/up, which only backend 'embedded' can do "
+                          f"(backend is {backend!r})")
+        if values["brokers"] != 1:
+            errors.append(f"brokers: {values['brokers']} brokers are for backend 'embedded'; backend {backend!r} "
+                          "has its own (leave brokers at 1)")
+    if runtime != "docker":
+        for name in ("app_image", "app_env"):
+            if values[name]:
+                errors.append(f"{name}: is for runtime 'docker' (runtime is {runtime!r})")
+    dummy = dict.fromkeys(PLACEHOLDERS, "")
+    for part in values["app_command"]:
+        try:
+            part.format_map(dummy)
+        except (KeyError, ValueError, IndexError) as exc:
+            errors.append(f"app_command: {part!r} has a bad placeholder ({exc}); allowed: "
+                          + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS) + " (write {{ and }} for braces)")
+    return errors

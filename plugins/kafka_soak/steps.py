@@ -109,6 +109,7 @@ def apply(step: Step, instances: Instances, by: dict[str, Any]) -> dict[str, Any
     if n and before is not None:
         outcome.update({"pid": before.pid, "log": before.log})
     outcome["took_s"] = round(time.time() - actual, 3)
+    instances.sync_logs()
     outcome["running_after"] = instances.running()
     outcome["paused_after"] = instances.paused()
     log.info("%s at %+.1f ms from plan (took %.2f s)%s; running now: %s%s", step.label, outcome["jitter_ms"],

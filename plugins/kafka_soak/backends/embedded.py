@@ -6,30 +6,16 @@ import json
 import logging
 import socket
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.mock_cluster import LIMITATIONS, PARTITION_CAPACITY_BYTES
 from kafka_soak.runtime.local import LocalProcesses, python_command
 
 log = logging.getLogger(__name__)
 
 BROKER_PROCESS = "embedded-broker"
-
-
-@dataclass
-class Cluster:
-    """What later tasks need to reach the run's Kafka (passed between tasks as XCom)."""
-
-    backend: str
-    bootstrap_servers: str
-    topics: dict[str, str]
-    limitations: dict[str, str] = field(default_factory=dict)
-    control: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class BrokerControlError(RuntimeError):
@@ -80,6 +66,7 @@ class EmbeddedBackend:
         log.warning("embedded broker limits (also written into the verdict): %s", "; ".join(LIMITATIONS.values()))
         return Cluster(self.name, state["bootstrap_servers"], names, dict(LIMITATIONS), state["control"])
 
-    def release(self) -> None:
+    def release(self, cluster: Cluster | None = None) -> None:
+        """Stop the run's broker process (found by its registration, so ``cluster`` is not needed)."""
         code = self.processes.stop(BROKER_PROCESS, timeout=15)
         log.info("embedded broker stopped (exit code %s)", code)

@@ -9,7 +9,6 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from kafka_soak import rundir
-from kafka_soak.backends.embedded import Cluster
 from kafka_soak.instances import Instances
 from kafka_soak.program import Step
 from kafka_soak.steps import StepBook, apply, read_steps, sleep_until
@@ -46,7 +45,7 @@ class ToggleStepOperator(BaseOperator):
         book = StepBook(run_dir)
         steps = read_steps(run_dir)
         mine = self.step["index"]
-        instances = Instances(run_dir, Cluster(**self.cluster), self.plan, self.app_id)
+        instances = Instances.for_run(run_dir, self.cluster, self.plan, self.app_id)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
         while (pending := book.next_pending(mine)) is not None:
             step = steps[pending]

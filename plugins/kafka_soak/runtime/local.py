@@ -33,6 +33,7 @@ class ProcessRecord:
     create_time: float
     log: str
     started_at: float
+    container: str | None = None  # set by the Docker runtime
 
 
 def python_command(module: str, *args: str) -> list[str]:
@@ -74,10 +75,14 @@ class LocalProcesses:
         except psutil.NoSuchProcess:
             return None
 
-    def start(self, name: str, command: list[str], log_path: Path) -> ProcessRecord:
+    def is_alive(self, name: str) -> bool:
+        return self.process(name) is not None
+
+    def start(self, name: str, command: list[str], log_path: Path, step: str = "",
+              extra_env: dict[str, str] | None = None) -> ProcessRecord:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         out = subprocess.run(python_command("kafka_soak.runtime.spawn", str(log_path), "--", *command),
-                             env=child_env(), capture_output=True, text=True, check=True)
+                             env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)
         pid = int(out.stdout.strip())
         rec = ProcessRecord(name, pid, psutil.Process(pid).create_time(), str(log_path), time.time())
         tmp = self._record_path(name).with_suffix(".tmp")
@@ -137,4 +142,4 @@ class LocalProcesses:
         return True
 
     def names(self) -> list[str]:
-        return sorted(p.stem for p in self.registry.glob("*.json"))
+        return sorted(p.stem for p in self.registry.glob("*.json") if not self.record(p.stem).container)

@@ -1,0 +1,20 @@
+# The reference app (kafka_soak.app.worker) as an image, for runtime=docker.
+#   docker build -f docker/worker.Dockerfile -t kafka-soak-worker:latest .
+# BASE_IMAGE: any image with Python 3.11+ and the venv module (python:3.11-slim by default).
+# PIP_ARGS: extra pip options; "--no-index" installs only from docker/wheelhouse/ (machines without PyPI).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+ARG PIP_ARGS=""
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=/app
+COPY docker/worker-requirements.txt /tmp/worker-requirements.txt
+COPY docker/wheelhouse/ /tmp/wheelhouse/
+RUN python3 -m venv /opt/venv \
+ && pip install --no-cache-dir --disable-pip-version-check ${PIP_ARGS} --find-links /tmp/wheelhouse \
+        -r /tmp/worker-requirements.txt \
+ && rm -rf /tmp/wheelhouse
+COPY plugins/kafka_soak/__init__.py plugins/kafka_soak/kafka_io.py /app/kafka_soak/
+COPY plugins/kafka_soak/app/ /app/kafka_soak/app/
+RUN useradd --system --no-create-home soak 2>/dev/null || true
+USER soak
+WORKDIR /app
+ENTRYPOINT ["python", "-m", "kafka_soak.app.worker"]

@@ -1,0 +1,25 @@
+"""What later tasks need to reach a run's Kafka, whichever backend provided it (passed between tasks as XCom).
+
+It never holds a secret: on the ``external`` backend the security settings stay in the Airflow connection
+``conn_id`` and are looked up by each task that needs a client (``client_settings``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Cluster:
+    backend: str
+    bootstrap_servers: str
+    topics: dict[str, str]
+    limitations: dict[str, str] = field(default_factory=dict)
+    control: str | None = None  # embedded: the broker's control address (broker down/up)
+    conn_id: str | None = None  # external: the Airflow connection holding the client settings
+    container: str | None = None  # docker: the broker container's id
+    quotas: list[dict[str, Any]] = field(default_factory=list)  # as verified on the cluster at provisioning
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,143 @@
+"""The ``external`` Kafka backend: an existing cluster, from an Airflow connection of type ``kafka``.
+
+The connection is the one apache-airflow-providers-apache-kafka defines: its extra is the confluent-kafka
+client config (``bootstrap.servers`` plus SASL/SSL settings). Those settings never leave the connection
+through this project's XCom, logs or run files: every task looks them up (``client_settings``), registers
+the secret ones with Airflow's masker, and hands them to child processes in an environment variable
+(``kafka_io.SETTINGS_ENV``). Topics carry the run in their names, so parallel runs never collide, and are
+deleted at release unless param ``keep_topics`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from kafka_soak import kafka_io
+from kafka_soak import quotas as soak_quotas
+from kafka_soak.backends.cluster import Cluster
+from kafka_soak.runtime.docker import docker_api, ensure_image, run_once
+
+log = logging.getLogger(__name__)
+
+SECRET_WORDS = ("password", "secret", "key", "token", "jaas", "credential")
+# Our clients set these themselves; a connection made for a consumer may carry them.
+NOT_SECURITY = ("bootstrap.servers", "group.id", "client.id", "transactional.id")
+
+
+class KafkaConnectionError(ValueError):
+    """A kafka connection that cannot serve a soak run."""
+
+
+def is_secret(key: str) -> bool:
+    return any(word in key.lower() for word in SECRET_WORDS)
+
+
+def connection_config(conn_id: str) -> dict[str, Any]:
+    """The connection's client config, with its secret values registered with Airflow's log masker."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.log import mask_secret
+
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except Exception:
+        raise KafkaConnectionError(f"param kafka_conn_id: there is no Airflow connection {conn_id!r}; create one of type "
+                               "'kafka' whose extra holds the client config, e.g. "
+                               '{"bootstrap.servers": "broker:9092", "security.protocol": "SASL_SSL", ...}') from None
+    if conn.conn_type != "kafka":
+        raise KafkaConnectionError(f"param kafka_conn_id: connection {conn_id!r} is of type {conn.conn_type!r}, "
+                               "not 'kafka' (apache-airflow-providers-apache-kafka)")
+    config = dict(conn.extra_dejson)
+    for key, value in config.items():
+        if is_secret(key) and value:
+            mask_secret(value, key)
+    if not config.get("bootstrap.servers"):
+        raise KafkaConnectionError(f"param kafka_conn_id: connection {conn_id!r} has no 'bootstrap.servers' in its extra")
+    return config
+
+
+def client_settings(cluster: Cluster | dict[str, Any]) -> dict[str, Any]:
+    """The security settings every client of this run needs (empty but on the external backend)."""
+    conn_id = cluster.conn_id if isinstance(cluster, Cluster) else cluster.get("conn_id")
+    if not conn_id:
+        return {}
+    return {k: v for k, v in connection_config(conn_id).items() if k not in NOT_SECURITY}
+
+
+@contextmanager
+def settings_in_env(settings: dict[str, Any]) -> Iterator[None]:
+    """Make this process's own clients (``kafka_io``) use ``settings`` for the duration of a task step."""
+    import os
+
+    previous = os.environ.get(kafka_io.SETTINGS_ENV)
+    os.environ.update(kafka_io.settings_env(settings))
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(kafka_io.SETTINGS_ENV, None)
+        else:
+            os.environ[kafka_io.SETTINGS_ENV] = previous
+
+
+class ExternalBackend:
+    name = "external"
+    partition_capacity_bytes: int | None = None
+    limitations: dict[str, str] = {}
+
+    def __init__(self, run_dir: Path, conn_id: str, quotas: list[soak_quotas.Quota] | None = None,
+                 keep_topics: bool = False, kafka_image: str = "", docker_url: str = "unix:///var/run/docker.sock",
+                 docker_conn_id: str | None = None) -> None:
+        self.run_dir, self.conn_id, self.quotas, self.keep_topics = run_dir, conn_id, quotas or [], keep_topics
+        self.kafka_image, self.docker_url, self.docker_conn_id = kafka_image, docker_url, docker_conn_id
+
+    @cached_property
+    def api(self) -> Any:
+        return docker_api(self.docker_url, self.docker_conn_id)
+
+    def kafka_configs(self, settings: dict[str, Any]) -> soak_quotas.Runner:
+        """kafka-configs in a short-lived container of the Kafka image; the client properties reach it in an
+        environment variable and are written inside the container, never on this machine."""
+        ensure_image(self.api, self.kafka_image, "kafka_image")
+        props = soak_quotas.properties(settings)
+        script = 'printf "%s" "$SOAK_COMMAND_CONFIG" > /tmp/client.properties && exec "$@"'
+
+        def run(command: list[str]) -> str:
+            return run_once(self.api, self.run_dir, self.kafka_image, ["sh", *command],
+                            {"SOAK_COMMAND_CONFIG": props}, entrypoint=["/bin/sh", "-c", script])
+        return run
+
+    def provision(self, topics: dict[str, int], prefix: str) -> Cluster:
+        """Create the run's topics on the cluster and apply the quotas; on failure, delete what was created."""
+        settings = client_settings({"conn_id": self.conn_id})
+        bootstrap = connection_config(self.conn_id)["bootstrap.servers"]
+        names = {role: f"{prefix}.{role}" for role in topics}
+        with settings_in_env(settings):
+            kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()})
+            log.info("created topics on %s: %s", bootstrap, names)
+            try:
+                applied = (soak_quotas.apply(self.quotas, self.kafka_configs(settings), bootstrap,
+                                             "/tmp/client.properties") if self.quotas else [])
+            except Exception:
+                kafka_io.delete_topics(bootstrap, list(names.values()))
+                raise
+        return Cluster(self.name, bootstrap, names, {}, conn_id=self.conn_id, quotas=applied)
+
+    def release(self, cluster: Cluster | None) -> None:
+        if cluster is None:
+            return
+        settings = client_settings(cluster)
+        with settings_in_env(settings):
+            if self.quotas:
+                soak_quotas.remove(self.quotas, self.kafka_configs(settings), cluster.bootstrap_servers,
+                                   "/tmp/client.properties")
+            if self.keep_topics:
+                log.info("keeping the run's topics (param keep_topics): %s", sorted(cluster.topics.values()))
+                return
+            errors = kafka_io.delete_topics(cluster.bootstrap_servers, sorted(cluster.topics.values()))
+        for name, error in errors.items():
+            log.error("could not delete topic %s: %s; delete it by hand", name, error)

@@ -1,0 +1,148 @@
+"""Client quotas of a run: the broker's ``kafka-configs`` tool to set, verify and remove them.
+
+confluent-kafka has no client-quota API (AlterClientQuotas / DescribeClientQuotas), so the quotas are set
+with the tool Apache Kafka ships, run where the broker's image is: inside the run's broker container
+(``docker`` backend) or in a short-lived container of the Kafka image (``external`` backend). A quota is
+only reported as applied after ``--describe`` shows exactly the values asked for; they are deleted at
+release. The embedded broker does not enforce quotas, and says so in the verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Runs a kafka-configs command line where the tool is and returns its output (raises on failure).
+Runner = Callable[[list[str]], str]
+
+KAFKA_CONFIGS = "/opt/kafka/bin/kafka-configs.sh"
+SETTINGS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
+
+# Kafka's ConfigCommand prints one line per entity: "Quota configs for client-id 'x' are producer_byte_rate=35000.0"
+DESCRIBED = re.compile(r"^Quota configs for (?P<entity>.+?) are (?P<configs>.*)$")
+CLIENT_ID = re.compile(r"client-id '(?P<client_id>[^']*)'")
+
+
+class QuotaError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One client id's throttles (``None`` = not set)."""
+
+    client_id: str
+    producer_byte_rate: int | None = None
+    consumer_byte_rate: int | None = None
+    request_percentage: float | None = None
+
+    def settings(self) -> dict[str, float]:
+        return {name: float(value) for name, value in asdict(self).items() if name in SETTINGS and value is not None}
+
+    def describe(self) -> str:
+        return f"client-id {self.client_id!r}: " + ", ".join(f"{k}={v:g}" for k, v in self.settings().items())
+
+
+def from_params(values: list[dict[str, Any]]) -> list[Quota]:
+    return [Quota(**value) for value in values]
+
+
+def _tool(bootstrap: str, command_config: str | None) -> list[str]:
+    return [KAFKA_CONFIGS, "--bootstrap-server", bootstrap, *(["--command-config", command_config] if command_config
+                                                             else [])]
+
+
+def alter_command(quota: Quota, bootstrap: str, command_config: str | None = None) -> list[str]:
+    settings = ",".join(f"{k}={v:g}" for k, v in quota.settings().items())
+    return [*_tool(bootstrap, command_config), "--alter", "--add-config", settings,
+            "--entity-type", "clients", "--entity-name", quota.client_id]
+
+
+def delete_command(quota: Quota, bootstrap: str, command_config: str | None = None) -> list[str]:
+    return [*_tool(bootstrap, command_config), "--alter", "--delete-config", ",".join(quota.settings()),
+            "--entity-type", "clients", "--entity-name", quota.client_id]
+
+
+def describe_command(client_id: str, bootstrap: str, command_config: str | None = None) -> list[str]:
+    return [*_tool(bootstrap, command_config), "--describe", "--entity-type", "clients", "--entity-name", client_id]
+
+
+def parse_describe(output: str) -> dict[str, dict[str, float]]:
+    """``{client_id: {setting: value}}`` from ``kafka-configs --describe --entity-type clients`` output."""
+    described: dict[str, dict[str, float]] = {}
+    for line in output.splitlines():
+        match = DESCRIBED.match(line.strip())
+        if not match:
+            continue
+        client = CLIENT_ID.search(match["entity"])
+        if client is None:  # a user-principal quota: not ours
+            continue
+        configs = {}
+        for item in filter(None, (part.strip() for part in match["configs"].split(","))):
+            name, _, value = item.partition("=")
+            configs[name] = float(value)
+        described[client["client_id"]] = configs
+    return described
+
+
+def verify(quota: Quota, described: dict[str, dict[str, float]]) -> None:
+    """Raise ``QuotaError`` unless the broker describes exactly the settings asked for."""
+    actual = described.get(quota.client_id)
+    if actual is None:
+        raise QuotaError(f"quota for {quota.describe()} was set but the broker describes no quota for that client id")
+    wrong = {k: actual.get(k) for k, v in quota.settings().items() if actual.get(k) != v}
+    if wrong:
+        raise QuotaError(f"quota for {quota.describe()} did not take effect: the broker describes "
+                         + ", ".join(f"{k}={v}" for k, v in wrong.items()))
+
+
+def apply(quotas: list[Quota], run: Runner, bootstrap: str, command_config: str | None = None) -> list[dict[str, Any]]:
+    """Set each quota, then describe it and verify the broker holds exactly those values; returns them as
+    described (the evidence that goes into the verdict)."""
+    applied = []
+    for quota in quotas:
+        run(alter_command(quota, bootstrap, command_config))
+        described = parse_describe(run(describe_command(quota.client_id, bootstrap, command_config)))
+        verify(quota, described)
+        log.info("quota set and verified: %s", quota.describe())
+        applied.append({"client_id": quota.client_id, **described[quota.client_id]})
+    return applied
+
+
+def remove(quotas: list[Quota], run: Runner, bootstrap: str, command_config: str | None = None) -> None:
+    """Delete the run's quotas (release); a failure is logged, not raised: the run's evidence is complete."""
+    for quota in quotas:
+        try:
+            run(delete_command(quota, bootstrap, command_config))
+            log.info("quota removed: %s", quota.describe())
+        except Exception as exc:
+            log.error("could not remove the quota %s: %s; remove it by hand", quota.describe(), exc)
+
+
+def properties(settings: dict[str, Any]) -> str:
+    """A connection's librdkafka settings as the Java client's ``--command-config`` properties.
+
+    Translated: ``security.protocol``, ``sasl.mechanism(s)`` and ``sasl.username``/``sasl.password`` (PLAIN and
+    SCRAM, into ``sasl.jaas.config``). Anything else (a CA file on this machine, OAuth callbacks) cannot reach
+    the tool's container and is refused by name rather than silently dropped.
+    """
+    ignored = {"bootstrap.servers", "client.id", "group.id"}
+    untranslatable = sorted(set(settings) - ignored - {"security.protocol", "sasl.mechanism", "sasl.mechanisms",
+                                                       "sasl.username", "sasl.password"})
+    if untranslatable:
+        raise QuotaError(f"cannot pass the connection's settings {untranslatable} to kafka-configs (the Java tool "
+                         "in the Kafka image): set the quotas on the cluster yourself, or remove param quotas")
+    lines = [f"security.protocol={settings['security.protocol']}"] if "security.protocol" in settings else []
+    if "sasl.username" in settings:
+        mechanism = str(settings.get("sasl.mechanism") or settings.get("sasl.mechanisms") or "PLAIN").upper()
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        lines += [f"sasl.mechanism={mechanism}",
+                  f'sasl.jaas.config={module} required username="{settings["sasl.username"]}" '
+                  f'password="{settings.get("sasl.password", "")}";']
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,260 @@
+"""The Docker runtime: app instances as containers, through the docker provider's ``DockerHook``.
+
+Each start of instance *n* creates a fresh container ``soak-<dag>-<run>-instance-<n>`` labelled with DAG,
+run, instance and program step, so every container of a run can be found (and only those) at teardown.
+Toggling stops it gracefully (``docker stop``: SIGTERM, SIGKILL after the timeout), ``k`` kills it, ``p``/``r``
+pause and unpause it (the freezer cgroup, like SIGSTOP for every process in it). Containers use the host
+network so that a broker on loopback is reachable. A container's output is copied to its per-step log in
+the run directory after every program step and when it ends; the container itself is removed only when its
+instance is started again or at teardown, after its log was copied.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import asdict
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from kafka_soak.runtime.local import ProcessRecord
+
+log = logging.getLogger(__name__)
+
+LABEL = "io.kafka-soak"
+DEFAULT_URL = "unix:///var/run/docker.sock"
+
+
+class DockerRuntimeError(RuntimeError):
+    pass
+
+
+def container_name(run_key: str, name: str) -> str:
+    """Docker names allow ``[a-zA-Z0-9][a-zA-Z0-9_.-]``; run ids carry ``:`` and ``+``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"soak-{run_key}-{name}")[:200]
+
+
+def run_labels(run_dir: Path, name: str, **extra: str) -> dict[str, str]:
+    """Labels that find a run's containers (and only those): DAG id and run id, as in the run directory."""
+    return {LABEL: "1", f"{LABEL}.dag": run_dir.parent.name, f"{LABEL}.run": run_dir.name, f"{LABEL}.name": name,
+            **{f"{LABEL}.{k}": v for k, v in extra.items()}}
+
+
+def run_filter(run_dir: Path) -> dict[str, list[str]]:
+    return {"label": [f"{LABEL}.dag={run_dir.parent.name}", f"{LABEL}.run={run_dir.name}"]}
+
+
+def docker_api(docker_url: str, docker_conn_id: str | None) -> Any:
+    """The low-level ``docker.APIClient`` of the docker provider's hook (``docker_conn_id`` only logs in to a
+    registry; the engine is ``docker_url``)."""
+    from airflow.providers.docker.hooks.docker import DockerHook
+
+    try:
+        return DockerHook(docker_conn_id=docker_conn_id, base_url=docker_url, version="auto").api_client
+    except Exception as exc:
+        raise DockerRuntimeError(f"cannot reach the Docker engine at {docker_url} (param docker_url): {exc}") from None
+
+
+def ensure_image(api: Any, image: str, param: str) -> None:
+    """Fail with the image's name (and the param that chose it) when the engine has it not and cannot pull it."""
+    from docker.errors import APIError, ImageNotFound
+
+    try:
+        api.inspect_image(image)
+        return
+    except ImageNotFound:
+        pass
+    log.info("pulling %s", image)
+    try:
+        api.pull(image)
+    except APIError as exc:
+        raise DockerRuntimeError(f"image {image!r} (param {param}) is not on the Docker engine and cannot be pulled: "
+                                 f"{exc.explanation or exc}") from None
+
+
+def run_once(api: Any, run_dir: Path, image: str, command: list[str], environment: dict[str, str],
+             entrypoint: list[str] | None = None, timeout: float = 120.0) -> str:
+    """Run a short-lived tool container of the run on the host network; return its output, raise on failure.
+    The container is removed whatever happens."""
+    container = api.create_container(image, command=command, entrypoint=entrypoint, environment=environment,
+                                     labels=run_labels(run_dir, "tool"), detach=True,
+                                     host_config=api.create_host_config(network_mode="host"))
+    try:
+        api.start(container["Id"])
+        code = api.wait(container["Id"], timeout=timeout)["StatusCode"]
+        output = api.logs(container["Id"], stdout=True, stderr=True).decode(errors="replace")
+    finally:
+        api.remove_container(container["Id"], force=True)
+    if code != 0:
+        raise DockerRuntimeError(f"{command[:1]} in {image} exited with {code}: {output.strip()[-2000:]}")
+    return output
+
+
+def exec_in(api: Any, container: str, command: list[str]) -> str:
+    """Run ``command`` inside a running container; return its output, raise on a non-zero exit."""
+    exec_id = api.exec_create(container, command)["Id"]
+    output = api.exec_start(exec_id).decode(errors="replace")
+    code = api.exec_inspect(exec_id)["ExitCode"]
+    if code != 0:
+        raise DockerRuntimeError(f"{' '.join(command[:3])} exited with {code}: {output.strip()[-2000:]}")
+    return output
+
+
+def remove_run_containers(api: Any, run_dir: Path) -> list[str]:
+    """Every container labelled with this run, whatever its state; returns their names."""
+    removed = []
+    for container in api.containers(all=True, filters=run_filter(run_dir)):
+        api.remove_container(container["Id"], force=True)
+        removed.append(container["Names"][0].lstrip("/"))
+    return removed
+
+
+class DockerContainers:
+    """Named containers of one run, registered under ``<run_dir>/processes/`` like local processes."""
+
+    def __init__(self, run_dir: Path, image: str, environment: dict[str, str] | None = None,
+                 docker_url: str = DEFAULT_URL, docker_conn_id: str | None = None) -> None:
+        self.run_dir = run_dir
+        self.run_key = f"{run_dir.parent.name}.{run_dir.name}"
+        self.image, self.environment = image, environment or {}
+        self.docker_url, self.docker_conn_id = docker_url, docker_conn_id
+        self.registry = run_dir / "processes"
+        self.registry.mkdir(parents=True, exist_ok=True)
+
+    @cached_property
+    def api(self) -> Any:
+        return docker_api(self.docker_url, self.docker_conn_id)
+
+    def _record_path(self, name: str) -> Path:
+        return self.registry / f"{name}.json"
+
+    def record(self, name: str) -> ProcessRecord | None:
+        path = self._record_path(name)
+        return ProcessRecord(**json.loads(path.read_text())) if path.exists() else None
+
+    def _state(self, name: str) -> dict[str, Any] | None:
+        rec = self.record(name)
+        if rec is None or not rec.container:
+            return None
+        from docker.errors import NotFound
+
+        try:
+            return self.api.inspect_container(rec.container)["State"]
+        except NotFound:
+            return None
+
+    def is_alive(self, name: str) -> bool:
+        state = self._state(name)
+        return bool(state and state["Running"])
+
+    def is_paused(self, name: str) -> bool:
+        state = self._state(name)
+        return bool(state and state["Paused"])
+
+    def start(self, name: str, command: list[str], log_path: Path, step: str = "", extra_env: dict[str, str] | None = None
+              ) -> ProcessRecord:
+        """Replace the instance's previous container (its log was copied) by a new one, running ``command``."""
+        self.remove(name)
+        ensure_image(self.api, self.image, "app_image")
+        cname = container_name(self.run_key, name)
+        container = self.api.create_container(
+            self.image, command=command, name=cname, labels=run_labels(self.run_dir, name, step=step),
+            environment={**self.environment, **(extra_env or {})}, detach=True,
+            host_config=self.api.create_host_config(network_mode="host", init=True))
+        self.api.start(container["Id"])
+        state = self.api.inspect_container(container["Id"])["State"]
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        rec = ProcessRecord(name, state.get("Pid") or 0, 0.0, str(log_path), time.time(), container=container["Id"])
+        tmp = self._record_path(name).with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(rec), indent=2))
+        tmp.replace(self._record_path(name))
+        log.info("started %s: container %s (%s, image %s), log %s", name, cname, container["Id"][:12], self.image,
+                 log_path)
+        return rec
+
+    def copy_log(self, name: str) -> None:
+        """Write the container's output so far to its log file in the run directory (overwrites: a full copy)."""
+        rec = self.record(name)
+        if rec is None or not rec.container:
+            return
+        from docker.errors import NotFound
+
+        try:
+            output = self.api.logs(rec.container, stdout=True, stderr=True, timestamps=False)
+        except NotFound:
+            return
+        Path(rec.log).write_bytes(output)
+
+    def _exit_code(self, name: str) -> int | None:
+        state = self._state(name)
+        return None if state is None else state.get("ExitCode")
+
+    def stop(self, name: str, timeout: float = 30.0) -> int | None:
+        """Graceful stop (unpausing first): SIGTERM, SIGKILL after ``timeout``; returns the exit code."""
+        if not self.is_alive(name):
+            return None
+        rec = self.record(name)
+        if self.is_paused(name):
+            self.api.unpause(rec.container)
+        started = time.monotonic()
+        self.api.stop(rec.container, timeout=int(timeout))
+        code = self._exit_code(name)
+        self.copy_log(name)
+        how = "was killed after ignoring SIGTERM" if code == 137 else "stopped gracefully"
+        log.info("%s (container %s) %s in %.1f s, exit code %s", name, rec.container[:12], how,
+                 time.monotonic() - started, code)
+        return code
+
+    def kill(self, name: str) -> int | None:
+        """SIGKILL to the container: no shutdown hook runs; returns the exit code."""
+        if not self.is_alive(name):
+            return None
+        rec = self.record(name)
+        self.api.kill(rec.container)
+        self.api.wait(rec.container, timeout=30)
+        code = self._exit_code(name)
+        self.copy_log(name)
+        log.info("killed %s (container %s), exit code %s", name, rec.container[:12], code)
+        return code
+
+    def pause(self, name: str) -> bool:
+        if not self.is_alive(name):
+            return False
+        self.api.pause(self.record(name).container)
+        log.info("paused %s", name)
+        return True
+
+    def resume(self, name: str) -> bool:
+        if not self.is_alive(name):
+            return False
+        self.api.unpause(self.record(name).container)
+        log.info("resumed %s", name)
+        return True
+
+    def remove(self, name: str) -> None:
+        """Remove the container registered as ``name`` after copying its log."""
+        rec = self.record(name)
+        if rec is None or not rec.container:
+            return
+        from docker.errors import NotFound
+
+        self.copy_log(name)
+        try:
+            self.api.remove_container(rec.container, force=True)
+        except NotFound:
+            pass
+
+    def names(self) -> list[str]:
+        return sorted(p.stem for p in self.registry.glob("*.json") if self.record(p.stem).container)
+
+    def remove_all(self) -> list[str]:
+        """Teardown: copy the logs of this run's containers and remove them all, and only them."""
+        for name in self.names():
+            self.remove(name)
+        strays = remove_run_containers(self.api, self.run_dir)  # not registered (a task died mid-start): no log
+        if strays:
+            log.warning("removed containers of this run that were not registered: %s", strays)
+        return strays

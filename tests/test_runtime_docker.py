@@ -1,0 +1,110 @@
+"""The Docker runtime against a real Docker engine: containers started, paused, stopped, killed and removed,
+their output copied into the run directory, and nothing of the run left behind."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kafka_soak.backends.docker_kafka import DockerKafkaBackend
+from kafka_soak.runtime.docker import DockerContainers, DockerRuntimeError, docker_api, run_labels
+
+# A stand-in app: prints a line a second and says goodbye on SIGTERM (Python in the Debian base image).
+APP = ["python3", "-u", "-c", "import signal, sys, time\n"
+       "signal.signal(signal.SIGTERM, lambda *a: (print('bye'), sys.exit(0)))\n"
+       "n = 0\n"
+       "while True:\n    print('tick', n); n += 1; time.sleep(0.2)\n"]
+
+
+def wait_for_output(containers: DockerContainers, name: str, text: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        containers.copy_log(name)
+        if text in Path(containers.record(name).log).read_text():
+            return
+        assert time.monotonic() < deadline, f"{name} printed no {text!r} in {timeout:.0f} s"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    path = tmp_path / "soak_test_dag" / "manual__2026-11-22T00_00_00"
+    path.mkdir(parents=True)
+    return path
+
+
+def test_lifecycle_of_an_instance_container(docker_engine, run_dir):
+    containers = DockerContainers(run_dir, docker_engine.BASE_IMAGE, {"FROM_PARAMS": "yes"})
+    log_path = run_dir / "logs" / "app-1.0.log"
+    rec = containers.start("instance-1", APP, log_path, step="0", extra_env={"SOAK_INSTANCE": "1"})
+    try:
+        info = containers.api.inspect_container(rec.container)
+        assert info["Config"]["Labels"] == run_labels(run_dir, "instance-1", step="0")
+        assert {"FROM_PARAMS=yes", "SOAK_INSTANCE=1"} <= set(info["Config"]["Env"])
+        assert info["HostConfig"]["NetworkMode"] == "host"
+        assert containers.is_alive("instance-1") and not containers.is_paused("instance-1")
+        wait_for_output(containers, "instance-1", "tick")
+
+        assert containers.pause("instance-1") and containers.is_paused("instance-1")
+        containers.copy_log("instance-1")
+        ticks = log_path.read_text().count("tick")
+        time.sleep(1)
+        containers.copy_log("instance-1")
+        assert log_path.read_text().count("tick") == ticks, "a paused container must not run"
+        assert containers.resume("instance-1") and not containers.is_paused("instance-1")
+
+        assert containers.stop("instance-1", timeout=10) == 0
+        assert not containers.is_alive("instance-1")
+        assert log_path.read_text().rstrip().endswith("bye")
+
+        rec2 = containers.start("instance-1", APP, run_dir / "logs" / "app-1.2.log", step="2")
+        assert rec2.container != rec.container
+        assert docker_engine.run_containers(run_dir) == [info["Name"].lstrip("/")], "the old container is replaced"
+        wait_for_output(containers, "instance-1", "tick")
+        assert containers.kill("instance-1") == 137
+    finally:
+        containers.remove_all()
+    assert docker_engine.run_containers(run_dir) == []
+    assert log_path.exists(), "logs stay in the run directory"
+
+
+def test_teardown_removes_every_container_of_the_run_and_only_those(docker_engine, run_dir, tmp_path):
+    other_dir = tmp_path / "soak_test_dag" / "other_run"
+    other_dir.mkdir(parents=True)
+    mine, other = DockerContainers(run_dir, docker_engine.BASE_IMAGE), DockerContainers(other_dir, docker_engine.BASE_IMAGE)
+    other.start("instance-1", APP, other_dir / "logs" / "o.log")
+    try:
+        mine.start("instance-1", APP, run_dir / "logs" / "a.log")
+        mine.start("instance-2", APP, run_dir / "logs" / "b.log")
+        wait_for_output(mine, "instance-2", "tick")
+        mine.pause("instance-2")
+        # a container of the run that no registry knows (its task died between create and record)
+        mine.api.create_container(docker_engine.BASE_IMAGE, command=["true"], labels=run_labels(run_dir, "orphan"))
+        assert len(docker_engine.run_containers(run_dir)) == 3
+        assert len(mine.remove_all()) == 1  # the orphan
+        assert docker_engine.run_containers(run_dir) == []
+        assert len(docker_engine.run_containers(other_dir)) == 1
+        assert "tick" in (run_dir / "logs" / "b.log").read_text()
+    finally:
+        other.remove_all()
+
+
+def test_clear_errors_for_an_unreachable_engine_and_a_missing_image(docker_engine, run_dir):
+    with pytest.raises(DockerRuntimeError, match=r"cannot reach the Docker engine at unix:///nowhere.sock "
+                                                 r"\(param docker_url\)"):
+        docker_api("unix:///nowhere.sock", None)
+    containers = DockerContainers(run_dir, "kafka-soak-absent:none")
+    with pytest.raises(DockerRuntimeError, match=r"image 'kafka-soak-absent:none' \(param app_image\) is not on the "
+                                                 r"Docker engine and cannot be pulled"):
+        containers.start("instance-1", APP, run_dir / "x.log")
+    assert docker_engine.run_containers(run_dir) == []
+
+
+def test_docker_kafka_backend_refuses_an_image_it_cannot_get_and_leaves_nothing(docker_engine, run_dir):
+    """The docker backend itself cannot run here (no registry for apache/kafka): its failure must be clear."""
+    backend = DockerKafkaBackend(run_dir, image="apache/kafka-not-here:0")
+    with pytest.raises(DockerRuntimeError, match=r"param kafka_image"):
+        backend.provision({"input": 1}, "soak.x")
+    assert docker_engine.run_containers(run_dir) == []
