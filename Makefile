@@ -17,13 +17,17 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test setup system-deps lint env
+.PHONY: soak test setup system-deps test-deps lint env worker-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
 
-test: setup
+test: setup test-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The reference app as an image for runtime=docker (BASE_IMAGE/PIP_ARGS: see docker/worker.Dockerfile).
+worker-image:
+	docker build -f docker/worker.Dockerfile -t kafka-soak-worker:latest .
 
 lint: setup
 	$(VENV)/bin/ruff check dags plugins spark_jobs tests
@@ -39,6 +43,12 @@ setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db
 # Spark needs a Java runtime; everything else comes from PyPI.
 system-deps:
 	@command -v java >/dev/null || { apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless; }
+
+# The Docker runtime's tests run a real engine (started by the tests when none runs) and build a base image
+# with debootstrap, as no image can be pulled on machines without a registry.
+test-deps:
+	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || { apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y docker.io debootstrap; }
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)

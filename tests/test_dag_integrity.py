@@ -59,3 +59,34 @@ def test_setup_and_teardown_wrap_the_run(dagbag, dag_id):
     assert dag.get_task("toggle").is_mapped
     assert "provision" in dag.get_task("check_params").downstream_task_ids
     assert {"drain", "stop_instances"} <= dag.get_task("validate").upstream_task_ids
+
+
+def test_a_deployment_sets_defaults_for_every_scenario(monkeypatch):
+    """SOAK_PARAM_DEFAULTS (the compose stack sets it) changes where every scenario runs, not what it does."""
+    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", '{"backend": "external", "runtime": "docker"}')
+    bag = DagBag(str(DAGS))
+    assert bag.import_errors == {}
+    for dag_id in SCENARIOS:
+        values = bag.dags[dag_id].params.validate()
+        assert (values["backend"], values["runtime"]) == ("external", "docker"), dag_id
+    assert bag.dags["soak_stale_state_standby"].params["program"] == "1 2 3 2"
+    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", '{"runtim": "docker"}')
+    bag = DagBag(str(DAGS))
+    assert "SOAK_PARAM_DEFAULTS: unknown params ['runtim']" in "".join(bag.import_errors.values())
+
+
+def test_the_compose_stack_matches_the_project():
+    """docker/compose.yaml cannot be brought up here (no registry); it must at least name what the code uses."""
+    import yaml
+
+    from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE
+    from kafka_soak.instances import REFERENCE_IMAGE
+
+    root = DAGS.parent
+    compose = yaml.safe_load((root / "docker" / "compose.yaml").read_text())["services"]
+    assert compose["kafka"]["image"] == DEFAULT_IMAGE
+    assert compose["worker-image"]["image"] == REFERENCE_IMAGE
+    for service in ("worker-image", "airflow"):
+        assert (root / "docker" / compose[service]["build"]["dockerfile"].split("/")[-1]).exists()
+    requirement = (root / "docker" / "worker-requirements.txt").read_text().strip()
+    assert requirement in (root / "requirements.txt").read_text(), "the worker image pins what the project pins"

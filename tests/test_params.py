@@ -67,6 +67,12 @@ def test_faults_on_a_backend_without_read_committed_make_duplicates_unreliable()
     ({"interval_s": -5}, "param interval_s: -5 is less than the minimum of 1"),
     ({"records": 0}, "param records: 0 is less than the minimum of 1"),
     ({"bug": "melt"}, "param bug: 'melt' is not one of"),
+    ({"runtime": "kubernetes"}, "param runtime: 'kubernetes' is not one of ['local', 'docker']"),
+    ({"backend": "docker", "program": "1 b1- b1+"}, "program: ['b1-', 'b1+'] take brokers down/up, which only "
+                                                    "backend 'embedded' can do (backend is 'docker')"),
+    ({"app_image": "my/app:1"}, "app_image: is for runtime 'docker' (runtime is 'local')"),
+    ({"app_command": ["java", "-jar", "app.jar", "{bootstrap}"]}, "app_command: '{bootstrap}' has a bad placeholder"),
+    ({"quotas": [{"client_id": "c"}]}, "param quotas:"),
 ])
 def test_cli_refuses_bad_params_before_airflow_runs(conf, fragment, tmp_path):
     """`make soak CONF=...` answers with one line naming the param; nothing is provisioned."""
@@ -77,3 +83,14 @@ def test_cli_refuses_bad_params_before_airflow_runs(conf, fragment, tmp_path):
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     assert not any(tmp_path.iterdir()), "nothing may be created for a refused run"
+
+
+def test_deployment_params_travel_in_the_plan():
+    plan = params.check({"runtime": "docker", "app_image": "my/app:1", "app_env": {"JAVA_OPTS": "-Xmx1g"},
+                         "app_command": ["--bootstrap", "{bootstrap_servers}"], "backend": "external",
+                         "kafka_conn_id": "prod_kafka", "quotas": [{"client_id": "c", "producer_byte_rate": 35000}]})
+    assert (plan.runtime, plan.app_image, plan.backend, plan.kafka_conn_id) == ("docker", "my/app:1", "external",
+                                                                                  "prod_kafka")
+    assert plan.quotas == [{"client_id": "c", "producer_byte_rate": 35000}] and not plan.keep_topics
+    with pytest.raises(params.ParamsError, match="brokers: 3 brokers are for backend 'embedded'"):
+        params.check({"backend": "external", "brokers": 3})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -45,8 +46,23 @@ def load_scenario(path: Path) -> dict[str, Any]:
     return scenario
 
 
+def site_defaults() -> dict[str, Any]:
+    """Param defaults of this deployment for every scenario (``SOAK_PARAM_DEFAULTS``, JSON), e.g. a team's
+    nightly Airflow setting ``{"backend": "external", "runtime": "docker"}`` once instead of in each scenario."""
+    raw = os.environ.get("SOAK_PARAM_DEFAULTS", "").strip()
+    try:
+        values = json.loads(raw) if raw else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"SOAK_PARAM_DEFAULTS is not JSON: {exc}") from None
+    unknown = set(values) - set(soak_params.DEFAULTS) if isinstance(values, dict) else {"(not an object)"}
+    if unknown:
+        raise ValueError(f"SOAK_PARAM_DEFAULTS: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}")
+    return values
+
+
 def dag_params(defaults: dict[str, Any]) -> dict[str, Param]:
-    values = {**soak_params.DEFAULTS, **defaults}
+    """Param precedence: built-in defaults < the deployment's (``SOAK_PARAM_DEFAULTS``) < the scenario's."""
+    values = {**soak_params.DEFAULTS, **site_defaults(), **defaults}
     return {name: Param(values[name], **schema) for name, schema in soak_params.PARAM_SCHEMAS.items()}
 
 

@@ -111,13 +111,13 @@ class ExternalBackend:
                             {"SOAK_COMMAND_CONFIG": props}, entrypoint=["/bin/sh", "-c", script])
         return run
 
-    def provision(self, topics: dict[str, int], prefix: str) -> Cluster:
+    def provision(self, topics: dict[str, int], prefix: str, timeout: float = 60.0) -> Cluster:
         """Create the run's topics on the cluster and apply the quotas; on failure, delete what was created."""
         settings = client_settings({"conn_id": self.conn_id})
         bootstrap = connection_config(self.conn_id)["bootstrap.servers"]
         names = {role: f"{prefix}.{role}" for role in topics}
         with settings_in_env(settings):
-            kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()})
+            kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()}, timeout=timeout)
             log.info("created topics on %s: %s", bootstrap, names)
             try:
                 applied = (soak_quotas.apply(self.quotas, self.kafka_configs(settings), bootstrap,
