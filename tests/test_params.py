@@ -73,6 +73,7 @@ def test_faults_on_a_backend_without_read_committed_make_duplicates_unreliable()
     ({"app_image": "my/app:1"}, "app_image: is for runtime 'docker' (runtime is 'local')"),
     ({"app_command": ["java", "-jar", "app.jar", "{bootstrap}"]}, "app_command: '{bootstrap}' has a bad placeholder"),
     ({"quotas": [{"client_id": "c"}]}, "param quotas:"),
+    ({"backend": "external", "kafka_conn_id": "nope"}, "param kafka_conn_id: there is no Airflow connection 'nope'"),
 ])
 def test_cli_refuses_bad_params_before_airflow_runs(conf, fragment, tmp_path):
     """`make soak CONF=...` answers with one line naming the param; nothing is provisioned."""

@@ -42,6 +42,7 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     """Validate ``conf`` against the DAG's Param schemas and the cross-param checks; returns the params."""
     from airflow.sdk.exceptions import ParamValidationError
 
+    from kafka_soak import preflight
     from kafka_soak.backends import BACKENDS
     from kafka_soak.factory import build_dag, load_scenario
 
@@ -62,8 +63,8 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(first + (f" (param {name}: {allowed})" if allowed else "")) from None
     try:
         backend = BACKENDS[values["backend"]]
-        soak_params.check(values, backend.partition_capacity_bytes, backend.limitations)
-    except soak_params.ParamsError as exc:
+        preflight.check(soak_params.check(values, backend.partition_capacity_bytes, backend.limitations))
+    except (soak_params.ParamsError, *preflight.ERRORS) as exc:
         raise UsageError(str(exc)) from None
     return values
 

@@ -19,15 +19,15 @@ import yaml
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import backends, rundir
+from kafka_soak import backends, preflight, rundir
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
 from kafka_soak.alerting import SoakAlertNotifier
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.external import KafkaConnectionError, client_settings, connection_config, settings_in_env
+from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.drain import restore_service, wait_for_zero_lag
 from kafka_soak.generator import Phase
-from kafka_soak.instances import Instances
+from kafka_soak.instances import REFERENCE_IMAGE, Instances
 from kafka_soak.operators.toggle import ToggleStepOperator
 from kafka_soak.operators.validate import ValidateOperator
 from kafka_soak.steps import read_t0, write_program
@@ -108,9 +108,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             backend = backends.BACKENDS[context["params"]["backend"]]
             try:
                 plan = soak_params.check(dict(context["params"]), backend.partition_capacity_bytes, backend.limitations)
-                if plan.backend == "external":
-                    connection_config(plan.kafka_conn_id)
-            except (soak_params.ParamsError, KafkaConnectionError) as exc:
+                preflight.check(plan)
+            except (soak_params.ParamsError, *preflight.ERRORS) as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
             rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
                                                         "params": dict(context["params"]), "plan": plan.as_dict()})
@@ -120,7 +119,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             for phase in plan.phases:
                 log.info("  load: %s", Phase(**phase).describe())
             log.info("backend %s, runtime %s%s", plan.backend, plan.runtime,
-                     f", app image {plan.app_image or 'kafka-soak-worker:latest'}" if plan.runtime == "docker" else "")
+                     f", app image {plan.app_image or REFERENCE_IMAGE}" if plan.runtime == "docker" else "")
             if plan.quotas and "quotas" in backend.limitations:
                 log.warning("quotas %s are NOT enforced on backend %s: %s", plan.quotas, plan.backend,
                             backend.limitations["quotas"])

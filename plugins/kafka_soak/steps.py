@@ -23,6 +23,10 @@ from kafka_soak.rundir import append_jsonl, write_json
 log = logging.getLogger(__name__)
 
 
+class StepFailed(RuntimeError):
+    pass
+
+
 class StepBook:
     """The claims and results of a run's program steps."""
 
@@ -54,6 +58,14 @@ class StepBook:
     def next_pending(self, up_to: int) -> int | None:
         """The first step ``<= up_to`` with no result yet."""
         return next((i for i in range(up_to + 1) if self.result(i) is None), None)
+
+    def refuse_after_failure(self, up_to: int) -> None:
+        """Once a step failed, no later step is applied: the program would no longer be the one asked for."""
+        for index in range(up_to + 1):
+            result = self.result(index)
+            if result and "failed" in result:
+                raise StepFailed(f"{result['label']} failed ({result['failed']}): the rest of the program is not "
+                                 f"applied; see {self.timeline}")
 
     def record(self, step: Step, outcome: dict[str, Any]) -> dict[str, Any]:
         result = {**step.as_dict(), "label": step.label, **outcome}

@@ -48,6 +48,7 @@ class ToggleStepOperator(BaseOperator):
         instances = Instances.for_run(run_dir, self.cluster, self.plan, self.app_id)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
         while (pending := book.next_pending(mine)) is not None:
+            book.refuse_after_failure(mine)
             step = steps[pending]
             wait = step.planned_at - time.time()
             if wait > self.defer_above_s:
@@ -57,9 +58,14 @@ class ToggleStepOperator(BaseOperator):
                            method_name="advance")
             sleep_until(step.planned_at)
             if book.claim(pending, me):
-                book.record(step, apply(step, instances, me))
+                try:
+                    book.record(step, apply(step, instances, me))
+                except Exception as exc:
+                    book.record(step, {"applied_by": me, "failed": f"{type(exc).__name__}: {exc}"})
+                    raise
             else:
                 self.wait_for(book, pending)
+        book.refuse_after_failure(mine)
         result = book.result(mine)
         if result["applied_by"]["map_index"] != me["map_index"]:
             self.log.info("%s was applied by the task of step %s at %+.1f ms", result["label"],

@@ -221,17 +221,18 @@ class DockerContainers:
         return code
 
     def pause(self, name: str) -> bool:
-        if not self.is_alive(name):
-            return False
-        self.api.pause(self.record(name).container)
-        log.info("paused %s", name)
-        return True
+        """Freeze every process of the container (cgroup freezer); False when it is not alive."""
+        return self._freeze(name, paused=True)
 
     def resume(self, name: str) -> bool:
+        """Thaw the container; False when it is not alive."""
+        return self._freeze(name, paused=False)
+
+    def _freeze(self, name: str, paused: bool) -> bool:
         if not self.is_alive(name):
             return False
-        self.api.unpause(self.record(name).container)
-        log.info("resumed %s", name)
+        (self.api.pause if paused else self.api.unpause)(self.record(name).container)
+        log.info("%s %s", "paused" if paused else "resumed", name)
         return True
 
     def remove(self, name: str) -> None:

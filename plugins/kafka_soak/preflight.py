@@ -1,0 +1,24 @@
+"""What a run needs from outside before anything starts: the external cluster's connection, and the images
+of the Docker runtime and backend on the engine. Checked by ``check_params`` and by ``make soak`` itself, so
+a run that cannot start is refused with one line, before any broker, topic or container exists."""
+
+from __future__ import annotations
+
+from kafka_soak.backends.external import KafkaConnectionError, connection_config
+from kafka_soak.instances import REFERENCE_IMAGE
+from kafka_soak.params import RunPlan
+from kafka_soak.runtime.docker import DockerRuntimeError, docker_api, ensure_image
+
+ERRORS = (KafkaConnectionError, DockerRuntimeError)
+
+
+def check(plan: RunPlan) -> None:
+    """Raise one of ``ERRORS`` naming the param when something the plan needs is not there."""
+    if plan.backend == "external":
+        connection_config(plan.kafka_conn_id)
+    images = {**({"app_image": plan.app_image or REFERENCE_IMAGE} if plan.runtime == "docker" else {}),
+              **({"kafka_image": plan.kafka_image} if plan.backend == "docker" else {})}
+    if images:
+        api = docker_api(plan.docker_url, plan.docker_conn_id or None)
+        for param, image in images.items():
+            ensure_image(api, image, param)
