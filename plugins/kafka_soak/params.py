@@ -15,6 +15,7 @@ from kafka_soak import program as programs
 from kafka_soak.app.worker import BUGS
 from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE as DEFAULT_KAFKA_IMAGE
 from kafka_soak.guarantees import unreliable_anomalies
+from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
 
 PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "program": {"type": ["string", "array"], "items": {"type": ["integer", "string"]},
@@ -104,7 +105,7 @@ DEFAULTS: dict[str, Any] = {
     "bug": "none", "bug_every": 1000, "seed": 0, "drain_timeout_s": 180,
     "backend": "embedded", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
     "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_env": {},
-    "docker_url": "unix:///var/run/docker.sock", "docker_conn_id": "",
+    "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
 }
 # Params that configure where a run happens rather than what it does (RunPlan.deployment).
 DEPLOYMENT = ("backend", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",

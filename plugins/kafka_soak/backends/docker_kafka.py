@@ -17,7 +17,15 @@ from typing import Any
 from kafka_soak import kafka_io
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.runtime.docker import container_name, docker_api, ensure_image, exec_in, remove_run_containers, run_labels
+from kafka_soak.runtime.docker import (
+    DEFAULT_URL,
+    container_name,
+    docker_api,
+    ensure_image,
+    exec_in,
+    remove_run_containers,
+    run_labels,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +66,7 @@ class DockerKafkaBackend:
     limitations: dict[str, str] = {}
 
     def __init__(self, run_dir: Path, image: str = DEFAULT_IMAGE, quotas: list[soak_quotas.Quota] | None = None,
-                 docker_url: str = "unix:///var/run/docker.sock", docker_conn_id: str | None = None) -> None:
+                 docker_url: str = DEFAULT_URL, docker_conn_id: str | None = None) -> None:
         self.run_dir, self.image, self.quotas = run_dir, image, quotas or []
         self.docker_url, self.docker_conn_id = docker_url, docker_conn_id
 

@@ -20,7 +20,7 @@ from typing import Any
 from kafka_soak import kafka_io
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.runtime.docker import docker_api, ensure_image, run_once
+from kafka_soak.runtime.docker import DEFAULT_URL, docker_api, ensure_image, run_once
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class ExternalBackend:
     limitations: dict[str, str] = {}
 
     def __init__(self, run_dir: Path, conn_id: str, quotas: list[soak_quotas.Quota] | None = None,
-                 keep_topics: bool = False, kafka_image: str = "", docker_url: str = "unix:///var/run/docker.sock",
+                 keep_topics: bool = False, kafka_image: str = "", docker_url: str = DEFAULT_URL,
                  docker_conn_id: str | None = None) -> None:
         self.run_dir, self.conn_id, self.quotas, self.keep_topics = run_dir, conn_id, quotas or [], keep_topics
         self.kafka_image, self.docker_url, self.docker_conn_id = kafka_image, docker_url, docker_conn_id
