@@ -1,8 +1,12 @@
-"""Alerting on broken runs: one concise message naming the anomaly, its count, the run and the evidence.
+"""Alerting: one message per broken run that a person can act on, and one when a scenario recovers.
 
-The message goes to the task log and is appended to ``$SOAK_RUNS_DIR/alerts.jsonl``; where an Airflow
-connection ``soak_alert_smtp`` (SMTP) exists, it is also mailed to ``SOAK_ALERT_TO`` with the SMTP
-provider's notifier.
+A failed verdict names scenario, run, anomaly counts, the first samples and where the evidence is; a run
+that never reached a verdict says so and names the task where it stopped; the first passing run after
+failures sends a recovery message. Every message goes to the task log and ``$SOAK_RUNS_DIR/alerts.jsonl``,
+and through the providers' notifiers to each channel that has an Airflow connection:
+``soak_alert_smtp`` (SMTP; recipients in its extra ``to``, else ``SOAK_ALERT_TO``) and
+``soak_alert_slack`` (a Slack incoming webhook, conn type ``slackwebhook``). A channel that fails is
+logged; it never hides the alert from the others. No connection field is ever part of a message.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from kafka_soak import rundir
 log = logging.getLogger(__name__)
 
 SMTP_CONN_ID = "soak_alert_smtp"
+SLACK_CONN_ID = "soak_alert_slack"
 
 
 def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) -> dict[str, Any]:
@@ -66,10 +71,57 @@ def details(verdict: dict[str, Any]) -> list[str]:
     return lines
 
 
+def text(alert: dict[str, Any]) -> str:
+    """The alert as plain text: the headline, the counts, the first samples, where to look."""
+    lines = [alert["message"], *alert.get("details", [])]
+    for anomaly, samples in alert.get("samples", {}).items():
+        for sample in samples:
+            lines.append(f"  {anomaly}: " + ", ".join(f"{k}={v}" for k, v in sample.items()))
+    for name in ("report", "data_docs", "run_dir", "airflow_url"):
+        if alert.get(name):
+            lines.append(f"{name.replace('_', ' ')}: {alert[name]}")
+    return "\n".join(lines)
+
+
+def recovery(dag_id: str, run_id: str, run_dir: Path, failures: list[str]) -> dict[str, Any]:
+    return {"dag_id": dag_id, "run_id": run_id, "run_dir": str(run_dir), "at": time.time(), "status": "recovered",
+            "message": f"soak {dag_id} RECOVERED: run {run_id} passed after {len(failures)} broken run(s) "
+                       f"(first: {failures[0]}); evidence: {run_dir}"}
+
+
+def airflow_url(dag_id: str, run_id: str) -> str | None:
+    """The DAG run's page in the Airflow UI, when the deployment says where the UI is (``[api] base_url``)."""
+    from urllib.parse import quote
+
+    from airflow.configuration import conf
+
+    base = conf.get("api", "base_url", fallback="")
+    return f"{base.rstrip('/')}/dags/{quote(dag_id)}/runs/{quote(run_id)}" if base else None
+
+
+class StreakBook:
+    """Per scenario: the broken runs since the last passing one (``<runs>/<dag_id>/alert-state.json``)."""
+
+    def __init__(self, dag_id: str) -> None:
+        self.path = rundir.runs_root() / dag_id / "alert-state.json"
+
+    def failures(self) -> list[str]:
+        return json.loads(self.path.read_text())["failures"] if self.path.exists() else []
+
+    def save(self, failures: list[str]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        rundir.write_json(self.path, {"failures": failures})
+
+
 class SoakAlertNotifier(BaseNotifier):
-    """DAG failure callback: composes the alert and sends it to every configured channel."""
+    """DAG callback. ``on_failure`` (default): alert on a broken run. ``on_success``: a recovery message when
+    the previous runs of the scenario were broken, nothing otherwise."""
 
     template_fields = ()
+
+    def __init__(self, on: str = "failure") -> None:
+        super().__init__()
+        self.on = on
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         # Nothing to render; skipping the base call also sidesteps apache/airflow#64649, where a DAG-level
@@ -78,27 +130,70 @@ class SoakAlertNotifier(BaseNotifier):
 
     def notify(self, context: Any) -> None:
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
-        ti = context.get("ti")
-        alert = compose(dag_id, run_id, rundir.run_dir(dag_id, run_id), getattr(ti, "task_id", None))
-        log.error("ALERT: %s", alert["message"])
-        for line in alert.get("details", []):
-            log.error("ALERT: %s", line)
-        root = rundir.runs_root()
-        root.mkdir(parents=True, exist_ok=True)
-        rundir.append_jsonl(root / "alerts.jsonl", alert)
-        self.send_mail(alert, context)
+        run_dir = rundir.run_dir(dag_id, run_id)
+        book = StreakBook(dag_id)
+        failures = book.failures()
+        if self.on == "success":
+            if not failures:
+                return
+            alert = recovery(dag_id, run_id, run_dir, failures)
+            book.save([])
+        else:
+            ti = context.get("ti")
+            alert = compose(dag_id, run_id, run_dir, getattr(ti, "task_id", None))
+            book.save([*failures, run_id])
+        alert["airflow_url"] = airflow_url(dag_id, run_id)
+        publish(alert, context)
 
-    @staticmethod
-    def send_mail(alert: dict[str, Any], context: Any) -> None:
-        from airflow.sdk import Connection
-        from airflow.sdk.exceptions import AirflowNotFoundException
 
+def publish(alert: dict[str, Any], context: Any) -> None:
+    """Log the alert, keep it in ``alerts.jsonl``, and send it to every configured channel."""
+    log.log(logging.INFO if alert["status"] == "recovered" else logging.ERROR, "ALERT: %s", alert["message"])
+    for line in alert.get("details", []):
+        log.error("ALERT: %s", line)
+    root = rundir.runs_root()
+    root.mkdir(parents=True, exist_ok=True)
+    rundir.append_jsonl(root / "alerts.jsonl", alert)
+    for channel, send in (("smtp", send_mail), ("slack", send_slack)):
         try:
-            Connection.get(SMTP_CONN_ID)
-        except AirflowNotFoundException:
-            return
-        from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+            if send(alert, context):
+                log.info("alert sent by %s", channel)
+        except Exception as exc:  # one broken channel must not silence the others
+            log.error("could not send the alert by %s: %s", channel, exc)
 
-        SmtpNotifier(to=os.environ.get("SOAK_ALERT_TO", "root@localhost"), smtp_conn_id=SMTP_CONN_ID,
-                     subject=alert["message"][:200], html_content=f"<pre>{json.dumps(alert, indent=2)}</pre>",
-                     ).notify(context)
+
+def _connection(conn_id: str) -> Any:
+    from airflow.sdk import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        return Connection.get(conn_id)
+    except AirflowNotFoundException:
+        return None
+
+
+def send_mail(alert: dict[str, Any], context: Any) -> bool:
+    conn = _connection(SMTP_CONN_ID)
+    if conn is None:
+        return False
+    from html import escape
+
+    from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+    extra = conn.extra_dejson
+    to = extra.get("to") or os.environ.get("SOAK_ALERT_TO", "root@localhost")
+    # Every field given, so the notifier renders no template (rendering needs the DAG's template env, which a
+    # DAG-level callback does not have under `airflow dags test`: apache/airflow#64649).
+    SmtpNotifier(to=to, from_email=extra.get("from_email") or "kafka-soak@localhost", smtp_conn_id=SMTP_CONN_ID,
+                 subject=f"[kafka-soak] {alert['message'][:180]}",
+                 html_content=f"<pre>{escape(text(alert))}</pre>").notify(context)
+    return True
+
+
+def send_slack(alert: dict[str, Any], context: Any) -> bool:
+    if _connection(SLACK_CONN_ID) is None:
+        return False
+    from airflow.providers.slack.notifications.slack_webhook import SlackWebhookNotifier
+
+    SlackWebhookNotifier(slack_webhook_conn_id=SLACK_CONN_ID, text=text(alert)).notify(context)
+    return True

@@ -97,6 +97,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         params=dag_params(scenario.get("params", {})),
         default_args={"retries": 0},
         on_failure_callback=[SoakAlertNotifier()],
+        on_success_callback=[SoakAlertNotifier(on="success")],
         user_defined_macros={"soak_run_dir": lambda run_id: str(rundir.run_dir(dag_id, run_id))},
     ) as dag:
 

@@ -1,0 +1,116 @@
+"""Alerts reach people: a real SMTP server (aiosmtpd) and a real HTTP server standing in for a Slack incoming
+webhook, both on loopback, receive what the Airflow notifiers send; the tests read what arrived."""
+
+from __future__ import annotations
+
+import json
+import threading
+from email import message_from_bytes
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from aiosmtpd.controller import Controller
+from test_e2e import SHORT, soak
+
+from kafka_soak import alerting
+from kafka_soak.backends.docker_kafka import free_port
+
+WEBHOOK_TOKEN = "T0SOAK/B0SOAK/w3bh00k-t0ken-that-must-stay-secret"
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    async def handle_DATA(self, server, session, envelope):  # aiosmtpd handler hook
+        self.messages.append(message_from_bytes(envelope.content))
+        return "250 OK"
+
+
+@pytest.fixture
+def smtp_server():
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    yield inbox, controller.port
+    controller.stop()
+
+
+@pytest.fixture
+def webhook_server():
+    posts: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            posts.append({"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield posts, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def channels(monkeypatch, smtp_server, webhook_server):
+    inbox, smtp_port = smtp_server
+    posts, http_port = webhook_server
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_ALERT_SMTP", json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
+        "extra": {"disable_ssl": True, "disable_tls": True, "from_email": "kafka-soak@example.test",
+                  "to": "oncall@example.test"}}))
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_ALERT_SLACK", json.dumps({
+        "conn_type": "slackwebhook", "password": f"http://127.0.0.1:{http_port}/services/{WEBHOOK_TOKEN}"}))
+    return inbox.messages, posts
+
+
+def body(message: Message) -> str:
+    part = next(p for p in message.walk() if p.get_content_type() == "text/html")
+    return part.get_payload(decode=True).decode()
+
+
+def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(channels, runs_dir):
+    mails, posts = channels
+    code, run_dir, verdict = soak(runs_dir, bug="drop")
+    assert code == 1 and verdict["anomalies"]["lost"] == SHORT["records"] // 1000
+    assert len(mails) == 1 and len(posts) == 1
+    mail = mails[0]
+    assert mail["To"] == "oncall@example.test"
+    assert "FAILED: lost=6" in mail["Subject"] and "soak_eos_id_assignment" in mail["Subject"]
+    text = body(mail)
+    assert "lost: " in text and "data docs: " in text and str(run_dir) in text
+    slack = posts[0]
+    assert slack["path"] == f"/services/{WEBHOOK_TOKEN}"
+    assert "FAILED: lost=6" in slack["body"]["text"] and "lost: " in slack["body"]["text"]
+
+    code, run_dir2, verdict = soak(runs_dir)
+    assert code == 0 and verdict["status"] == "passed"
+    assert len(mails) == 2 and len(posts) == 2
+    assert "RECOVERED" in mails[1]["Subject"] and "after 1 broken run(s)" in posts[1]["body"]["text"]
+
+    evidence = [runs_dir / "alerts.jsonl", *[p for d in (run_dir, run_dir2) for p in d.rglob("*") if p.is_file()]]
+    leaks = [str(p) for p in evidence if WEBHOOK_TOKEN in p.read_text(errors="replace")]
+    assert not leaks, "the webhook token is a secret"
+
+
+def test_a_broken_channel_does_not_silence_the_others(monkeypatch, webhook_server, runs_dir):
+    posts, http_port = webhook_server
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_ALERT_SMTP", json.dumps({"conn_type": "smtp", "host": "127.0.0.1",
+                                                                   "port": 1, "extra": {"disable_ssl": True,
+                                                                                        "disable_tls": True}}))
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_ALERT_SLACK", json.dumps({
+        "conn_type": "slackwebhook", "password": f"http://127.0.0.1:{http_port}/services/x"}))
+    alert = {"dag_id": "d", "run_id": "r", "status": "no_verdict", "message": "soak d did not reach a verdict: "
+             "task provision failed (run r); logs: /runs/d/r", "run_dir": "/runs/d/r"}
+    alerting.publish(alert, {})
+    assert [p["body"]["text"] for p in posts] == ["soak d did not reach a verdict: task provision failed (run r); "
+                                                  "logs: /runs/d/r\nrun dir: /runs/d/r"]
+    assert json.loads((runs_dir / "alerts.jsonl").read_text().splitlines()[-1])["message"] == alert["message"]
