@@ -163,13 +163,19 @@ def publish(alert: dict[str, Any], context: Any) -> None:
 
 
 def _connection(conn_id: str) -> Any:
+    """The channel's connection, its password (SMTP password, webhook URL or token) registered with Airflow's
+    masker first: a client error may quote it, and the error is logged."""
     from airflow.sdk import Connection
     from airflow.sdk.exceptions import AirflowNotFoundException
+    from airflow.sdk.log import mask_secret
 
     try:
-        return Connection.get(conn_id)
+        conn = Connection.get(conn_id)
     except AirflowNotFoundException:
         return None
+    if conn.password:
+        mask_secret(conn.password)
+    return conn
 
 
 def send_mail(alert: dict[str, Any], context: Any) -> bool:
