@@ -16,10 +16,11 @@ ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partitio
 
 
 def parse(raw: DataFrame, schema: str) -> DataFrame:
-    """Topic records -> contract fields, keeping where each record sits (topic partition and offset)."""
+    """Topic records -> contract fields, keeping where each record sits (topic partition and offset) and when
+    it was written (``kafka_ts``, ms: for an output record, when the app produced it)."""
     parsed = raw.select(F.col("partition").alias("topic_partition"), F.col("offset").alias("topic_offset"),
-                        F.from_json("value", schema).alias("v"))
-    return parsed.select("topic_partition", "topic_offset", "v.*")
+                        F.col("timestamp").alias("kafka_ts"), F.from_json("value", schema).alias("v"))
+    return parsed.select("topic_partition", "topic_offset", "kafka_ts", "v.*")
 
 
 def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame) -> dict[str, DataFrame]:
