@@ -19,6 +19,7 @@ from typing import Any
 
 import anomalies
 import kafka_source
+import timeline
 import verdict as verdicts
 from pyspark.sql import DataFrame, SparkSession
 
@@ -101,6 +102,21 @@ def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = 10) -> list[di
     return [row.asDict(recursive=True) for row in rows.select(*columns).limit(limit).collect()]
 
 
+def write_timeline(history: dict[str, DataFrame], out_dir: Path) -> None:
+    """``timeline.json`` for the soak report. Written after the verdict: a report's data must never cost a run
+    its verdict, so a failure here is recorded in the file and logged, not raised."""
+    started = time.monotonic()
+    try:
+        data = timeline.build(history["input"], history["output"], history["assertions"])
+    except Exception as exc:  # the verdict is already on disk: say what the report lacks, keep the exit code
+        log.warning("timeline for the report could not be computed: %s", exc)
+        data = {"error": f"{type(exc).__name__}: {exc}"}
+    tmp = out_dir / ".timeline.json.tmp"
+    tmp.write_text(json.dumps(data, default=str))
+    tmp.replace(out_dir / "timeline.json")
+    log.info("timeline for the report in %.1f s", time.monotonic() - started)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("bootstrap", "input-topic", "output-topic", "assertions-topic"):
@@ -154,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
              counts["input"], counts["output"], found or "none", outcome["inconclusive_reasons"] or "none",
              outcome["data_docs"])
+    write_timeline(history, args.out_dir)
     spark.stop()
     return verdicts.EXIT_CODES[outcome["status"]]
 

@@ -221,7 +221,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             conn_id="spark_default",
             name=f"kafka-soak-validate-{dag_id}",
             application=str(SPARK_JOBS / "validate_soak.py"),
-            py_files=",".join(str(SPARK_JOBS / f) for f in ("kafka_source.py", "anomalies.py", "verdict.py")),
+            py_files=",".join(str(SPARK_JOBS / f) for f in ("kafka_source.py", "anomalies.py", "timeline.py", "verdict.py")),
             application_args=[
                 "--bootstrap", "{{ ti.xcom_pull(task_ids='provision')['bootstrap_servers'] }}",
                 "--input-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['input'] }}",
