@@ -14,6 +14,7 @@ import time
 from kafka_soak import kafka_io
 from kafka_soak import program as programs
 from kafka_soak.instances import Instances
+from kafka_soak.rundir import journal
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         waited = time.monotonic() - started
         rate = "" if last_lag is None else f", {(last_lag - total) / poll_s:.0f} records/s"
         log.info("drain: lag %d records%s (%s)", total, rate, ", ".join(f"p{p}={n}" for p, n in sorted(lag.items())))
+        if instances is not None:
+            journal(instances.run_dir, "lag", lag=total, source="drain")
         last_lag = total
         zero_streak = zero_streak + 1 if total == 0 else 0
         if zero_streak >= settle_polls:

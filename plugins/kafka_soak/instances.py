@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import kafka_io
+from kafka_soak.rundir import journal
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.embedded import control
 from kafka_soak.backends.external import client_settings
@@ -96,23 +97,33 @@ class Instances:
             log.info("instance %d already running", instance)
             return self.runtime.record(self.name(instance))
         log_path = self.run_dir / "logs" / f"{self.app_id}-{instance}.{step}.log"
-        return self.runtime.start(self.name(instance), self.command(instance, step), log_path, step=str(step),
-                                  extra_env=self.environment(instance, step))
+        record = self.runtime.start(self.name(instance), self.command(instance, step), log_path, step=str(step),
+                                    extra_env=self.environment(instance, step))
+        journal(self.run_dir, "start", instance=instance, step=str(step), log=log_path.name)
+        return record
 
     def stop(self, instance: int, timeout: float = 30.0) -> int | None:
         if not self.is_running(instance):
             log.info("instance %d already stopped", instance)
             return None
-        return self.runtime.stop(self.name(instance), timeout)
+        code = self.runtime.stop(self.name(instance), timeout)
+        journal(self.run_dir, "stop", instance=instance, exit_code=code)
+        return code
 
     def kill(self, instance: int) -> int | None:
-        return self.runtime.kill(self.name(instance))
+        code = self.runtime.kill(self.name(instance))
+        journal(self.run_dir, "kill", instance=instance, exit_code=code)
+        return code
 
     def pause(self, instance: int) -> bool:
-        return self.runtime.pause(self.name(instance))
+        signalled = self.runtime.pause(self.name(instance))
+        journal(self.run_dir, "pause", instance=instance)
+        return signalled
 
     def resume(self, instance: int) -> bool:
-        return self.runtime.resume(self.name(instance))
+        signalled = self.runtime.resume(self.name(instance))
+        journal(self.run_dir, "resume", instance=instance)
+        return signalled
 
     def record(self, instance: int) -> ProcessRecord | None:
         return self.runtime.record(self.name(instance))
@@ -136,6 +147,9 @@ class Instances:
         runtimes = [self.processes] if self.runtime is self.processes else [self.processes, self.runtime]
         codes = {name: runtime.stop(name, timeout) for runtime in runtimes for name in runtime.names()
                  if (name == GENERATOR or name.startswith("instance-")) and runtime.is_alive(name)}
+        for name, code in codes.items():
+            if name.startswith("instance-"):
+                journal(self.run_dir, "stop", instance=int(name.removeprefix("instance-")), exit_code=code)
         if isinstance(self.runtime, DockerContainers):
             self.runtime.remove_all()
         return codes
@@ -147,6 +161,7 @@ class Instances:
         control(self.cluster.control, {"op": "broker_up" if up else "broker_down", "broker": broker})
         state = "up" if up else "down"
         log.info("broker %d %s", broker, state)
+        journal(self.run_dir, f"broker-{state}", broker=broker)
         return state
 
     def generator_command(self, start_at: float) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +50,9 @@ def write_json(path: Path, data: Any) -> None:
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
     with path.open("a") as fh:
         fh.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+
+
+def journal(run_dir: Path, event: str, **fields: Any) -> None:
+    """Note a change of the run as it happens (an instance started or stopped, a broker down, a lag sample) in
+    ``events.jsonl``: the report draws its timeline from it, including what the drain and teardown did."""
+    append_jsonl(run_dir / "events.jsonl", {"t": time.time(), "event": event, **fields})

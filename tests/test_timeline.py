@@ -1,0 +1,56 @@
+"""The report's time axis, computed by the checker: real Spark (local) on a small history with one of each anomaly,
+each placed at a known moment, so the report points at the second (and instance) where it happened."""
+
+import json
+
+import anomalies
+import timeline
+from test_checker import spark  # noqa: F401 - the module's Spark session fixture
+
+T0 = 1_700_000_000_000  # ms
+
+
+def topic(spark, records):  # noqa: F811
+    """``(partition, offset, value, kafka timestamp ms)`` -> a raw topic frame as the Kafka reader gives it."""
+    rows = [(p, o, None, json.dumps(v), ts) for (p, o, v, ts) in records]
+    return spark.createDataFrame(rows, "partition INT, offset LONG, key STRING, value STRING, timestamp LONG")
+
+
+def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):  # noqa: F811
+    inputs = [(0, i, {"id": i, "key": f"k{i % 2}", "seq": i // 2 + 1, "ts": T0 + i * 1000}, T0 + i * 1000)
+              for i in range(1, 9)]
+
+    def out(offset, i, key, seq, aid, instance, second):
+        return (0, offset, {"id": i, "key": key, "seq": seq, "assigned_id": aid, "instance": instance,
+                            "in_partition": i % 4, "in_offset": i}, T0 + second * 1000)
+
+    outputs = [
+        out(0, 1, "k1", 1, 10, 1, 10), out(1, 3, "k1", 2, 10, 1, 10),    # id 2 lost (produced at T0+2 s)
+        out(2, 4, "k0", 3, 20, 1, 11), out(3, 4, "k0", 3, 20, 2, 12),    # id 4 twice: by instance 1, then 2
+        out(4, 5, "k1", 3, 10, 2, 12), out(5, 99, "kx", 1, 40, 2, 13),   # id 99 unexpected
+        out(6, 8, "k0", 5, 20, 2, 13), out(7, 6, "k0", 4, 20, 2, 14),    # id 6 after id 8 in key k0
+        out(8, 7, "k1", 4, 30, 3, 15),                                   # k1 gets a second id
+    ]
+    assertions = [(0, 0, {"kind": "stale_state", "key": "k1", "expected": 4, "found": 3, "partition": 3,
+                          "instance": 2, "step": "3", "ts": T0 + 16_500}, T0 + 16_500)]
+    data = timeline.build(anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
+                          anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
+                          anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA))
+    second = T0 // 1000
+
+    assert [(r["t"] - second, r["n"]) for r in data["produced"]] == [(i, 1) for i in range(1, 9)]
+    committed = {(r["t"] - second, r["instance"]): r["n"] for r in data["committed"]}
+    assert committed == {(10, 1): 2, (11, 1): 1, (12, 2): 2, (13, 2): 2, (14, 2): 1, (15, 3): 1}
+
+    events = {name: [(e["ts"] - T0, e["instance"], e["partition"], e["id"], e["key"]) for e in found["events"]]
+              for name, found in data["anomalies"].items()}
+    assert events["lost"] == [(2000, None, 0, 2, "k0")], "a lost record sits where it was produced"
+    assert events["duplicated"] == [(11000, 1, 0, 4, "k0"), (12000, 2, 0, 4, "k0")], "every copy, by who wrote it"
+    assert events["unexpected"] == [(13000, 2, 3, 99, "kx")]
+    assert events["reordered"] == [(14000, 2, 2, 6, "k0")]
+    assert events["id_reuse"] == [(15000, 3, 3, 7, "k1")]
+    assert events["stale_state"] == [(16500, 2, 3, None, "k1")]
+    assert data["anomalies"]["reordered"]["events"][0]["detail"] == "seq 4 after 5"
+    assert data["anomalies"]["id_reuse"]["events"][0]["detail"] == "key had id 10, now 30"
+    assert data["anomalies"]["duplicated"]["per_second"] == [{"t": second + 11, "instance": 1, "n": 1},
+                                                             {"t": second + 12, "instance": 2, "n": 1}]
