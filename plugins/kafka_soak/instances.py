@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import kafka_io
-from kafka_soak.rundir import journal
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.embedded import control
 from kafka_soak.backends.external import client_settings
+from kafka_soak.rundir import journal
 from kafka_soak.runtime.docker import DockerContainers
 from kafka_soak.runtime.local import LocalProcesses, ProcessRecord, python_command
 
