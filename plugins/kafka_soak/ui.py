@@ -1,0 +1,82 @@
+"""The soak reports in the Airflow UI: a FastAPI app the API server mounts (plugin ``plugins/soak_reports.py``).
+
+A run's evidence stays where the run left it (``$SOAK_RUNS_DIR/<dag_id>/<run dir>/``); this app only serves it:
+
+- ``/`` — every run of every scenario (``history.render_history``), each linking to its report;
+- ``/runs/<dag_id>/<run_id>/`` — that DAG run's ``report.html``; ``<run_id>`` as Airflow names it (the DAG
+  run tab passes it) or as its directory is named (the listing links so);
+- ``/runs/<dag_id>/<run_id>/<path>`` — any file of that run directory (Data Docs, logs, ``verdict.json``), so
+  the report's relative links work as they do on disk.
+
+Nothing outside a run directory is served: a path that resolves elsewhere (``..``, a symlink out) is a 404.
+Access is the API server's own: the JWT the UI keeps in its cookie (or a bearer token), and the user must be
+allowed to read the DAG's runs (the listing: every DAG's runs).
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse
+
+from kafka_soak import rundir
+
+URL_PREFIX = "/soak-reports"
+REPORT = "report.html"
+# Hrefs are relative (no leading slash): the UI resolves them against its own base URL, so they work behind a
+# proxy that serves Airflow under a sub-path. The UI fills in {DAG_ID} and {RUN_ID} (URL-encoded) on DAG runs.
+EXTERNAL_VIEWS: list[dict[str, Any]] = [
+    {"name": "Soak reports", "href": f"{URL_PREFIX[1:]}/", "destination": "nav", "category": "browse",
+     "url_route": "soak-reports"},
+    {"name": "Soak report", "href": f"{URL_PREFIX[1:]}/runs/{{DAG_ID}}/{{RUN_ID}}/", "destination": "dag_run",
+     "url_route": "soak-report"},
+]
+# Logs and JSON are served as the text they are, never sniffed into HTML by the browser.
+NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
+
+app = FastAPI(title="kafka-soak reports", docs_url=None, redoc_url=None, openapi_url=None)
+
+
+async def may_read_runs(request: Request) -> None:
+    """Let through a user the API server authenticates who may read the runs of the DAG in the path (of every
+    DAG, for the listing). Airflow's auth is imported here, not at module level: every task process loads the
+    plugins, and only the API server needs it (importing it costs a task about a second)."""
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+    from airflow.api_fastapi.core_api.security import bearer_scheme, get_user, requires_access_dag
+
+    user = await get_user(request=request, _oauth_token=None, bearer_credentials=await bearer_scheme(request))
+    requires_access_dag("GET", DagAccessEntity.RUN)(request, user)
+
+
+def run_file(dag_id: str, run_id: str, path: str) -> Path:
+    """The file ``path`` names in the run's directory; 404 when it is missing or resolves outside that directory."""
+    root = rundir.runs_root()
+    run_dir = (root / dag_id / rundir.safe_name(run_id)).resolve()
+    target = (run_dir / (path or REPORT)).resolve()
+    if run_dir.parent.parent != root or not target.is_relative_to(run_dir):
+        raise HTTPException(404, "not a file of a soak run")
+    if not run_dir.is_dir():
+        raise HTTPException(404, f"no soak run {run_id!r} of {dag_id!r}")
+    if not target.is_file():
+        what = "no report yet (it is written when the run ends)" if not path else f"no file {path!r}"
+        raise HTTPException(404, f"soak run {run_id!r} of {dag_id!r}: {what}")
+    return target
+
+
+@app.get("/", response_class=HTMLResponse, dependencies=[Depends(may_read_runs)])
+def listing() -> HTMLResponse:
+    from kafka_soak.history import render_history
+
+    return HTMLResponse(render_history(rundir.runs_root(), link_prefix="runs/"), headers=NO_SNIFF)
+
+
+@app.get("/runs/{dag_id}/{run_id}/{path:path}",
+         dependencies=[Depends(may_read_runs)])
+def run_evidence(dag_id: str, run_id: str, path: str) -> FileResponse:
+    target = run_file(dag_id, run_id, path)
+    # Logs (.log) and alert/step records (.jsonl) have no registered type: show them as text, not a download.
+    media_type = mimetypes.guess_type(target.name)[0] or "text/plain; charset=utf-8"
+    return FileResponse(target, media_type=media_type, headers=NO_SNIFF)

@@ -1,0 +1,12 @@
+"""Airflow plugin: the soak reports in the UI — a "Soak reports" entry in the Browse menu and a "Soak report"
+tab on every DAG run, both served by the FastAPI app in ``kafka_soak.ui``."""
+
+from airflow.plugins_manager import AirflowPlugin
+
+from kafka_soak import ui
+
+
+class SoakReportsPlugin(AirflowPlugin):
+    name = "soak_reports"
+    fastapi_apps = [{"app": ui.app, "url_prefix": ui.URL_PREFIX, "name": "Soak reports"}]
+    external_views = ui.EXTERNAL_VIEWS

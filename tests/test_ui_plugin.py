@@ -1,0 +1,167 @@
+"""The soak reports in the Airflow UI: Airflow's plugin manager loads the plugin (a FastAPI app and the UI entries
+that point at it), and the app, served for real by uvicorn on loopback and mounted the way the API server mounts
+it, serves each run's report, Data Docs, logs and verdict, refuses any path outside a run directory, and answers
+only requests that carry a token Airflow's auth manager issued."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote, urljoin
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from kafka_soak import rundir, ui
+from kafka_soak.backends.docker_kafka import free_port
+
+DAG_ID = "soak_eos_id_assignment"
+RUN_ID = "manual__2026-11-22T10:00:00.123456+00:00"
+REPORT = '<html><body><a href="data_docs/index.html">Data Docs</a> <a href="verdict.json">verdict</a></body></html>'
+OUTSIDE = "content-of-a-file-outside-every-run-directory"
+
+
+def write_run(root: Path, dag_id: str, run_id: str) -> Path:
+    """A run directory with the files a finished run leaves (contents are stand-ins)."""
+    run_dir = root / dag_id / rundir.safe_name(run_id)
+    (run_dir / "data_docs").mkdir(parents=True)
+    (run_dir / "logs").mkdir()
+    (run_dir / "report.html").write_text(REPORT)
+    (run_dir / "data_docs" / "index.html").write_text("<html>Great Expectations Data Docs</html>")
+    (run_dir / "logs" / "generator.1.log").write_text("generator: 6000 records <script>alert(1)</script>\n")
+    (run_dir / "verdict.json").write_text(json.dumps({"status": "passed"}))
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def evidence(tmp_path_factory) -> Path:
+    """A runs root with one finished run, a file beside the root and a symlink from the run out to that file."""
+    base = tmp_path_factory.mktemp("ui")
+    (base / "outside.txt").write_text(OUTSIDE)
+    root = base / "runs"
+    run_dir = write_run(root, DAG_ID, RUN_ID)
+    (run_dir / "logs" / "escape.log").symlink_to(base / "outside.txt")
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(evidence, tmp_path_factory):
+    """The plugin's app mounted at its prefix on a parent app (as the API server does), run by uvicorn on a free
+    loopback port in a thread; Airflow's configured auth manager (SimpleAuthManager) issues the test's token."""
+    from airflow.api_fastapi.app import init_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    passwords = tmp_path_factory.mktemp("auth") / "passwords.json"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SOAK_RUNS_DIR", str(evidence))
+        env.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", str(passwords))
+        token = init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="soak", role="viewer"))
+        parent = FastAPI()
+        parent.mount(ui.URL_PREFIX, ui.app)
+        server = uvicorn.Server(uvicorn.Config(parent, host="127.0.0.1", port=free_port(), log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "uvicorn did not start"
+        try:
+            yield server.config.port, token
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+
+
+def get(port: int, path: str, token: str | None = None, cookie: bool = False) -> tuple[int, str, str]:
+    """GET a raw path (sent exactly as given: no client normalises '..' away); returns status, type, body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {}
+    if token:
+        headers = {"Cookie": f"_token={token}"} if cookie else {"Authorization": f"Bearer {token}"}
+    try:
+        conn.request("GET", path, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.getheader("content-type", ""), resp.read().decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def run_url(dag_id: str, run_id: str) -> str:
+    """Where a DAG run's tab points once the UI fills in the href's placeholders (URL-encoded ids)."""
+    href = next(v["href"] for v in ui.EXTERNAL_VIEWS if v["destination"] == "dag_run")
+    return "/" + href.replace("{DAG_ID}", quote(dag_id, safe="")).replace("{RUN_ID}", quote(run_id, safe=""))
+
+
+def test_airflow_loads_the_plugin_with_its_app_and_ui_entries():
+    """`airflow plugins` goes through the plugin manager with the project's plugins folder (make env)."""
+    out = subprocess.run(["airflow", "plugins", "-o", "json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "False"}, check=True).stdout
+    listing = next(line for line in out.splitlines() if line.startswith("[{"))  # warnings may precede it
+    plugin = next(p for p in json.loads(listing) if p["name"] == "soak_reports")
+    assert plugin["source"] == "$PLUGINS_FOLDER/soak_reports.py"
+    assert plugin["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI", "url_prefix": "/soak-reports",
+                                       "name": "Soak reports"}]
+    views = {v["destination"]: v for v in plugin["external_views"]}
+    assert views["nav"]["name"] == "Soak reports" and views["nav"]["href"] == "soak-reports/"
+    assert views["dag_run"]["href"] == "soak-reports/runs/{DAG_ID}/{RUN_ID}/" and views["dag_run"]["url_route"]
+
+
+def test_a_dag_run_reaches_its_report_and_what_the_report_links_to(served):
+    port, token = served
+    url = run_url(DAG_ID, RUN_ID)
+    status, ctype, body = get(port, url, token)
+    assert (status, ctype.split(";")[0], body) == (200, "text/html", REPORT)
+    for link, kind, text in (("data_docs/index.html", "text/html", "Data Docs"),
+                             ("verdict.json", "application/json", '"passed"'),
+                             ("logs/generator.1.log", "text/plain", "6000 records")):
+        status, ctype, body = get(port, urljoin(url, link), token)
+        assert (status, ctype.split(";")[0]) == (200, kind), link
+        assert text in body
+    by_dir_name = f"{ui.URL_PREFIX}/runs/{DAG_ID}/{rundir.safe_name(RUN_ID)}/"
+    assert get(port, by_dir_name, token)[:1] == (200,), "the listing links runs by their directory name"
+
+
+@pytest.mark.parametrize("path", [
+    f"/runs/{DAG_ID}/{quote(RUN_ID, safe='')}/../../../outside.txt",
+    f"/runs/{DAG_ID}/{quote(RUN_ID, safe='')}/%2e%2e/%2e%2e/%2e%2e/outside.txt",
+    f"/runs/{DAG_ID}/{quote(RUN_ID, safe='')}/..%2f..%2f..%2foutside.txt",
+    "/runs/../outside.txt/x/",
+    "/runs/%2e%2e/%2e/outside.txt",
+    f"/runs/{DAG_ID}/{quote(RUN_ID, safe='')}/logs/escape.log",
+    f"/runs/{DAG_ID}/{quote(RUN_ID, safe='')}//etc/passwd",
+])
+def test_nothing_outside_a_run_directory_is_served(served, path):
+    port, token = served
+    status, _, body = get(port, ui.URL_PREFIX + path, token)
+    assert status in (400, 404), (status, body)
+    assert OUTSIDE not in body and "root:" not in body
+
+
+def test_a_missing_run_or_file_is_404(served):
+    port, token = served
+    status, _, body = get(port, run_url(DAG_ID, "manual__2026-01-01T00:00:00+00:00"), token)
+    assert status == 404 and "no soak run" in body
+    assert get(port, run_url("soak_absent", RUN_ID), token)[0] == 404
+    assert get(port, urljoin(run_url(DAG_ID, RUN_ID), "data_docs/absent.html"), token)[0] == 404
+
+
+def test_a_run_without_a_report_yet_says_so(served, evidence):
+    run_id = "manual__2026-11-22T11:00:00+00:00"
+    (evidence / DAG_ID / rundir.safe_name(run_id)).mkdir()
+    port, token = served
+    status, _, body = get(port, run_url(DAG_ID, run_id), token)
+    assert status == 404 and "no report yet" in body
+
+
+def test_only_requests_with_an_airflow_token_are_served(served):
+    port, token = served
+    url = run_url(DAG_ID, RUN_ID)
+    assert get(port, url)[0] == 401
+    assert get(port, url, token="not-a-jwt")[0] == 403
+    assert get(port, url, token, cookie=True)[:1] == (200,), "the UI's session cookie is enough"
