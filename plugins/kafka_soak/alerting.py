@@ -131,6 +131,8 @@ class SoakAlertNotifier(BaseNotifier):
     def notify(self, context: Any) -> None:
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
         run_dir = rundir.run_dir(dag_id, run_id)
+        url = airflow_url(dag_id, run_id)
+        report_path = write_report(run_dir, url)
         book = StreakBook(dag_id)
         failures = book.failures()
         if self.on == "success":
@@ -142,8 +144,26 @@ class SoakAlertNotifier(BaseNotifier):
             ti = context.get("ti")
             alert = compose(dag_id, run_id, run_dir, getattr(ti, "task_id", None))
             book.save([*failures, run_id])
-        alert["airflow_url"] = airflow_url(dag_id, run_id)
+        alert.update(airflow_url=url, report=str(report_path) if report_path else None)
         publish(alert, context)
+
+
+def write_report(run_dir: Path, url: str | None) -> Path | None:
+    """The run's report and the history page, written when the run is over (whatever it reached: a DAG callback,
+    not a task, so it never changes the run's state). A report that cannot be written is logged; the alert
+    still goes out."""
+    if not run_dir.is_dir():
+        return None
+    from kafka_soak import history, report
+
+    try:
+        path = report.write(run_dir, url)
+        history.write_history()
+    except Exception:  # the alert matters more than its attachment
+        log.exception("could not write the report of %s", run_dir)
+        return None
+    log.info("report: %s", path)
+    return path
 
 
 def publish(alert: dict[str, Any], context: Any) -> None:

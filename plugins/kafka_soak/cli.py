@@ -104,6 +104,8 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
     if not verdict_path.exists():
         print(f"NO VERDICT: the run stopped before validation (airflow dags test exit code {dags_test_code}).")
         print(f"  run directory: {run_dir}\n  Airflow output: {run_dir / 'dags-test.log'}")
+        if (run_dir / "report.html").exists():
+            print(f"  report: {run_dir / 'report.html'}")
         return dags_test_code or 1
     verdict = json.loads(verdict_path.read_text())
     records = verdict["records"]
@@ -119,6 +121,8 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
         print(f"  backend {verdict['backend']['name']} does not provide: {', '.join(verdict['backend']['limitations'])}"
               " (see verdict.json)")
     print(f"  run directory: {run_dir}\n  data docs:     {verdict['data_docs']}")
+    if (run_dir / "report.html").exists():
+        print(f"  report:        {run_dir / 'report.html'}")
     return 0 if verdict["status"] == "passed" else 1
 
 

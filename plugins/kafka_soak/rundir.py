@@ -40,11 +40,15 @@ def for_context(context: Any, create: bool = False) -> Path:
     return run_dir(context["dag"].dag_id, context["run_id"], create=create)
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write atomically, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+def write_text(path: Path, text: str) -> None:
+    """Write atomically, so a reader (a person's browser, the Airflow UI) never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
     tmp.replace(path)
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:

@@ -1,0 +1,122 @@
+"""The soak report's charts (Altair / Vega-Lite): the program, the load, the lag and the anomalies on one time axis.
+
+A person should see which toggle caused which anomaly, so every panel shares the x axis (UTC) and carries
+the program's steps as vertical rules. Specs are plain Vega-Lite JSON; the page embeds them with the
+Vega-Embed bundle that ``vl-convert-python`` ships, so a report opens offline.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import altair as alt
+
+from kafka_soak.evidence import RunEvidence
+
+WIDTH = 900
+STATE_COLORS = {"running": "#2e7d32", "paused": "#f9a825", "down": "#c62828"}
+SERIES_COLORS = {"input produced": "#1565c0", "in flight (produced − committed)": "#6a1b9a", "lag sampled": "#ef6c00"}
+
+
+def _x(domain: list[float] | None = None, title: str | None = None) -> alt.X:
+    """The time axis all panels share; its domain (the whole run) is set once, on the program panel."""
+    scale = alt.Scale(type="utc", domain=domain) if domain else alt.Scale(type="utc")
+    return alt.X("t:T", title=title, scale=scale, axis=alt.Axis(format="%H:%M:%S"))
+
+
+def _steps_layer(evidence: RunEvidence) -> alt.Chart:
+    """The program's steps as vertical rules at their actual time, with planned time and jitter on hover."""
+    rows = [{"t": (s.get("actual_at") or s["planned_at"]) * 1000, "step": s["label"], "token": s["token"],
+             "jitter_ms": s.get("jitter_ms"), "failed": s.get("failed", "")} for s in evidence.steps]
+    return alt.Chart(alt.Data(values=rows)).mark_rule(strokeDash=[4, 3], color="#616161").encode(
+        x=_x(), tooltip=["step:N", "token:N", "jitter_ms:Q", "failed:N"])
+
+
+def program_chart(evidence: RunEvidence, domain: list[float]) -> alt.LayerChart:
+    """Each instance's running and paused spans, broker outages, kills, and the step labels on top."""
+    spans = [{"lane": s.lane, "state": s.state, "t": s.start * 1000, "t2": s.end * 1000, "ended_by": s.ended_by,
+              "seconds": round(s.end - s.start, 1)} for s in evidence.intervals()]
+    kills = [{"lane": f"instance {e['instance']}", "t": e["t"] * 1000, "what": "kill -9"}
+             for e in evidence.events if e["event"] == "kill"]
+    lanes = sorted({s["lane"] for s in spans}, key=lambda lane: (lane.startswith("broker"), lane))
+    y = alt.Y("lane:N", title=None, sort=lanes)
+    bars = alt.Chart(alt.Data(values=spans)).mark_bar(height=14).encode(
+        x=_x(domain), x2="t2:T", y=y,
+        color=alt.Color("state:N", scale=alt.Scale(domain=list(STATE_COLORS), range=list(STATE_COLORS.values())),
+                        legend=alt.Legend(title="state", orient="top")),
+        tooltip=["lane:N", "state:N", alt.Tooltip("t:T", title="from", format="%H:%M:%S.%L"),
+                 alt.Tooltip("t2:T", title="to", format="%H:%M:%S.%L"), "seconds:Q", "ended_by:N"])
+    killed = alt.Chart(alt.Data(values=kills)).mark_point(shape="cross", size=160, color="#b71c1c", filled=True).encode(
+        x=_x(), y=y, tooltip=["lane:N", "what:N"])
+    labels = alt.Chart(alt.Data(values=[{"t": (s.get("actual_at") or s["planned_at"]) * 1000, "token": s["token"]}
+                                        for s in evidence.steps])).mark_text(dy=-6, baseline="bottom", color="#424242").encode(
+        x=_x(), y=alt.value(0), text="token:N")
+    return alt.layer(bars, killed, _steps_layer(evidence), labels).properties(
+        width=WIDTH, height=max(60, 26 * len(lanes)), title="Program: instances and brokers")
+
+
+def throughput_chart(evidence: RunEvidence) -> alt.LayerChart:
+    """Records per second: the input as the generator produced it, the output by the instance that committed it."""
+    produced = [{"t": r["t"] * 1000, "n": r["n"], "series": "input produced"} for r in evidence.timeline.get("produced", [])]
+    committed = [{"t": r["t"] * 1000, "n": r["n"], "instance": f"instance {r['instance']}"}
+                 for r in evidence.timeline.get("committed", [])]
+    y = alt.Y("n:Q", title="records/s")
+    area = alt.Chart(alt.Data(values=committed)).mark_area(opacity=0.55, interpolate="step-after").encode(
+        x=_x(), y=alt.Y("n:Q", title="records/s", stack="zero"),
+        color=alt.Color("instance:N", legend=alt.Legend(title="output committed by", orient="top")),
+        tooltip=[alt.Tooltip("t:T", format="%H:%M:%S"), "instance:N", alt.Tooltip("n:Q", title="records")])
+    line = alt.Chart(alt.Data(values=produced)).mark_line(interpolate="step-after", color=SERIES_COLORS["input produced"]).encode(
+        x=_x(), y=y, tooltip=[alt.Tooltip("t:T", format="%H:%M:%S"), alt.Tooltip("n:Q", title="input produced")])
+    return alt.layer(area, line, _steps_layer(evidence)).properties(
+        width=WIDTH, height=140, title="Throughput: input produced (line) and output committed per instance (area)")
+
+
+def lag_chart(evidence: RunEvidence) -> alt.LayerChart:
+    """Records produced but not yet committed, from record timestamps, and the group lag the drain sampled."""
+    per_second: dict[int, int] = {}
+    for r in evidence.timeline.get("produced", []):
+        per_second[r["t"]] = per_second.get(r["t"], 0) + r["n"]
+    for r in evidence.timeline.get("committed", []):
+        per_second[r["t"]] = per_second.get(r["t"], 0) - r["n"]
+    running = itertools.accumulate(per_second[t] for t in sorted(per_second))
+    series = "in flight (produced − committed)"
+    rows = [{"t": t * 1000, "lag": max(0, n), "series": series} for t, n in zip(sorted(per_second), running, strict=True)]
+    rows += [{"t": s["t"] * 1000, "lag": s["lag"], "series": "lag sampled"} for s in evidence.lag_samples()]
+    color = alt.Color("series:N", scale=alt.Scale(domain=[series, "lag sampled"],
+                                                  range=[SERIES_COLORS[series], SERIES_COLORS["lag sampled"]]),
+                      legend=alt.Legend(title=None, orient="top"))
+    lines = alt.Chart(alt.Data(values=rows)).mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12)).encode(
+        x=_x(), y=alt.Y("lag:Q", title="records"), color=color,
+        tooltip=[alt.Tooltip("t:T", format="%H:%M:%S"), "series:N", "lag:Q"])
+    return alt.layer(lines, _steps_layer(evidence)).properties(
+        width=WIDTH, height=120, title="Lag: records in flight (from timestamps) and the group's lag (sampled)")
+
+
+def anomalies_chart(evidence: RunEvidence) -> alt.LayerChart:
+    """Every record behind an anomaly (up to the checker's cap per anomaly) at the moment it was produced or
+    processed, coloured by the instance that wrote it."""
+    rows = [{"t": e["ts"], "anomaly": name, "instance": f"instance {e['instance']}" if e["instance"] else "(no output)",
+             "partition": e["partition"], "id": e["id"], "key": e["key"], "detail": e.get("detail") or ""}
+            for name, found in evidence.timeline.get("anomalies", {}).items() for e in found["events"]]
+    points = alt.Chart(alt.Data(values=rows)).mark_point(filled=True, size=55, opacity=0.8).encode(
+        x=_x(title="time (UTC)"), y=alt.Y("anomaly:N", title=None),
+        color=alt.Color("instance:N", legend=alt.Legend(title="written by", orient="top")),
+        shape=alt.Shape("anomaly:N", legend=None),
+        tooltip=["anomaly:N", alt.Tooltip("t:T", format="%H:%M:%S.%L"), "instance:N", "partition:Q", "id:Q", "key:N",
+                 "detail:N"])
+    lanes = max(1, len({r["anomaly"] for r in rows}))
+    return alt.layer(points, _steps_layer(evidence)).properties(
+        width=WIDTH, height=40 + 30 * lanes, title="Anomalies: when each record was produced or processed, and by whom")
+
+
+def timeline_spec(evidence: RunEvidence) -> dict[str, Any]:
+    """The four panels stacked on one time axis, as a Vega-Lite spec."""
+    start = evidence.started_at or evidence.ended_at
+    domain = [(start - 2) * 1000, (evidence.ended_at + 2) * 1000]
+    panels = [program_chart(evidence, domain)]
+    if evidence.timeline.get("produced"):
+        panels += [throughput_chart(evidence), lag_chart(evidence)]
+    if evidence.timeline.get("anomalies"):
+        panels.append(anomalies_chart(evidence))
+    return alt.vconcat(*panels, spacing=18).resolve_scale(x="shared", color="independent", shape="independent").to_dict()

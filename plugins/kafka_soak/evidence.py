@@ -1,0 +1,134 @@
+"""A run directory read back as the evidence a person looks at: what was asked, what happened when, what was found.
+
+Everything comes from the files the run left (``params.json``, ``program.json[l]``, ``events.jsonl``,
+``cluster.json``, ``verdict.json``, ``timeline.json``); a file a run never reached is simply absent, so the
+report of a run that stopped at provisioning still shows what there is.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# What a person may want to open, in the order the report lists it; logs/ is added file by file.
+EVIDENCE_FILES = ("verdict.json", "data_docs/index.html", "params.json", "program.json", "program.jsonl",
+                  "events.jsonl", "cluster.json", "timeline.json", "generator.json", "dags-test.log")
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+@dataclass
+class Interval:
+    """A lane of the timeline (``instance 2``, ``broker 1``) in one state from ``start`` to ``end`` (epoch s)."""
+
+    lane: str
+    state: str
+    start: float
+    end: float
+    ended_by: str = ""
+
+
+@dataclass
+class RunEvidence:
+    run_dir: Path
+    dag_id: str
+    run_id: str
+    params: dict[str, Any] = field(default_factory=dict)  # as given
+    plan: dict[str, Any] = field(default_factory=dict)  # as resolved (the program actually run)
+    program: dict[str, Any] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cluster: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] | None = None
+    timeline: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunEvidence:
+        given = _json(run_dir / "params.json") or {}
+        steps = {s["index"]: s for s in _jsonl(run_dir / "program.jsonl")}  # a retried step: its last record
+        return cls(run_dir=run_dir, dag_id=given.get("dag_id", run_dir.parent.name),
+                   run_id=given.get("run_id", run_dir.name), params=given.get("params", {}),
+                   plan=given.get("plan", {}), program=_json(run_dir / "program.json") or {},
+                   steps=[steps[i] for i in sorted(steps)], events=_jsonl(run_dir / "events.jsonl"),
+                   cluster=_json(run_dir / "cluster.json") or {}, verdict=_json(run_dir / "verdict.json"),
+                   timeline=_json(run_dir / "timeline.json") or {})
+
+    @property
+    def status(self) -> str:
+        return self.verdict["status"] if self.verdict else "no verdict"
+
+    @property
+    def started_at(self) -> float | None:
+        """T0 of the program, else the first thing that happened."""
+        if self.program.get("t0"):
+            return float(self.program["t0"])
+        return min((e["t"] for e in self.events), default=None)
+
+    @property
+    def ended_at(self) -> float:
+        """The last moment anything of the run was recorded."""
+        moments = [e["t"] for e in self.events] + [s.get("actual_at") or s["planned_at"] for s in self.steps]
+        moments += [r["t"] + 1 for r in self.timeline.get("committed", [])]
+        return max(moments, default=time.time())
+
+    def intervals(self) -> list[Interval]:
+        """Each instance's running/paused spans and each broker's outages, from ``events.jsonl``."""
+        open_: dict[str, tuple[str, float]] = {}
+        spans: list[Interval] = []
+
+        def close(lane: str, t: float, ended_by: str) -> None:
+            if lane in open_:
+                state, start = open_.pop(lane)
+                spans.append(Interval(lane, state, start, t, ended_by))
+
+        for e in sorted(self.events, key=lambda e: e["t"]):
+            kind, t = e["event"], e["t"]
+            lane = f"instance {e['instance']}" if "instance" in e else f"broker {e.get('broker')}"
+            if kind == "start":
+                close(lane, t, "restarted")
+                open_[lane] = ("running", t)
+            elif kind == "pause":
+                close(lane, t, "paused")
+                open_[lane] = ("paused", t)
+            elif kind == "resume":
+                close(lane, t, "resumed")
+                open_[lane] = ("running", t)
+            elif kind in ("stop", "kill"):
+                code = e.get("exit_code")
+                close(lane, t, "killed (kill -9)" if kind == "kill" else f"stopped (exit code {code})" if code is not None
+                      else "stopped")
+            elif kind == "broker-down":
+                open_[lane] = ("down", t)
+            elif kind == "broker-up":
+                close(lane, t, "up again")
+        end = self.ended_at
+        for lane in list(open_):
+            close(lane, end, "still running when the record ends")
+        return sorted(spans, key=lambda s: (s.lane, s.start))
+
+    def lag_samples(self) -> list[dict[str, Any]]:
+        return [{"t": e["t"], "lag": e["lag"], "source": e.get("source", "")} for e in self.events if e["event"] == "lag"]
+
+    def files(self) -> list[str]:
+        """Evidence files present in the run directory, relative to it (so links resolve wherever it is served)."""
+        present = [name for name in EVIDENCE_FILES if (self.run_dir / name).is_file()]
+        logs = self.run_dir / "logs"
+        if logs.is_dir():
+            present += sorted(f"logs/{p.name}" for p in logs.iterdir() if p.is_file())
+        return present

@@ -1,0 +1,78 @@
+"""The history page: every run of every scenario, newest first, with its status and anomaly counts per night.
+
+Built from the run directories alone (``<runs>/<dag_id>/<run>/params.json`` and ``verdict.json``), so it is
+the same page whether it is written after a run (``<runs>/history.html``) or rendered on request by the
+Airflow UI plugin. Links are relative to the runs root, behind an optional prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_soak import rundir
+from kafka_soak.pages import TEMPLATES
+from kafka_soak.report import ANOMALY_ORDER, REPORT
+
+HISTORY = "history.html"
+
+
+@dataclass
+class RunSummary:
+    dag_id: str
+    run_id: str
+    path: str  # relative to the runs root
+    started_at: float
+    status: str
+    records: dict[str, Any] = field(default_factory=dict)
+    anomalies: dict[str, int] = field(default_factory=dict)
+    program: str = ""
+    has_report: bool = False
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def summarize(run_dir: Path, root: Path) -> RunSummary | None:
+    """A run as one row; None for a directory that is not a run (no ``params.json``)."""
+    given = _read(run_dir / "params.json")
+    if given is None:
+        return None
+    verdict = _read(run_dir / "verdict.json") or {}
+    program = _read(run_dir / "program.json") or {}
+    return RunSummary(dag_id=given.get("dag_id", run_dir.parent.name), run_id=given.get("run_id", run_dir.name),
+                      path=run_dir.relative_to(root).as_posix(),
+                      started_at=program.get("t0") or (run_dir / "params.json").stat().st_mtime,
+                      status=verdict.get("status", "no verdict"), records=verdict.get("records", {}),
+                      anomalies=verdict.get("anomalies", {}), program=program.get("program", ""),
+                      has_report=(run_dir / REPORT).is_file())
+
+
+def scenarios(root: Path) -> dict[str, list[RunSummary]]:
+    """``{dag_id: [runs, newest first]}`` for every scenario with at least one run under ``root``."""
+    found: dict[str, list[RunSummary]] = {}
+    for dag_dir in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+        runs = [summarize(d, root) for d in dag_dir.iterdir() if d.is_dir() and not d.is_symlink()]
+        runs = sorted((r for r in runs if r), key=lambda r: r.started_at, reverse=True)
+        if runs:
+            found[dag_dir.name] = runs
+    return found
+
+
+def render_history(root: Path, link_prefix: str = "") -> str:
+    return TEMPLATES.get_template("history.html.j2").render(scenarios=scenarios(root), anomalies=ANOMALY_ORDER,
+                                                            prefix=link_prefix, report=REPORT, root=root)
+
+
+def write_history(root: Path | None = None) -> Path:
+    """Rewrite ``<runs>/history.html`` (atomically: parallel runs of other scenarios may write it too)."""
+    root = root or rundir.runs_root()
+    path = root / HISTORY
+    rundir.write_text(path, render_history(root))
+    return path

@@ -1,0 +1,81 @@
+"""The soak report: one HTML page per run, in the run directory, for the person who reads a 03:00 failure at 09:00.
+
+It answers in order: did it break (verdict table with the expectation and samples behind each anomaly),
+when and by whom (the program, load, lag and anomalies on one time axis), how to run it again (params and
+replayable program), what the backend could not guarantee, and where every piece of evidence is (Data Docs,
+per-instance logs). Links are relative to the run directory, so the page works from the filesystem, from
+the Airflow UI plugin, or copied elsewhere; the charts' JavaScript is inlined, so it works offline.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kafka_soak import charts, rundir
+from kafka_soak.evidence import RunEvidence
+from kafka_soak.pages import TEMPLATES
+
+REPORT = "report.html"
+ANOMALY_ORDER = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered")
+
+
+@cache
+def vega_embed_bundle() -> str:
+    """Vega, Vega-Lite and Vega-Embed as one script, matching the Vega-Lite version Altair writes."""
+    import altair as alt
+    import vl_convert
+
+    bundle = vl_convert.javascript_bundle(vl_version="_".join(alt.SCHEMA_VERSION.split(".")[:2]))
+    if "</script" in bundle.lower():  # inlined as is: it must not end its own <script> element
+        raise ValueError("the Vega-Embed bundle contains '</script' and cannot be inlined")
+    return bundle
+
+
+def verdict_rows(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One row per anomaly: its count, the expectations that judged it, the first samples."""
+    if not verdict:
+        return []
+    by_anomaly: dict[str, list[dict[str, Any]]] = {}
+    for e in verdict.get("expectations", []):
+        if e.get("anomaly"):
+            by_anomaly.setdefault(e["anomaly"], []).append(e)
+    return [{"anomaly": name, "count": verdict["anomalies"].get(name, 0), "expectations": by_anomaly.get(name, []),
+             "samples": [json.dumps(s, sort_keys=True, default=str) for s in verdict.get("samples", {}).get(name, [])[:3]]}
+            for name in ANOMALY_ORDER if name in verdict["anomalies"]]
+
+
+def step_rows(evidence: RunEvidence) -> list[dict[str, Any]]:
+    t0 = evidence.started_at or 0
+    return [{**s, "planned_rel": s["planned_at"] - t0, "actual_rel": (s["actual_at"] - t0) if s.get("actual_at") else None}
+            for s in evidence.steps]
+
+
+def replay(evidence: RunEvidence) -> dict[str, str]:
+    """Commands that run the same program again: the program alone, and every param as this run had them."""
+    program_conf = json.dumps(evidence.program.get("replay_conf") or {})
+    all_params = json.dumps(evidence.params, sort_keys=True)
+    return {"program": f"make soak SCENARIO={evidence.dag_id} CONF='{program_conf}'",
+            "airflow": f"airflow dags trigger {evidence.dag_id} --conf '{all_params}'"}
+
+
+def render(run_dir: Path, airflow_url: str | None = None) -> str:
+    evidence = RunEvidence.load(run_dir)
+    has_timeline = bool(evidence.events or evidence.steps)
+    return TEMPLATES.get_template("report.html.j2").render(
+        e=evidence, verdict=evidence.verdict, rows=verdict_rows(evidence.verdict), steps=step_rows(evidence),
+        replay=replay(evidence), files=evidence.files(), airflow_url=airflow_url,
+        limitations=(evidence.verdict or {}).get("backend", {}).get("limitations") or evidence.cluster.get("limitations", {}),
+        quotas=evidence.cluster.get("quotas", []), timeline_error=evidence.timeline.get("error"),
+        spec=json.dumps(charts.timeline_spec(evidence)) if has_timeline else None,
+        bundle=vega_embed_bundle() if has_timeline else "", generated_at=time.time())
+
+
+def write(run_dir: Path, airflow_url: str | None = None) -> Path:
+    """Write ``report.html`` into the run directory (atomically) and return its path."""
+    path = run_dir / REPORT
+    rundir.write_text(path, render(run_dir, airflow_url))
+    return path
