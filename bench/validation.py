@@ -1,0 +1,200 @@
+"""Validation at scale: the Spark + GX checker against a single-process Python checker, on the same history.
+
+    python bench/validation.py --size quick   # 1M input records and as many outputs
+    python bench/validation.py --size large   # 1M, then 10M
+
+For each size: an embedded broker, a history with planted anomalies (``soak_history``), then the baseline
+(``baseline_validator``) and the real Spark job (``spark-submit spark_jobs/validate_soak.py``, local[2], the
+conf of the DAG's validate task), one after the other. Both must report the planted anomalies exactly.
+Measured per checker: wall time, records/s, peak RSS of its process tree; for Spark also where the time
+goes (the job logs ``phase <name>: <s> s``). Writes ``bench/results/validation.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import baseline_validator
+import common
+import process_meter
+import soak_history
+
+from kafka_soak.backends.embedded import EmbeddedBackend
+
+SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
+SPARK_JOBS = common.ROOT / "spark_jobs"
+# As the DAG's validate task (factory.py, ValidateOperator) submits the job.
+SPARK_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+              "spark.sql.shuffle.partitions": "8", "spark.driver.host": "127.0.0.1",
+              "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable}
+PY_FILES = ("kafka_source.py", "anomalies.py", "timeline.py", "verdict.py")
+TIMEOUT_S = 2400
+PHASE = re.compile(r"(?:phase (\w+)|(timeline) for the report in): ([\d.]+) s")
+GIB = 2**30
+
+
+def child_env() -> dict[str, str]:
+    plugins = str(common.ROOT / "plugins")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (plugins, os.environ.get("PYTHONPATH")))),
+            "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
+
+
+def topic_args(bootstrap: str, topics: dict[str, str]) -> list[str]:
+    return ["--bootstrap", bootstrap, "--input-topic", topics["input"], "--output-topic", topics["output"],
+            "--assertions-topic", topics["assertions"]]
+
+
+def run_baseline(work: Path, bootstrap: str, topics: dict[str, str]) -> dict[str, Any]:
+    log = work / "baseline.log"
+    measured = process_meter.run([sys.executable, baseline_validator.__file__, *topic_args(bootstrap, topics)],
+                                 log, child_env(), TIMEOUT_S)
+    if measured.exit_code != 0:
+        raise RuntimeError(f"baseline checker exited {measured.exit_code}; see {log}")
+    result = json.loads(log.read_text().strip().splitlines()[-1])
+    return {**result, "wall_s": measured.wall_s, "peak_rss_bytes": measured.peak_rss_bytes, "log": str(log)}
+
+
+def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) -> dict[str, Any]:
+    log, out = work / "spark.log", work / "spark-run"
+    conf = [arg for key, value in SPARK_CONF.items() for arg in ("--conf", f"{key}={value}")]
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", *conf,
+               "--name", "kafka-soak-validate-bench", "--py-files", ",".join(str(SPARK_JOBS / f) for f in PY_FILES),
+               str(SPARK_JOBS / "validate_soak.py"), *topic_args(bootstrap, topics),
+               "--expected-records", str(records), "--out-dir", str(out), "--backend", "embedded"]
+    measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
+    verdict_file = out / "verdict.json"
+    if measured.exit_code not in (0, 2, 3) or not verdict_file.exists():
+        raise RuntimeError(f"spark job exited {measured.exit_code} without a verdict; see {log}")
+    verdict = json.loads(verdict_file.read_text())
+    text = log.read_text()
+    phases: dict[str, float] = {}
+    for name, timeline, seconds in PHASE.findall(text):
+        phases[name or timeline] = phases.get(name or timeline, 0.0) + float(seconds)
+    # Launch to the driver's first line: spark-submit, the JVM, the Python driver and its imports.
+    phases["launch"] = float(re.search(r"driver started at ([\d.]+)", text).group(1)) - measured.started_at
+    return {"status": verdict["status"], "anomalies": verdict["anomalies"], "records": verdict["records"],
+            "wall_s": measured.wall_s, "to_verdict_s": verdict["validated_at"] - measured.started_at,
+            "peak_rss_bytes": measured.peak_rss_bytes, "phases": {k: round(v, 2) for k, v in phases.items()},
+            "log": str(log)}
+
+
+def measure(records: int) -> dict[str, Any]:
+    """One size: set the history up, run both checkers, check they agree with what was planted."""
+    work = common.runs_dir(f"validation-{records}")
+    history = soak_history.History.of(records)
+    backend = EmbeddedBackend(work)
+    try:
+        cluster = backend.provision({"input": history.partitions, "output": history.partitions, "assertions": 1},
+                                    prefix=f"bench-{records}")
+        started = time.monotonic()
+        sent = soak_history.write(cluster.bootstrap_servers, cluster.topics, history)
+        setup_s = time.monotonic() - started
+        print(f"{records}: history written in {setup_s:.0f} s ({sent}, {history.partitions} partitions), "
+              f"planted {history.planted}", flush=True)
+        baseline = run_baseline(work, cluster.bootstrap_servers, cluster.topics)
+        print(f"{records}: baseline {baseline['wall_s']:.1f} s", flush=True)
+        spark = run_spark(work, cluster.bootstrap_servers, cluster.topics, records)
+        print(f"{records}: spark {spark['wall_s']:.1f} s ({spark['phases']})", flush=True)
+    finally:
+        backend.release()
+    for name, found in (("baseline", baseline["anomalies"]), ("spark", spark["anomalies"])):
+        if found != history.planted:
+            raise RuntimeError(f"{records}: the {name} checker found {found}, planted {history.planted}")
+    return {"records": records, "records_read": sent["input"] + sent["output"] + sent["assertions"],
+            "partitions": history.partitions, "keys": history.keys, "planted": history.planted,
+            "setup_s": round(setup_s, 1), "work_dir": str(work), "baseline": baseline, "spark": spark}
+
+
+def us_per_record(run: dict[str, Any], wall_s: float) -> float:
+    return wall_s / run["records_read"] * 1e6
+
+
+def label(records: int) -> str:
+    return f"{records / 1e6:g}M"
+
+
+def size_figures(run: dict[str, Any], decisive: bool) -> list[dict[str, Any]]:
+    """Figures of one size; ``decisive``: the size the targets are judged at (the largest measured)."""
+    spark, base, n = run["spark"], run["baseline"], label(run["records"])
+    faster = spark["to_verdict_s"] < base["wall_s"]
+    return [
+        common.figure(f"wall time to verdict, {n}", spark["to_verdict_s"], "s", base["wall_s"],
+                      "faster than the baseline" if decisive else "", faster if decisive else None,
+                      "spark-submit start to verdict.json"),
+        common.figure(f"wall time of the whole job, {n}", spark["wall_s"], "s", base["wall_s"], "", None,
+                      "adds timeline.json and the JVM's exit"),
+        common.figure(f"records/s, {n}", run["records_read"] / spark["to_verdict_s"], "records/s",
+                      run["records_read"] / base["wall_s"], "", None, "input + output records read and judged"),
+        common.figure(f"cost per record, {n}", us_per_record(run, spark["to_verdict_s"]), "µs",
+                      us_per_record(run, base["wall_s"]), "", None),
+        common.figure(f"peak RSS of the process tree, {n}", spark["peak_rss_bytes"] / GIB, "GiB",
+                      base["peak_rss_bytes"] / GIB, "", None, "JVM + Python driver + Python workers"),
+    ]
+
+
+def scale_figures(small: dict[str, Any], large: dict[str, Any]) -> list[dict[str, Any]]:
+    """How cost per record and memory change from the small size to the large one."""
+    step = f"{label(small['records'])} → {label(large['records'])}"
+    cost = (us_per_record(large, large["spark"]["to_verdict_s"]) / us_per_record(small, small["spark"]["to_verdict_s"]),
+            us_per_record(large, large["baseline"]["wall_s"]) / us_per_record(small, small["baseline"]["wall_s"]))
+    rss = (large["spark"]["peak_rss_bytes"] / small["spark"]["peak_rss_bytes"],
+           large["baseline"]["peak_rss_bytes"] / small["baseline"]["peak_rss_bytes"])
+    return [
+        common.figure(f"cost per record, {step}", cost[0], "×", cost[1], "≤ 1 (no dearer at scale)", cost[0] <= 1),
+        common.figure(f"peak RSS, {step}", rss[0], "×", rss[1], "bounded: < 2× for 10× the records", rss[0] < 2),
+    ]
+
+
+PHASES = (("launch", "spark-submit, JVM and Python driver start"), ("session", "SparkSession"),
+          ("read", "Kafka read + JSON parse, cached"), ("frames", "anomaly frames, cached"),
+          ("gx_setup", "GX import and context"), ("suites", "GX suites"), ("data_docs", "Data Docs"),
+          ("timeline", "timeline.json (report)"))
+
+
+def phase_table(runs: list[dict[str, Any]]) -> str:
+    head = "| phase | " + " | ".join(label(r["records"]) for r in runs) + " |"
+    rows = [head, "|---|" + "---|" * len(runs)]
+    for key, what in PHASES:
+        cells = []
+        for r in runs:
+            seconds = r["spark"]["phases"].get(key)
+            share = 100 * seconds / r["spark"]["wall_s"] if seconds is not None else None
+            cells.append("—" if seconds is None else f"{seconds:.1f} s ({share:.0f} %)")
+        rows.append(f"| {what} (`{key}`) | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def body(runs: list[dict[str, Any]]) -> str:
+    setup = "; ".join(f"{label(r['records'])}: {r['partitions']} partitions per topic, {r['keys']} keys, "
+                      f"history written in {r['setup_s']:.0f} s, planted {r['planted']}" for r in runs)
+    return f"""Both checkers read the same history from the embedded broker and reported exactly the planted anomalies
+(the run stops otherwise). Spark: `spark-submit spark_jobs/validate_soak.py`, `local[2]`, the DAG's conf
+(1 GiB driver). Baseline: `bench/baseline_validator.py`, one Python process, confluent-kafka + dicts/sets.
+Peak RSS is the sum over each checker's process tree, sampled every {process_meter.SAMPLE_EVERY_S} s.
+{setup}.
+
+Where the Spark job's time goes (seconds, share of its wall time):
+
+{phase_table(runs)}
+"""
+
+
+def main() -> int:
+    size = common.parse_size(__doc__.splitlines()[0])
+    runs = [measure(records) for records in SIZES[size]]
+    figures = [f for i, run in enumerate(runs) for f in size_figures(run, decisive=i == len(runs) - 1)]
+    if len(runs) > 1:
+        figures += scale_figures(runs[0], runs[-1])
+    common.write_results("validation", "Validation at scale", size, figures, body(runs),
+                         {"versions": common.versions(), "runs": runs})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
