@@ -45,7 +45,11 @@ def test_resume_after_kill_produces_every_id_exactly_once(broker, tmp_path):
             "--keys", "50", "--rate", "3000"]
     cmd = [__import__("sys").executable, "-m", "kafka_soak.generator", *args]
     processes.start("generator", cmd, tmp_path / "gen.1.log")
-    time.sleep(1.2)
+    deadline = time.monotonic() + 30  # the first records, however long the start takes on a busy machine
+    while not any(high for _, high in kafka_io.watermarks(broker.bootstrap_servers, broker.topics["input"]).values()):
+        assert time.monotonic() < deadline, (tmp_path / "gen.1.log").read_text()
+        time.sleep(0.05)
+    time.sleep(0.3)
     processes.process("generator").send_signal(signal.SIGKILL)
     time.sleep(0.3)
     partial = len(read_all(broker.bootstrap_servers, broker.topics["input"]))
@@ -88,3 +92,15 @@ def test_phases_wait_for_their_step_and_produce_their_own_ids(broker, tmp_path):
     finally:
         producing.join(30)
     assert sorted(r["id"] for r in read_all(broker.bootstrap_servers, broker.topics["input"])) == list(range(1, 301))
+
+
+def test_chunk_values_are_the_contract_json_of_each_id():
+    """Values are formatted without json.dumps for speed: they must still be exactly its output."""
+    keys, partitions, payload = 7, 4, "AbcXyz09"
+    records = generator.Records(keys, partitions, payload)
+    ids = [1, 7, 8, 123456]
+    for record_id, (key, partition, value) in zip(ids, records.chunk(ids, 1700000000123), strict=True):
+        assert key == generator.key_of(record_id, keys)
+        assert partition == generator.partition_of(key, partitions)
+        assert value == json.dumps({"id": record_id, "key": key, "seq": generator.seq_of(record_id, keys),
+                                    "payload": payload, "ts": 1700000000123})
