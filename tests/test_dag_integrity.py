@@ -47,6 +47,7 @@ def test_scenario_dags_are_nightly_single_run_and_tagged(dagbag):
         assert "kafka-soak" in dag.tags
         assert dag.catchup is False and dag.max_active_runs == 1
         assert dag.on_failure_callback, "broken runs must alert"
+        assert dag.deadline, "runs far past their program must alert (kafka_soak.deadline)"
         assert {"program", "interval_s", "records", "keys", "partitions", "instances", "rate", "payload_bytes",
                 "bug", "seed", "standbys", "cache_entries", "phases", "brokers"} <= set(dag.params)
 

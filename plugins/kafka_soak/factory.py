@@ -25,6 +25,7 @@ from kafka_soak import program as programs
 from kafka_soak.alerting import SoakAlertNotifier
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings, settings_in_env
+from kafka_soak.deadline import overdue_alert
 from kafka_soak.drain import restore_service, wait_for_zero_lag
 from kafka_soak.generator import Phase
 from kafka_soak.instances import REFERENCE_IMAGE, Instances
@@ -84,6 +85,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
     dag_id = scenario["dag_id"]
     app_id = scenario.get("app_id", f"{dag_id}-app")
     lead_s = float(scenario.get("program_lead_s", 5))
+    params = dag_params(scenario.get("params", {}))
 
     with DAG(
         dag_id=dag_id,
@@ -94,7 +96,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         catchup=False,
         max_active_runs=1,
         tags=["kafka-soak", *scenario.get("tags", [])],
-        params=dag_params(scenario.get("params", {})),
+        params=params,
+        deadline=overdue_alert(scenario, {name: param.value for name, param in params.items()}, lead_s),
         default_args={"retries": 0},
         on_failure_callback=[SoakAlertNotifier()],
         on_success_callback=[SoakAlertNotifier(on="success")],

@@ -1,0 +1,62 @@
+"""Deadline alert of a soak DAG: a run still going long after its program should have ended is reported as
+overdue, through the same channels as a broken run (``alerting.publish``).
+
+Airflow's deadline alerts (experimental since 3.1): each DAG run gets a deadline when it is created, counted from
+the moment it was queued. The scheduler looks for missed deadlines in every loop and queues the callback of a missed
+one; an ``AsyncCallback`` runs in the triggerer, which every soak deployment has (the program steps defer to it).
+Not a ``SyncCallback``: on Airflow 3.3 the executor runs those with a token the Execution API refuses for
+connections (apache/airflow#66141), so only channels set in environment variables would be reached. So the alert needs a
+running scheduler and triggerer: ``airflow dags test`` creates the deadline but never checks it.
+
+The deadline is static per DAG: Airflow stores it with the serialized DAG, so it cannot follow a trigger's conf.
+It is ``OVERDUE_FACTOR`` times what the scenario's default params should take (lead + program + drain timeout +
+``VALIDATION_ALLOWANCE_S``), or the scenario file's ``deadline_minutes``. A trigger that asks for a much longer
+program than the defaults can therefore be reported overdue while still healthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import math
+import time
+from typing import Any
+
+from airflow.sdk.definitions.deadline import AsyncCallback, DeadlineAlert, DeadlineReference
+
+from kafka_soak import alerting, rundir
+from kafka_soak import params as soak_params
+
+# Provision, stopping the instances, spark-submit validation (33 s measured, see docs/architecture.md), release.
+VALIDATION_ALLOWANCE_S = 300
+OVERDUE_FACTOR = 2
+
+
+def expected_s(defaults: dict[str, Any], lead_s: float) -> float:
+    """How long a run with these params should take, the drain's timeout counted in full."""
+    plan = soak_params.check(defaults)
+    return lead_s + plan.program_duration_s + plan.drain_timeout_s + VALIDATION_ALLOWANCE_S
+
+
+def overdue_alert(scenario: dict[str, Any], defaults: dict[str, Any], lead_s: float) -> DeadlineAlert:
+    """The DAG's deadline: ``deadline_minutes`` from the scenario file, else a multiple of the expected time."""
+    expected_min = expected_s(defaults, lead_s) / 60
+    minutes = float(scenario.get("deadline_minutes") or math.ceil(OVERDUE_FACTOR * expected_min))
+    return DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=dt.timedelta(minutes=minutes),
+                         callback=AsyncCallback(overdue, kwargs={"expected_minutes": round(expected_min, 1)}),
+                         name="soak overdue")
+
+
+async def overdue(context: dict[str, Any], expected_minutes: float) -> None:
+    """Deadline callback, awaited by the triggerer with a context holding the DAG run as the REST API shows it.
+    Publishing blocks (files, SMTP, HTTP), so it runs in a thread, off the triggerer's event loop."""
+    run = context["dag_run"]
+    dag_id, run_id = run["dag_id"], run["dag_run_id"]
+    since = dt.datetime.fromisoformat(run["start_date"] or run["queued_at"])
+    running_min = (dt.datetime.now(dt.UTC) - since).total_seconds() / 60
+    run_dir = rundir.run_dir(dag_id, run_id)
+    alert = {"dag_id": dag_id, "run_id": run_id, "run_dir": str(run_dir), "at": time.time(), "status": "overdue",
+             "message": f"soak {dag_id} is overdue: running for {running_min:.0f} min, expected about "
+                        f"{expected_minutes:.0f} min (run {run_id}); evidence: {run_dir}",
+             "airflow_url": alerting.airflow_url(dag_id, run_id)}
+    await asyncio.to_thread(alerting.publish, alert, context)

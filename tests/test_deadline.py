@@ -1,0 +1,203 @@
+"""A run that takes far longer than its program should gets a deadline alert: every scenario DAG carries an
+Airflow deadline, its callback reaches the alert channels (a real SMTP server and a webhook on loopback) with
+no secret in them, and a real Airflow (API server, scheduler, DAG processor on a private SQLite database)
+raises it for a run that outlives its deadline — the run's report is then reachable through the plugin."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+from test_alerts import WEBHOOK_TOKEN, body, channels, smtp_server, webhook_server  # noqa: F401 (fixtures)
+
+from kafka_soak import deadline, rundir
+from kafka_soak.backends.docker_kafka import free_port
+from kafka_soak.factory import build_dag
+
+DAGS = Path(__file__).resolve().parents[1] / "dags"
+PROBE_DAG = "soak_overdue_probe"
+# A DAG whose one task outlives the deadline (0.1 min) that kafka_soak.deadline gives it.
+PROBE = f'''
+import datetime as dt
+import time
+
+from airflow.sdk import DAG, task
+
+from kafka_soak.deadline import overdue_alert
+
+with DAG("{PROBE_DAG}", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), catchup=False,
+         deadline=overdue_alert({{"deadline_minutes": 0.1}}, {{"program": "1", "interval_s": 1}}, 0)):
+
+    @task
+    def outlive_the_deadline():
+        time.sleep(30)
+
+    outlive_the_deadline()
+'''
+
+
+def test_every_scenario_dag_has_a_deadline_from_its_program():
+    bag = DagBag(str(DAGS))
+    assert bag.import_errors == {}
+    scenarios = [d for d in bag.dags.values() if "kafka-soak" in d.tags]
+    assert len(scenarios) >= 3
+    for dag in scenarios:
+        (alert,) = dag.deadline
+        values = dag.params.validate()
+        expected_min = deadline.expected_s(values, 5) / 60
+        assert alert.interval == dt.timedelta(minutes=-(-deadline.OVERDUE_FACTOR * expected_min // 1)), dag.dag_id
+        assert alert.callback.path == "kafka_soak.deadline.overdue"
+        assert alert.callback.kwargs == {"expected_minutes": round(expected_min, 1)}
+    eos = bag.dags["soak_eos_id_assignment"].deadline[0]
+    # lead 5 s + program 3 x 10 s + drain timeout 180 s + 300 s allowance = 8.6 min; twice that, rounded up.
+    assert (eos.interval, eos.callback.kwargs["expected_minutes"]) == (dt.timedelta(minutes=18), 8.6)
+
+
+def test_a_scenario_file_can_set_its_own_deadline():
+    dag = build_dag({"dag_id": "soak_long_one", "deadline_minutes": 240, "params": {"program": "1 2 1"}})
+    assert dag.deadline[0].interval == dt.timedelta(minutes=240)
+
+
+def scheduler_context(dag_id: str, run_id: str, queued_minutes_ago: float) -> dict:
+    """What the scheduler hands a deadline callback: the DAG run as the REST API shows it, and the deadline."""
+    queued = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=queued_minutes_ago)
+    return {"dag_run": {"dag_id": dag_id, "dag_run_id": run_id, "queued_at": queued.isoformat(),
+                        "start_date": (queued + dt.timedelta(seconds=2)).isoformat(), "state": "running"},
+            "deadline": {"id": "0193", "deadline_time": queued.isoformat()}}
+
+
+def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_dir):  # noqa: F811
+    mails, posts = channels
+    run_id = "scheduled__2026-11-22T02:00:00+00:00"
+    asyncio.run(deadline.overdue(context=scheduler_context("soak_eos_id_assignment", run_id, 47.2), expected_minutes=8.6))
+    run_dir = rundir.run_dir("soak_eos_id_assignment", run_id)
+    message = (f"soak soak_eos_id_assignment is overdue: running for 47 min, expected about 9 min (run {run_id}); "
+               f"evidence: {run_dir}")
+    alert = json.loads((runs_dir / "alerts.jsonl").read_text().splitlines()[-1])
+    assert (alert["status"], alert["message"]) == ("overdue", message)
+    assert len(mails) == 1 and mails[0]["Subject"].startswith("[kafka-soak] soak soak_eos_id_assignment is overdue")
+    assert message in body(mails[0])
+    assert len(posts) == 1 and posts[0]["body"]["text"].startswith(message)
+    sent = [(runs_dir / "alerts.jsonl").read_text(), body(mails[0]), mails[0]["Subject"], json.dumps(posts)]
+    assert not [s for s in sent[:3] if WEBHOOK_TOKEN in s], "the webhook token is a secret"
+    assert WEBHOOK_TOKEN not in json.dumps([p["body"] for p in posts])
+
+
+class AirflowStack:
+    """API server, scheduler and DAG processor on a private AIRFLOW_HOME (SQLite, LocalExecutor), each in its own
+    process group so that stopping it also stops the processes it forked (task and callback runners)."""
+
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.home, self.env, self.procs = home, env, []
+
+    def start(self, *commands: str) -> None:
+        subprocess.run(["airflow", "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=180)
+        for command in commands:
+            log = (self.home / f"{command}.log").open("w")
+            self.procs.append(subprocess.Popen(["airflow", command], env=self.env, stdout=log,
+                                               stderr=subprocess.STDOUT, start_new_session=True))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.home.glob("*.log")))
+
+
+def wait_for(what: str, check, timeout: float, stack: AirflowStack):
+    """Poll ``check`` until it returns something truthy; fail with the stack's logs after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if result := check():
+                return result
+        except httpx.TransportError:
+            pass
+        time.sleep(1)
+    pytest.fail(f"{what}: not within {timeout:.0f} s\n{stack.logs()}")
+
+
+def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, webhook_server):  # noqa: F811
+    inbox, smtp_port = smtp_server
+    posts, http_port = webhook_server
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    (tmp_path / "dags").mkdir()
+    (tmp_path / "dags" / "probe.py").write_text(PROBE)
+    (tmp_path / "passwords.json").write_text(json.dumps({"soak": "soak-password"}))
+    runs = tmp_path / "runs"
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"), "AIRFLOW__CORE__DAGS_FOLDER": str(tmp_path / "dags"),
+           "SOAK_RUNS_DIR": str(runs), "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
+           "AIRFLOW__API__BASE_URL": base, "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+           "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "soak:admin",
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(tmp_path / "passwords.json")}
+    env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW_CONN_SOAK_ALERT")}  # channels: in the DB
+    stack = AirflowStack(tmp_path / "home", env)
+    (tmp_path / "home").mkdir()
+    try:
+        stack.start("api-server", "scheduler", "dag-processor", "triggerer")
+        client = httpx.Client(base_url=base, timeout=10)
+        token = wait_for("the API server issues a token", lambda: client.post(
+            "/auth/token", json={"username": "soak", "password": "soak-password"}).json().get("access_token"),
+            120, stack)
+        api = httpx.Client(base_url=base, timeout=10, headers={"Authorization": f"Bearer {token}"})
+        wait_for("the DAG processor parses the probe DAG", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}").is_success,
+                 120, stack)
+        # The channels as a deployment keeps them: connections in Airflow's database, created through its API.
+        for conn in ({"connection_id": "soak_alert_smtp", "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
+                      "extra": json.dumps({"disable_ssl": True, "disable_tls": True, "to": "oncall@example.test",
+                                           "from_email": "kafka-soak@example.test"})},
+                     {"connection_id": "soak_alert_slack", "conn_type": "slackwebhook",
+                      "password": f"http://127.0.0.1:{http_port}/services/{WEBHOOK_TOKEN}"}):
+            assert api.post("/api/v2/connections", json=conn).status_code == 201
+        run = api.post(f"/api/v2/dags/{PROBE_DAG}/dagRuns", json={"logical_date": None}).json()
+        run_id = run["dag_run_id"]
+
+        wait_for("the overdue alert reaches the webhook", lambda: posts, 120, stack)
+        text = posts[0]["body"]["text"]
+        assert text.startswith(f"soak {PROBE_DAG} is overdue: running for ") and f"(run {run_id})" in text
+        assert f"airflow url: {base}/dags/{PROBE_DAG}/runs/{quote(run_id)}" in text
+        wait_for("the overdue alert reaches the mailbox", lambda: inbox.messages, 60, stack)
+        assert f"(run {run_id})" in body(inbox.messages[0])
+        alert = json.loads((runs / "alerts.jsonl").read_text().splitlines()[-1])
+        assert (alert["status"], alert["run_id"]) == ("overdue", run_id)
+        state = wait_for("the probe run ends", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}/dagRuns/{run_id}").json()
+                         ["state"] in ("success", "failed") and "done", 120, stack)
+        assert state and api.get(f"/api/v2/dags/{PROBE_DAG}/dagRuns/{run_id}").json()["state"] == "success", \
+            "a late run is reported, not failed"
+
+        # The API server mounts the plugin's app: the DAG run's tab reaches the run's report.
+        run_dir = rundir.safe_name(run_id)
+        (runs / PROBE_DAG / run_dir).mkdir(parents=True, exist_ok=True)
+        (runs / PROBE_DAG / run_dir / "report.html").write_text("<html>report of the probe run</html>")
+        tab = next(v for p in api.get("/api/v2/plugins").json()["plugins"] for v in p["external_views"]
+                   if v["destination"] == "dag_run")
+        href = tab["href"].replace("{DAG_ID}", quote(PROBE_DAG, safe="")).replace("{RUN_ID}", quote(run_id, safe=""))
+        page = api.get(f"/{href}")
+        assert (page.status_code, page.text) == (200, "<html>report of the probe run</html>")
+        assert client.get(f"/{href}").status_code == 401, "the API server's auth guards the reports"
+    finally:
+        stack.stop()
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.startswith("airflow.db")]
+    assert not [str(p) for p in written if WEBHOOK_TOKEN in p.read_text(errors="replace")], \
+        "the webhook token is kept in Airflow's database only: in no log (API server, scheduler, triggerer, " \
+        "task, callback) and no run file"
