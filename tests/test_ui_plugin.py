@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -36,6 +37,7 @@ def write_run(root: Path, dag_id: str, run_id: str) -> Path:
     (run_dir / "data_docs" / "index.html").write_text("<html>Great Expectations Data Docs</html>")
     (run_dir / "logs" / "generator.1.log").write_text("generator: 6000 records <script>alert(1)</script>\n")
     (run_dir / "verdict.json").write_text(json.dumps({"status": "passed"}))
+    (run_dir / "params.json").write_text(json.dumps({"dag_id": dag_id, "run_id": run_id}))
     return run_dir
 
 
@@ -125,6 +127,18 @@ def test_a_dag_run_reaches_its_report_and_what_the_report_links_to(served):
         assert text in body
     by_dir_name = f"{ui.URL_PREFIX}/runs/{DAG_ID}/{rundir.safe_name(RUN_ID)}/"
     assert get(port, by_dir_name, token)[:1] == (200,), "the listing links runs by their directory name"
+
+
+def test_the_listing_links_every_run_to_its_report(served, evidence):
+    """The menu entry's page (history.render_history) lists the runs; each link it gives is served."""
+    write_run(evidence, "soak_stale_state_standby", "scheduled__2026-11-22T02:30:00+00:00")
+    port, token = served
+    status, ctype, page = get(port, f"{ui.URL_PREFIX}/", token)
+    assert (status, ctype.split(";")[0]) == (200, "text/html")
+    links = sorted(set(re.findall(r'href="([^"]+/report\.html)"', page)))
+    assert len(links) == 2, page
+    for link in links:
+        assert get(port, urljoin(f"{ui.URL_PREFIX}/", link), token)[::2] == (200, REPORT), link
 
 
 @pytest.mark.parametrize("path", [
