@@ -20,7 +20,9 @@ class ToggleStepOperator(BaseOperator):
 
     Waits longer than ``defer_above_s`` are deferred to the triggerer, which wakes the task
     ``wake_early_s`` before the deadline; the task then sleeps to the deadline itself, so a step fires
-    within milliseconds of its plan however late the resume was.
+    within milliseconds of its plan however late the resume was. Once its own step is applied, the task
+    also applies the next steps due within ``defer_above_s``: no other step task can be relied on to be
+    awake that soon (``airflow dags test`` runs one task at a time, and a task's start takes seconds).
 
     :param step: the step this task instance stands for (mapped over ``plan_program``'s output)
     :param cluster: the run's Kafka (``provision``'s output)
@@ -47,8 +49,8 @@ class ToggleStepOperator(BaseOperator):
         mine = self.step["index"]
         instances = Instances.for_run(run_dir, self.cluster, self.plan, self.app_id)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
-        while (pending := book.next_pending(mine)) is not None:
-            book.refuse_after_failure(mine)
+        while (pending := book.next_pending(self.last_step(steps, mine))) is not None:
+            book.refuse_after_failure(pending)
             step = steps[pending]
             wait = step.planned_at - time.time()
             if wait > self.defer_above_s:
@@ -71,6 +73,13 @@ class ToggleStepOperator(BaseOperator):
             self.log.info("%s was applied by the task of step %s at %+.1f ms", result["label"],
                           result["applied_by"]["map_index"], result["jitter_ms"])
         return result
+
+    def last_step(self, steps: list[Step], mine: int) -> int:
+        """The last step this task applies now: its own, and the steps after it already due within ``defer_above_s``."""
+        last = mine
+        while last + 1 < len(steps) and steps[last + 1].planned_at - time.time() <= self.defer_above_s:
+            last += 1
+        return last
 
     def wait_for(self, book: StepBook, index: int, timeout: float = 120.0) -> None:
         """Another step task claimed ``index``: wait until it has recorded the result."""

@@ -1,0 +1,161 @@
+"""What every benchmark shares: the --size switch, the machine and versions, statistics, result files.
+
+Each benchmark writes ``bench/results/<name>.json`` (its figures, each with its baseline, the ratio, the
+target and whether it was met) and ``bench/results/<name>.md`` (a section of docs/benchmarks.md that
+carries its own command); ``bench/report.py`` puts the sections together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = ROOT / "bench" / "results"
+SIZES = ("quick", "large")
+sys.path.insert(0, str(ROOT / "plugins"))  # kafka_soak, also when a benchmark runs without `make bench`
+
+
+def parse_size(description: str) -> str:
+    """The ``--size quick|large`` every benchmark takes."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--size", choices=SIZES, default="quick")
+    return parser.parse_args().size
+
+
+def command(name: str, size: str) -> str:
+    return f"python bench/{name}.py --size {size}"
+
+
+def machine() -> dict[str, Any]:
+    """Cores, memory and CPU model: the figures mean little without them."""
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    mem_kib = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
+                       if line.startswith("MemTotal")))
+    return {"nproc": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1), "cpu": cpu,
+            "kernel": platform.release()}
+
+
+def versions() -> dict[str, str]:
+    """Versions of what the figures depend on (from package metadata: importing GX alone takes seconds)."""
+    import confluent_kafka
+
+    found = {"python": platform.python_version()}
+    for name in ("apache-airflow", "pyspark", "great-expectations", "confluent-kafka"):
+        found[name] = metadata.version(name)
+    found["librdkafka"] = confluent_kafka.libversion()[0]
+    return found
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0..100), interpolated between the nearest ranks."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def slope(values: list[float]) -> float:
+    """Least-squares slope of ``values`` over their index: how much they grow per step."""
+    return statistics.linear_regression(range(len(values)), values).slope
+
+
+def figure(name: str, value: float, unit: str, baseline: float | None, target: str, met: bool | None,
+           note: str = "") -> dict[str, Any]:
+    """One measured figure next to what the simplest alternative achieved in the same run."""
+    ratio = round(value / baseline, 3) if baseline else None
+    return {"name": name, "value": round(value, 3), "unit": unit,
+            "baseline": None if baseline is None else round(baseline, 3), "ratio": ratio, "target": target,
+            "met": met, "note": note}
+
+
+def figures_table(figures: list[dict[str, Any]]) -> str:
+    rows = ["| figure | value | baseline | ratio | target | met |", "|---|---|---|---|---|---|"]
+    for f in figures:
+        baseline = "—" if f["baseline"] is None else f"{f['baseline']:g} {f['unit']}"
+        ratio = "—" if f["ratio"] is None else f"{f['ratio']:g}×"
+        met = {True: "yes", False: "**no**", None: "—"}[f["met"]]
+        rows.append(f"| {f['name']} | {f['value']:g} {f['unit']} | {baseline} | {ratio} | {f['target'] or '—'} "
+                    f"| {met} |")
+    return "\n".join(rows)
+
+
+def write_results(name: str, title: str, size: str, figures: list[dict[str, Any]], body: str,
+                  extra: dict[str, Any] | None = None) -> None:
+    """``bench/results/<name>.json`` and the section ``bench/results/<name>.md``."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    cmd = command(name, size)
+    data = {"benchmark": name, "size": size, "command": cmd, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                          time.gmtime()),
+            "machine": machine(), "figures": figures, **(extra or {})}
+    (RESULTS_DIR / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n")
+    section = f"## {title}\n\n`{cmd}` ({data['finished_at']})\n\n{figures_table(figures)}\n\n{body.strip()}\n"
+    (RESULTS_DIR / f"{name}.md").write_text(section)
+    print(section)
+
+
+def runs_dir(name: str) -> Path:
+    """A fresh runs directory for one benchmark run (its evidence stays there for a look afterwards)."""
+    base = Path(os.environ.get("BENCH_RUNS_DIR", tempfile.gettempdir())) / "kafka-soak-bench"
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
+
+
+@dataclass
+class DagsTest:
+    """An ``airflow dags test`` run in the background, with its own runs directory."""
+
+    dag_id: str
+    conf: dict[str, Any]
+    runs: Path
+
+    def start(self) -> subprocess.Popen:
+        self.log = self.runs / "dags-test.log"
+        self.started = time.time()
+        env = {**os.environ, "SOAK_RUNS_DIR": str(self.runs)}
+        with self.log.open("w") as out:
+            return subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(self.conf)],
+                                    env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    def run_dir(self, timeout: float) -> Path:
+        """The run's directory once the run has planned its program (``program.json`` exists)."""
+        latest = self.runs / self.dag_id / "latest"
+        deadline = time.monotonic() + timeout
+        while not (latest / "program.json").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no program.json after {timeout:.0f} s; see {self.log}")
+            time.sleep(0.02)
+        return latest.resolve()
+
+    def wait(self, proc: subprocess.Popen, timeout: float) -> tuple[int, float]:
+        """Exit code and wall time (s) of the run; the run is killed if it overstays ``timeout``."""
+        try:
+            code = proc.wait(timeout=max(timeout - (time.time() - self.started), 1))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            self.stop_leftovers()
+            raise
+        return code, time.time() - self.started
+
+    def stop_leftovers(self) -> None:
+        """A killed run skips its teardown: stop the broker, generator and instances it registered."""
+        from kafka_soak.runtime.local import LocalProcesses
+
+        for run_dir in (self.runs / self.dag_id).glob("*/processes"):
+            processes = LocalProcesses(run_dir.parent)
+            for name in processes.names():
+                processes.kill(name)

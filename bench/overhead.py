@@ -1,0 +1,115 @@
+"""Overhead: the wall time of a whole demo run minus the program's own duration, by task.
+
+The demo runs through ``airflow dags test`` as ``make soak`` does (quick: the end-to-end tests' short
+program; large: the ``make soak`` default). Every task instance's start and end come from Airflow's
+database (``airflow tasks states-for-dag-run``); the time outside any task is Airflow's own (start-up,
+scheduling between tasks, shutdown). Each part's overhead is its wall time minus the part of the
+program window (T0 .. T0 + steps × interval) it covers, so the parts add up to wall − program.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import subprocess
+from collections import defaultdict
+from typing import Any
+
+from common import DagsTest, figure, parse_size, runs_dir, write_results
+
+DAG_ID = "soak_eos_id_assignment"
+CONFS = {"quick": {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4},
+         "large": {}}
+RUN_TIMEOUT_S = 1200
+RUN_ID = re.compile(r"DagRun Finished: dag_id=\S+, logical_date=.*?, run_id=(\S+?),")
+VALIDATE_PHASE = re.compile(r"INFO phase (\w+): ([\d.]+) s")
+
+
+def task_spans(run_id: str) -> list[dict[str, Any]]:
+    """Start and end (epoch s) of every task instance of the run, from Airflow's database."""
+    out = subprocess.run(["airflow", "tasks", "states-for-dag-run", DAG_ID, run_id, "--output", "json"],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    rows = json.loads(out[out.index("["):])
+    return sorted(({"task": r["task_id"], "map_index": r["map_index"], "state": r["state"],
+                    "start": dt.datetime.fromisoformat(r["start_date"]).timestamp(),
+                    "end": dt.datetime.fromisoformat(r["end_date"]).timestamp()}
+                   for r in rows if r["start_date"] and r["end_date"]), key=lambda r: r["start"])
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def breakdown(started: float, ended: float, spans: list[dict[str, Any]], window: tuple[float, float]
+              ) -> dict[str, dict[str, float]]:
+    """Wall time, program time and overhead per task (mapped tasks summed) and for the time between tasks."""
+    parts: dict[str, dict[str, float]] = defaultdict(lambda: {"wall_s": 0.0, "program_s": 0.0, "count": 0})
+
+    def add(name: str, begin: float, end: float) -> None:
+        if end > begin:
+            part = parts[name]
+            part["wall_s"] += end - begin
+            part["program_s"] += overlap((begin, end), window)
+            part["count"] += 1
+
+    cursor = started
+    for span in spans:
+        add("airflow start-up" if cursor == started else "airflow between tasks", cursor, span["start"])
+        add(span["task"], max(span["start"], cursor), span["end"])
+        cursor = max(cursor, span["end"])
+    add("airflow shutdown", cursor, ended)
+    for part in parts.values():
+        part["overhead_s"] = part["wall_s"] - part["program_s"]
+    return dict(parts)
+
+
+def main() -> None:
+    size = parse_size(__doc__.splitlines()[0])
+    run = DagsTest(DAG_ID, CONFS[size], runs_dir("overhead"))
+    proc = run.start()
+    try:
+        run_dir = run.run_dir(timeout=300)
+        code, wall = run.wait(proc, RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            run.stop_leftovers()
+    log = run.log.read_text()
+    run_id = RUN_ID.search(log)[1]
+    program = json.loads((run_dir / "program.json").read_text())
+    steps, interval = len(program["steps"]), program["replay_conf"]["interval_s"]
+    duration = steps * interval
+    parts = breakdown(run.started, run.started + wall, task_spans(run_id), (program["t0"], program["t0"] + duration))
+    overhead = wall - duration
+    ranked = sorted(parts.items(), key=lambda kv: -kv[1]["overhead_s"])
+    rows = ["| part | instances | wall | in program window | overhead | share of overhead |", "|---|---|---|---|---|---|"]
+    rows += [f"| {name} | {p['count']} | {p['wall_s']:.1f} s | {p['program_s']:.1f} s | {p['overhead_s']:.1f} s "
+             f"| {100 * p['overhead_s'] / overhead:.0f} % |" for name, p in ranked]
+    phases = {name: float(s) for name, s in VALIDATE_PHASE.findall(log)}
+    verdict_path = run_dir / "verdict.json"
+    verdict = json.loads(verdict_path.read_text())["status"] if verdict_path.exists() else "none"
+    figures = [figure("whole run", wall, "s", duration, "", None, "baseline: the program's own duration"),
+                   figure("overhead (run − program)", overhead, "s", duration, "", None,
+                          "ratio: overhead per second of program")]
+    biggest = ", ".join(f"{name} {p['overhead_s']:.0f} s" for name, p in ranked[:3])
+    body = f"""
+`airflow dags test {DAG_ID} -c '{json.dumps(CONFS[size])}'` (program `{program['program']}`, {steps} steps
+× {interval:g} s = {duration:g} s of program), exit code {code}, verdict `{verdict}`. Baseline of both figures:
+the program's own duration, the least any way of running it takes. Parts from Airflow's task instances;
+"airflow …" rows are the time no task ran (CLI start and DAG parsing, scheduling between tasks, the end).
+
+{chr(10).join(rows)}
+
+Biggest costs: {biggest}.
+{"Inside validate (the job's `phase` log lines): " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()) + "."
+ if phases else ""}
+Evidence: `{run_dir}`, Airflow output `{run.log}`.
+"""
+    write_results("overhead", "Run overhead", size, figures, body,
+                  {"conf": CONFS[size], "run_id": run_id, "run_dir": str(run_dir), "airflow_exit_code": code,
+                   "program_s": duration, "wall_s": wall, "parts": parts, "validate_phases": phases})
+
+
+if __name__ == "__main__":
+    main()
