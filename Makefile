@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 SCENARIO ?= soak_eos_id_assignment
 CONF ?= {}
 PYTEST_ARGS ?=
+SIZE ?= quick
 
 export AIRFLOW_HOME := $(CURDIR)/.airflow
 export AIRFLOW__CORE__DAGS_FOLDER := $(CURDIR)/dags
@@ -17,7 +18,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test setup system-deps test-deps lint env worker-image
+.PHONY: soak test bench setup system-deps test-deps lint env worker-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
@@ -25,12 +26,20 @@ soak: setup
 test: setup test-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Benchmarks against their baselines, written to docs/benchmarks.md (SIZE=quick: minutes; SIZE=large: longer).
+bench: setup
+	$(PY) bench/toggle.py --size $(SIZE)
+	$(PY) bench/generator.py --size $(SIZE)
+	$(PY) bench/validation.py --size $(SIZE)
+	$(PY) bench/overhead.py --size $(SIZE)
+	$(PY) bench/report.py
+
 # The reference app as an image for runtime=docker (BASE_IMAGE/PIP_ARGS: see docker/worker.Dockerfile).
 worker-image:
 	docker build -f docker/worker.Dockerfile -t kafka-soak-worker:latest .
 
 lint: setup
-	$(VENV)/bin/ruff check dags plugins spark_jobs tests
+	$(VENV)/bin/ruff check dags plugins spark_jobs tests bench
 
 # Print the environment for running airflow by hand: source <(make -s env)
 env:
