@@ -15,12 +15,16 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urljoin
 
+import psutil
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from test_backends import SECRET, kafka_connection  # noqa: F401 (fixture)
 
+from kafka_soak import params as soak_params
 from kafka_soak import rundir, ui
 from kafka_soak.backends.docker_kafka import free_port
+from kafka_soak.instances import Instances
 
 DAG_ID = "soak_eos_id_assignment"
 RUN_ID = "manual__2026-11-22T10:00:00.123456+00:00"
@@ -171,6 +175,29 @@ def test_a_run_without_a_report_yet_says_so(served, evidence):
     port, token = served
     status, _, body = get(port, run_url(DAG_ID, run_id), token)
     assert status == 404 and "no report yet" in body
+
+
+def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_connection, broker):  # noqa: F811
+    """A run on a secured external cluster (test_backends' connection, with a known SASL password) whose app prints
+    the settings it was given into its log: no page the app serves (the listing, any file of the run) holds the
+    password, though the log on disk does (the harness does not write the app's logs)."""
+    run_id = "manual__2026-11-22T12:00:00+00:00"
+    run_dir = evidence / "soak_secured" / rundir.safe_name(run_id)
+    (run_dir / "logs").mkdir(parents=True)
+    cluster = {**broker.as_dict(), "backend": "external", "limitations": {}, "control": None, "conn_id": kafka_connection}
+    plan = soak_params.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
+    rundir.write_json(run_dir / "params.json", {"dag_id": "soak_secured", "run_id": run_id, "plan": plan.as_dict()})
+    rundir.write_json(run_dir / "cluster.json", cluster)
+    instances = Instances.for_run(run_dir, cluster, plan.as_dict(), "app")
+    psutil.Process(instances.start(1, 0).pid).wait(timeout=30)
+    instances.stop_all(timeout=5)
+    port, token = served
+    files = [p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()]
+    pages = [get(port, f"{ui.URL_PREFIX}/", token)[2],
+             *[get(port, f"{ui.URL_PREFIX}/runs/soak_secured/{quote(run_id, safe='')}/{f}", token)[2] for f in files]]
+    assert SECRET in (run_dir / "logs" / "app-1.0.log").read_text()
+    assert '"sasl.password": "***"' in "".join(pages) and "soak_secured" in pages[0]
+    assert not [page for page in pages if SECRET in page]
 
 
 def test_only_requests_with_an_airflow_token_are_served(served):

@@ -9,23 +9,24 @@ A run's evidence stays where the run left it (``$SOAK_RUNS_DIR/<dag_id>/<run dir
   the report's relative links work as they do on disk.
 
 Nothing outside a run directory is served: a path that resolves elsewhere (``..``, a symlink out) is a 404.
+Text served from a run on the ``external`` backend is masked with its connection's secret values.
 Access is the API server's own: the JWT the UI keeps in its cookie (or a bearer token), and the user must be
 allowed to read the DAG's runs (the listing: every DAG's runs).
 """
 
 from __future__ import annotations
 
+import json
 import mimetypes
 from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from kafka_soak import rundir
 
 URL_PREFIX = "/soak-reports"
-REPORT = "report.html"
 # Hrefs are relative (no leading slash): the UI resolves them against its own base URL, so they work behind a
 # proxy that serves Airflow under a sub-path. The UI fills in {DAG_ID} and {RUN_ID} (URL-encoded) on DAG runs.
 EXTERNAL_VIEWS: list[dict[str, Any]] = [
@@ -36,6 +37,8 @@ EXTERNAL_VIEWS: list[dict[str, Any]] = [
 ]
 # Logs and JSON are served as the text they are, never sniffed into HTML by the browser.
 NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
+TEXT_TYPES = ("text/", "application/json", "application/javascript")
+MASK = "***"
 
 app = FastAPI(title="kafka-soak reports", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -51,8 +54,10 @@ async def may_read_runs(request: Request) -> None:
     requires_access_dag("GET", DagAccessEntity.RUN)(request, user)
 
 
-def run_file(dag_id: str, run_id: str, path: str) -> Path:
-    """The file ``path`` names in the run's directory; 404 when it is missing or resolves outside that directory."""
+def run_file(dag_id: str, run_id: str, path: str) -> tuple[Path, Path]:
+    """The run's directory and the file ``path`` names in it; 404 when it is missing or resolves outside it."""
+    from kafka_soak.report import REPORT  # not at module level: it loads the chart libraries
+
     root = rundir.runs_root()
     run_dir = (root / dag_id / rundir.safe_name(run_id)).resolve()
     target = (run_dir / (path or REPORT)).resolve()
@@ -63,7 +68,24 @@ def run_file(dag_id: str, run_id: str, path: str) -> Path:
     if not target.is_file():
         what = "no report yet (it is written when the run ends)" if not path else f"no file {path!r}"
         raise HTTPException(404, f"soak run {run_id!r} of {dag_id!r}: {what}")
-    return target
+    return run_dir, target
+
+
+def connection_secrets(run_dir: Path) -> list[str]:
+    """The secret values of the Kafka connection a run on the ``external`` backend used (``cluster.json`` names
+    it). The harness writes them nowhere, but the app under test writes its own logs and may print the settings
+    it was given, so what is served is masked with them."""
+    cluster = run_dir / "cluster.json"
+    conn_id = json.loads(cluster.read_text()).get("conn_id") if cluster.is_file() else None
+    if not conn_id:
+        return []
+    from kafka_soak.backends.external import KafkaConnectionError, connection_config, is_secret
+
+    try:
+        config = connection_config(conn_id)
+    except KafkaConnectionError:  # the connection is gone since the run: nothing left to mask with
+        return []
+    return [str(value) for key, value in config.items() if is_secret(key) and value]
 
 
 @app.get("/", response_class=HTMLResponse, dependencies=[Depends(may_read_runs)])
@@ -75,8 +97,14 @@ def listing() -> HTMLResponse:
 
 @app.get("/runs/{dag_id}/{run_id}/{path:path}",
          dependencies=[Depends(may_read_runs)])
-def run_evidence(dag_id: str, run_id: str, path: str) -> FileResponse:
-    target = run_file(dag_id, run_id, path)
+def run_evidence(dag_id: str, run_id: str, path: str) -> Response:
+    run_dir, target = run_file(dag_id, run_id, path)
     # Logs (.log) and alert/step records (.jsonl) have no registered type: show them as text, not a download.
     media_type = mimetypes.guess_type(target.name)[0] or "text/plain; charset=utf-8"
-    return FileResponse(target, media_type=media_type, headers=NO_SNIFF)
+    secrets = connection_secrets(run_dir) if media_type.startswith(TEXT_TYPES) else []
+    if not secrets:
+        return FileResponse(target, media_type=media_type, headers=NO_SNIFF)
+    text = target.read_text(errors="replace")
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return Response(text, media_type=media_type, headers=NO_SNIFF)
