@@ -54,10 +54,12 @@ system-deps:
 	@command -v java >/dev/null || { apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless; }
 
 # The Docker runtime's tests run a real engine (started by the tests when none runs) and build a base image
-# with debootstrap, as no image can be pulled on machines without a registry.
+# with debootstrap, as no image can be pulled on machines without a registry. The report is looked at in
+# headless Chromium.
 test-deps:
-	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || { apt-get update && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y docker.io debootstrap; }
+	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null && command -v chromium >/dev/null && \
+		command -v chromedriver >/dev/null || { apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y docker.io debootstrap chromium chromium-driver; }
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)

@@ -8,6 +8,7 @@ import threading
 from email import message_from_bytes
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -72,13 +73,18 @@ def channels(monkeypatch, smtp_server, webhook_server):
     return inbox.messages, posts
 
 
+def verdict_run_id(run_dir) -> str:
+    return json.loads((run_dir / "params.json").read_text())["run_id"]
+
+
 def body(message: Message) -> str:
     part = next(p for p in message.walk() if p.get_content_type() == "text/html")
     return part.get_payload(decode=True).decode()
 
 
-def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(channels, runs_dir):
+def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(channels, runs_dir, monkeypatch):
     mails, posts = channels
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", "http://127.0.0.1:8080")  # where the UI is: messages link to it
     code, run_dir, verdict = soak(runs_dir, bug="drop")
     assert code == 1 and verdict["anomalies"]["lost"] == SHORT["records"] // 1000
     assert len(mails) == 1 and len(posts) == 1
@@ -87,6 +93,10 @@ def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_reco
     assert "FAILED: lost=6" in mail["Subject"] and "soak_eos_id_assignment" in mail["Subject"]
     text = body(mail)
     assert "lost: " in text and "data docs: " in text and str(run_dir) in text
+    assert f"report: {run_dir / 'report.html'}" in text
+    assert (f"report in Airflow: http://127.0.0.1:8080/soak-reports/runs/soak_eos_id_assignment/"
+            f"{quote(verdict_run_id(run_dir), safe='')}/") in text
+    assert "DAG run in Airflow: http://127.0.0.1:8080/dags/soak_eos_id_assignment/runs/" in text
     slack = posts[0]
     assert slack["path"] == f"/services/{WEBHOOK_TOKEN}"
     assert "FAILED: lost=6" in slack["body"]["text"] and "lost: " in slack["body"]["text"]

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 SMTP_CONN_ID = "soak_alert_smtp"
 SLACK_CONN_ID = "soak_alert_slack"
+# Where the evidence is, in the order a person would open it.
+LINKS = {"report_url": "report in Airflow", "report": "report", "data_docs": "data docs", "run_dir": "run dir",
+         "airflow_url": "DAG run in Airflow"}
 
 
 def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) -> dict[str, Any]:
@@ -77,9 +80,9 @@ def text(alert: dict[str, Any]) -> str:
     for anomaly, samples in alert.get("samples", {}).items():
         for sample in samples:
             lines.append(f"  {anomaly}: " + ", ".join(f"{k}={v}" for k, v in sample.items()))
-    for name in ("report", "data_docs", "run_dir", "airflow_url"):
+    for name, label in LINKS.items():
         if alert.get(name):
-            lines.append(f"{name.replace('_', ' ')}: {alert[name]}")
+            lines.append(f"{label}: {alert[name]}")
     return "\n".join(lines)
 
 
@@ -89,14 +92,21 @@ def recovery(dag_id: str, run_id: str, run_dir: Path, failures: list[str]) -> di
                        f"(first: {failures[0]}); evidence: {run_dir}"}
 
 
-def airflow_url(dag_id: str, run_id: str) -> str | None:
-    """The DAG run's page in the Airflow UI, when the deployment says where the UI is (``[api] base_url``)."""
+def airflow_url(dag_id: str, run_id: str, report: bool = False) -> str | None:
+    """The DAG run's page in the Airflow UI (or, with ``report``, its soak report served by the UI plugin), when
+    the deployment says where the UI is (``[api] base_url``)."""
     from urllib.parse import quote
 
     from airflow.configuration import conf
 
-    base = conf.get("api", "base_url", fallback="")
-    return f"{base.rstrip('/')}/dags/{quote(dag_id)}/runs/{quote(run_id)}" if base else None
+    base = conf.get("api", "base_url", fallback="").rstrip("/")
+    if not base:
+        return None
+    if report:
+        from kafka_soak.ui import URL_PREFIX
+
+        return f"{base}{URL_PREFIX}/runs/{quote(dag_id)}/{quote(run_id, safe='')}/"
+    return f"{base}/dags/{quote(dag_id)}/runs/{quote(run_id)}"
 
 
 class StreakBook:
@@ -144,7 +154,8 @@ class SoakAlertNotifier(BaseNotifier):
             ti = context.get("ti")
             alert = compose(dag_id, run_id, run_dir, getattr(ti, "task_id", None))
             book.save([*failures, run_id])
-        alert.update(airflow_url=url, report=str(report_path) if report_path else None)
+        alert.update(airflow_url=url, report=str(report_path) if report_path else None,
+                     report_url=airflow_url(dag_id, run_id, report=True) if report_path else None)
         publish(alert, context)
 
 
