@@ -8,42 +8,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
-import pytest
 from airflow.dag_processing.dagbag import DagBag
+from airflow_stack import PROBE_DAG, AirflowStack
 from test_alerts import WEBHOOK_TOKEN, body, channels, smtp_server, webhook_server  # noqa: F401 (fixtures)
 
 from kafka_soak import deadline, rundir
-from kafka_soak.backends.docker_kafka import free_port
 from kafka_soak.factory import build_dag
 
 DAGS = Path(__file__).resolve().parents[1] / "dags"
-PROBE_DAG = "soak_overdue_probe"
-# A DAG whose one task outlives the deadline (0.1 min) that kafka_soak.deadline gives it.
-PROBE = f'''
-import datetime as dt
-import time
-
-from airflow.sdk import DAG, task
-
-from kafka_soak.deadline import overdue_alert
-
-with DAG("{PROBE_DAG}", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), catchup=False,
-         deadline=overdue_alert({{"deadline_minutes": 0.1}}, {{"program": "1", "interval_s": 1}}, 0)):
-
-    @task
-    def outlive_the_deadline():
-        time.sleep(30)
-
-    outlive_the_deadline()
-'''
 
 
 def test_every_scenario_dag_has_a_deadline_from_its_program():
@@ -93,75 +69,13 @@ def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_
     assert WEBHOOK_TOKEN not in json.dumps([p["body"] for p in posts])
 
 
-class AirflowStack:
-    """API server, scheduler and DAG processor on a private AIRFLOW_HOME (SQLite, LocalExecutor), each in its own
-    process group so that stopping it also stops the processes it forked (task and callback runners)."""
-
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
-        self.home, self.env, self.procs = home, env, []
-
-    def start(self, *commands: str) -> None:
-        subprocess.run(["airflow", "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=180)
-        for command in commands:
-            log = (self.home / f"{command}.log").open("w")
-            self.procs.append(subprocess.Popen(["airflow", command], env=self.env, stdout=log,
-                                               stderr=subprocess.STDOUT, start_new_session=True))
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.home.glob("*.log")))
-
-
-def wait_for(what: str, check, timeout: float, stack: AirflowStack):
-    """Poll ``check`` until it returns something truthy; fail with the stack's logs after ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if result := check():
-                return result
-        except httpx.TransportError:
-            pass
-        time.sleep(1)
-    pytest.fail(f"{what}: not within {timeout:.0f} s\n{stack.logs()}")
-
-
 def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, webhook_server):  # noqa: F811
     inbox, smtp_port = smtp_server
     posts, http_port = webhook_server
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    (tmp_path / "dags").mkdir()
-    (tmp_path / "dags" / "probe.py").write_text(PROBE)
-    (tmp_path / "passwords.json").write_text(json.dumps({"soak": "soak-password"}))
-    runs = tmp_path / "runs"
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"), "AIRFLOW__CORE__DAGS_FOLDER": str(tmp_path / "dags"),
-           "SOAK_RUNS_DIR": str(runs), "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
-           "AIRFLOW__API__BASE_URL": base, "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
-           "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "soak:admin",
-           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(tmp_path / "passwords.json")}
-    env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW_CONN_SOAK_ALERT")}  # channels: in the DB
-    stack = AirflowStack(tmp_path / "home", env)
-    (tmp_path / "home").mkdir()
-    try:
+    with AirflowStack(tmp_path) as stack:
         stack.start("api-server", "scheduler", "dag-processor", "triggerer")
-        client = httpx.Client(base_url=base, timeout=10)
-        token = wait_for("the API server issues a token", lambda: client.post(
-            "/auth/token", json={"username": "soak", "password": "soak-password"}).json().get("access_token"),
-            120, stack)
-        api = httpx.Client(base_url=base, timeout=10, headers={"Authorization": f"Bearer {token}"})
-        wait_for("the DAG processor parses the probe DAG", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}").is_success,
-                 120, stack)
+        token = stack.token()
+        api = stack.api(token)
         # The channels as a deployment keeps them: connections in Airflow's database, created through its API.
         for conn in ({"connection_id": "soak_alert_smtp", "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
                       "extra": json.dumps({"disable_ssl": True, "disable_tls": True, "to": "oncall@example.test",
@@ -169,34 +83,31 @@ def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, we
                      {"connection_id": "soak_alert_slack", "conn_type": "slackwebhook",
                       "password": f"http://127.0.0.1:{http_port}/services/{WEBHOOK_TOKEN}"}):
             assert api.post("/api/v2/connections", json=conn).status_code == 201
-        run = api.post(f"/api/v2/dags/{PROBE_DAG}/dagRuns", json={"logical_date": None}).json()
-        run_id = run["dag_run_id"]
+        run_id = stack.trigger(api)
 
-        wait_for("the overdue alert reaches the webhook", lambda: posts, 120, stack)
+        stack.wait_for("the overdue alert reaches the webhook", lambda: posts, 120)
         text = posts[0]["body"]["text"]
         assert text.startswith(f"soak {PROBE_DAG} is overdue: running for ") and f"(run {run_id})" in text
-        assert f"airflow url: {base}/dags/{PROBE_DAG}/runs/{quote(run_id)}" in text
-        wait_for("the overdue alert reaches the mailbox", lambda: inbox.messages, 60, stack)
+        assert f"{stack.base}/dags/{PROBE_DAG}/runs/{quote(run_id)}" in text, "the alert links to the DAG run"
+        stack.wait_for("the overdue alert reaches the mailbox", lambda: inbox.messages, 60)
         assert f"(run {run_id})" in body(inbox.messages[0])
-        alert = json.loads((runs / "alerts.jsonl").read_text().splitlines()[-1])
+        alert = json.loads((stack.runs / "alerts.jsonl").read_text().splitlines()[-1])
         assert (alert["status"], alert["run_id"]) == ("overdue", run_id)
-        state = wait_for("the probe run ends", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}/dagRuns/{run_id}").json()
-                         ["state"] in ("success", "failed") and "done", 120, stack)
+        state = stack.wait_for("the probe run ends", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}/dagRuns/{run_id}")
+                               .json()["state"] in ("success", "failed") and "done", 120)
         assert state and api.get(f"/api/v2/dags/{PROBE_DAG}/dagRuns/{run_id}").json()["state"] == "success", \
             "a late run is reported, not failed"
 
         # The API server mounts the plugin's app: the DAG run's tab reaches the run's report.
-        run_dir = rundir.safe_name(run_id)
-        (runs / PROBE_DAG / run_dir).mkdir(parents=True, exist_ok=True)
-        (runs / PROBE_DAG / run_dir / "report.html").write_text("<html>report of the probe run</html>")
+        run_dir = stack.runs / PROBE_DAG / rundir.safe_name(run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "report.html").write_text("<html>report of the probe run</html>")
         tab = next(v for p in api.get("/api/v2/plugins").json()["plugins"] for v in p["external_views"]
                    if v["destination"] == "dag_run")
         href = tab["href"].replace("{DAG_ID}", quote(PROBE_DAG, safe="")).replace("{RUN_ID}", quote(run_id, safe=""))
         page = api.get(f"/{href}")
         assert (page.status_code, page.text) == (200, "<html>report of the probe run</html>")
-        assert client.get(f"/{href}").status_code == 401, "the API server's auth guards the reports"
-    finally:
-        stack.stop()
+        assert httpx.get(f"{stack.base}/{href}").status_code == 401, "the API server's auth guards the reports"
     written = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.startswith("airflow.db")]
     assert not [str(p) for p in written if WEBHOOK_TOKEN in p.read_text(errors="replace")], \
         "the webhook token is kept in Airflow's database only: in no log (API server, scheduler, triggerer, " \

@@ -1,0 +1,117 @@
+"""A real Airflow for tests: the components a deployment runs (API server, scheduler, DAG processor, triggerer),
+as separate processes on a private AIRFLOW_HOME (SQLite, LocalExecutor), bound to loopback, with a DAG folder of
+the test's own and a user that signs in through ``/auth/token``. Each component gets its own process group, so
+stopping it also stops what it forked (task and callback runners)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kafka_soak.backends.docker_kafka import free_port
+
+USER, PASSWORD = "soak", "soak-password"
+PROBE_DAG = "soak_overdue_probe"
+# A DAG whose one task outlives the deadline (0.1 min) that kafka_soak.deadline gives it.
+PROBE = f'''
+import datetime as dt
+import time
+
+from airflow.sdk import DAG, task
+
+from kafka_soak.deadline import overdue_alert
+
+with DAG("{PROBE_DAG}", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), catchup=False,
+         deadline=overdue_alert({{"deadline_minutes": 0.1}}, {{"program": "1", "interval_s": 1}}, 0)):
+
+    @task
+    def outlive_the_deadline():
+        time.sleep(30)
+
+    outlive_the_deadline()
+'''
+
+
+class AirflowStack:
+    def __init__(self, base_dir: Path) -> None:
+        self.home, self.runs, dags = base_dir / "home", base_dir / "runs", base_dir / "dags"
+        self.home.mkdir()
+        dags.mkdir()
+        (dags / "probe.py").write_text(PROBE)
+        (base_dir / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
+        self.base = f"http://127.0.0.1:{free_port()}"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_SOAK_ALERT")}
+        self.env.update({
+            "AIRFLOW_HOME": str(self.home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags), "SOAK_RUNS_DIR": str(self.runs),
+            "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": self.base.rsplit(":", 1)[1],
+            "AIRFLOW__API__BASE_URL": self.base, "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(base_dir / "passwords.json")})
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> AirflowStack:
+        self.run("db", "migrate")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def run(self, *args: str) -> None:
+        """A one-shot Airflow command (e.g. ``dags reserialize``) on this stack's home."""
+        subprocess.run(["airflow", *args], env=self.env, check=True, capture_output=True, timeout=180)
+
+    def start(self, *components: str) -> None:
+        for component in components:
+            log = (self.home / f"{component}.log").open("w")
+            self.procs.append(subprocess.Popen(["airflow", component], env=self.env, stdout=log,
+                                               stderr=subprocess.STDOUT, start_new_session=True))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.home.glob("*.log")))
+
+    def wait_for(self, what: str, check: Callable[[], Any], timeout: float) -> Any:
+        """Poll ``check`` until it returns something truthy; fail with the components' logs after ``timeout`` s."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                if result := check():
+                    return result
+            except httpx.TransportError:
+                pass
+            time.sleep(1)
+        pytest.fail(f"{what}: not within {timeout:.0f} s\n{self.logs()}")
+
+    def token(self) -> str:
+        """A JWT for the test user, once the API server answers."""
+        client = httpx.Client(base_url=self.base, timeout=10)
+        return self.wait_for("the API server issues a token", lambda: client.post(
+            "/auth/token", json={"username": USER, "password": PASSWORD}).json().get("access_token"), 120)
+
+    def api(self, token: str) -> httpx.Client:
+        return httpx.Client(base_url=self.base, timeout=10, headers={"Authorization": f"Bearer {token}"})
+
+    def trigger(self, api: httpx.Client) -> str:
+        """Trigger the probe DAG once the DAG processor (or ``dags reserialize``) has stored it; its run id."""
+        self.wait_for("the probe DAG is stored", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}").is_success, 120)
+        return api.post(f"/api/v2/dags/{PROBE_DAG}/dagRuns", json={"logical_date": None}).json()["dag_run_id"]
