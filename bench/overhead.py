@@ -22,8 +22,12 @@ DAG_ID = "soak_eos_id_assignment"
 CONFS = {"quick": {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4},
          "large": {}}
 RUN_TIMEOUT_S = 1200
-RUN_ID = re.compile(r"DagRun Finished: dag_id=\S+, logical_date=.*?, run_id=(\S+?),")
-VALIDATE_PHASE = re.compile(r"INFO phase (\w+): ([\d.]+) s")
+RUN_ID = re.compile(rf"<TaskInstance: {DAG_ID}\.\S+ (\S+) ")  # the [DAG TEST] lines name the run
+VALIDATE_PHASE = re.compile(r"INFO (?:phase (\w+):|(timeline) for the report in) ([\d.]+) s")
+EXCEPTION = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception): .*$", re.M)
+STARTUP = "before the first task (CLI start, DAG parsing, run creation)"
+BETWEEN = "between tasks (Airflow scheduling)"
+AFTER = "after the last task (DAG callbacks, exit)"
 
 
 def task_spans(run_id: str) -> list[dict[str, Any]]:
@@ -55,10 +59,10 @@ def breakdown(started: float, ended: float, spans: list[dict[str, Any]], window:
 
     cursor = started
     for span in spans:
-        add("airflow start-up" if cursor == started else "airflow between tasks", cursor, span["start"])
+        add(STARTUP if cursor == started else BETWEEN, cursor, span["start"])
         add(span["task"], max(span["start"], cursor), span["end"])
         cursor = max(cursor, span["end"])
-    add("airflow shutdown", cursor, ended)
+    add(AFTER, cursor, ended)
     for part in parts.values():
         part["overhead_s"] = part["wall_s"] - part["program_s"]
     return dict(parts)
@@ -86,7 +90,8 @@ def main() -> None:
     rows = ["| part | instances | wall | in program window | overhead | share of overhead |", "|---|---|---|---|---|---|"]
     rows += [f"| {name} | {p['count']} | {p['wall_s']:.1f} s | {p['program_s']:.1f} s | {p['overhead_s']:.1f} s "
              f"| {100 * p['overhead_s'] / overhead:.0f} % |" for name, p in ranked]
-    phases = {name: float(s) for name, s in VALIDATE_PHASE.findall(log)}
+    phases = {name or other: float(s) for name, other, s in VALIDATE_PHASE.findall(log)}
+    errors = EXCEPTION.findall(log)
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text())["status"] if verdict_path.exists() else "none"
     figures = [figure("whole run", wall, "s", duration, "", None, "baseline: the program's own duration"),
@@ -97,13 +102,15 @@ def main() -> None:
 `airflow dags test {DAG_ID} -c '{json.dumps(CONFS[size])}'` (program `{program['program']}`, {steps} steps
 × {interval:g} s = {duration:g} s of program), exit code {code}, verdict `{verdict}`. Baseline of both figures:
 the program's own duration, the least any way of running it takes. Parts from Airflow's task instances;
-"airflow …" rows are the time no task ran (CLI start and DAG parsing, scheduling between tasks, the end).
+the "before", "between" and "after" rows are the time no task ran.
+{f"The exit code is not 0 although every task ran: the run ended with `{errors[-1]}`." if code and errors else ""}
 
 {chr(10).join(rows)}
 
 Biggest costs: {biggest}.
-{"Inside validate (the job's `phase` log lines): " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()) + "."
- if phases else ""}
+{"Inside validate (the job's own timings): " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
+ + f"; the remaining {parts['validate']['wall_s'] - sum(phases.values()):.1f} s are spark-submit, JVM start and stop."
+ if phases and "validate" in parts else ""}
 Evidence: `{run_dir}`, Airflow output `{run.log}`.
 """
     write_results("overhead", "Run overhead", size, figures, body,
