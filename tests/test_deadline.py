@@ -44,6 +44,13 @@ def test_a_scenario_file_can_set_its_own_deadline():
     assert dag.deadline[0].interval == dt.timedelta(minutes=240)
 
 
+def test_airflow_dags_test_gets_no_deadline(monkeypatch):
+    """`airflow dags test` parses the DAG in its own process; with a deadline it would exit 1 after a passing run
+    (apache/airflow#73428). The e2e tests run it and expect 0."""
+    monkeypatch.setattr("sys.argv", ["airflow", "dags", "test", "soak_eos_id_assignment"])
+    assert not build_dag({"dag_id": "soak_under_dags_test", "params": {}}).deadline
+
+
 def scheduler_context(dag_id: str, run_id: str, queued_minutes_ago: float) -> dict:
     """What the scheduler hands a deadline callback: the DAG run as the REST API shows it, and the deadline."""
     queued = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=queued_minutes_ago)

@@ -6,7 +6,7 @@ the moment it was queued. The scheduler looks for missed deadlines in every loop
 one; an ``AsyncCallback`` runs in the triggerer, which every soak deployment has (the program steps defer to it).
 Not a ``SyncCallback``: on Airflow 3.3 the executor runs those with a token the Execution API refuses for
 connections (apache/airflow#66141), so only channels set in environment variables would be reached. So the alert needs a
-running scheduler and triggerer: ``airflow dags test`` creates the deadline but never checks it.
+running scheduler and triggerer; ``airflow dags test`` never checks deadlines, so its DAGs get none.
 
 The deadline is static per DAG: Airflow stores it with the serialized DAG, so it cannot follow a trigger's conf.
 It is ``OVERDUE_FACTOR`` times what the scenario's default params should take (lead + program + drain timeout +
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import math
+import sys
 import time
 from typing import Any
 
@@ -38,8 +39,12 @@ def expected_s(defaults: dict[str, Any], lead_s: float) -> float:
     return lead_s + plan.program_duration_s + plan.drain_timeout_s + VALIDATION_ALLOWANCE_S
 
 
-def overdue_alert(scenario: dict[str, Any], defaults: dict[str, Any], lead_s: float) -> DeadlineAlert:
-    """The DAG's deadline: ``deadline_minutes`` from the scenario file, else a multiple of the expected time."""
+def overdue_alert(scenario: dict[str, Any], defaults: dict[str, Any], lead_s: float) -> DeadlineAlert | None:
+    """The DAG's deadline: ``deadline_minutes`` from the scenario file, else a multiple of the expected time.
+    None under ``airflow dags test``: it never checks deadlines, and on Airflow 3.3.2 it exits 1 after a
+    successful run of a DAG that has one (apache/airflow#73428), which would fail ``make soak``."""
+    if sys.argv[1:3] == ["dags", "test"]:
+        return None
     expected_min = expected_s(defaults, lead_s) / 60
     minutes = float(scenario.get("deadline_minutes") or math.ceil(OVERDUE_FACTOR * expected_min))
     return DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=dt.timedelta(minutes=minutes),
