@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "bench" / "results"
 SIZES = ("quick", "large")
+EXCEPTION = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception): .*$", re.M)
 sys.path.insert(0, str(ROOT / "plugins"))  # kafka_soak, also when a benchmark runs without `make bench`
 
 
@@ -102,7 +104,9 @@ def write_results(name: str, title: str, size: str, figures: list[dict[str, Any]
                                                                                           time.gmtime()),
             "machine": machine(), "figures": figures, **(extra or {})}
     (RESULTS_DIR / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n")
-    section = f"## {title}\n\n`{cmd}` ({data['finished_at']})\n\n{figures_table(figures)}\n\n{body.strip()}\n"
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    section = (f"## {title}\n\n`{cmd}` ({data['finished_at']}; load average {load} when it finished)\n\n"
+               f"{figures_table(figures)}\n\n{body.strip()}\n")
     (RESULTS_DIR / f"{name}.md").write_text(section)
     print(section)
 
@@ -150,6 +154,11 @@ class DagsTest:
             self.stop_leftovers()
             raise
         return code, time.time() - self.started
+
+    def outcome(self, code: int) -> str:
+        """The exit code, with the error the run ended on when it is not 0."""
+        errors = EXCEPTION.findall(self.log.read_text()) if code else []
+        return f"exit code {code}" + (f" (the run ended with `{errors[-1]}`)" if errors else "")
 
     def stop_leftovers(self) -> None:
         """A killed run skips its teardown: stop the broker, generator and instances it registered."""

@@ -24,7 +24,6 @@ CONFS = {"quick": {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys":
 RUN_TIMEOUT_S = 1200
 RUN_ID = re.compile(rf"<TaskInstance: {DAG_ID}\.\S+ (\S+) ")  # the [DAG TEST] lines name the run
 VALIDATE_PHASE = re.compile(r"INFO (?:phase (\w+):|(timeline) for the report in) ([\d.]+) s")
-EXCEPTION = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception): .*$", re.M)
 STARTUP = "before the first task (CLI start, DAG parsing, run creation)"
 BETWEEN = "between tasks (Airflow scheduling)"
 AFTER = "after the last task (DAG callbacks, exit)"
@@ -91,7 +90,6 @@ def main() -> None:
     rows += [f"| {name} | {p['count']} | {p['wall_s']:.1f} s | {p['program_s']:.1f} s | {p['overhead_s']:.1f} s "
              f"| {100 * p['overhead_s'] / overhead:.0f} % |" for name, p in ranked]
     phases = {name or other: float(s) for name, other, s in VALIDATE_PHASE.findall(log)}
-    errors = EXCEPTION.findall(log)
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text())["status"] if verdict_path.exists() else "none"
     figures = [figure("whole run", wall, "s", duration, "", None, "baseline: the program's own duration"),
@@ -100,10 +98,9 @@ def main() -> None:
     biggest = ", ".join(f"{name} {p['overhead_s']:.0f} s" for name, p in ranked[:3])
     body = f"""
 `airflow dags test {DAG_ID} -c '{json.dumps(CONFS[size])}'` (program `{program['program']}`, {steps} steps
-× {interval:g} s = {duration:g} s of program), exit code {code}, verdict `{verdict}`. Baseline of both figures:
+× {interval:g} s = {duration:g} s of program), {run.outcome(code)}, verdict `{verdict}`. Baseline of both figures:
 the program's own duration, the least any way of running it takes. Parts from Airflow's task instances;
 the "before", "between" and "after" rows are the time no task ran.
-{f"The exit code is not 0 although every task ran: the run ended with `{errors[-1]}`." if code and errors else ""}
 
 {chr(10).join(rows)}
 
