@@ -24,28 +24,41 @@ def parse(raw: DataFrame, schema: str) -> DataFrame:
 
 
 def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame) -> dict[str, DataFrame]:
-    """``{suite name: frame}`` for the suites in ``expectations/``."""
-    per_id = outputs.groupBy("id").agg(F.count("*").alias("outputs"))
-    input_ids = (inputs.select("id", "key", "seq").join(per_id, "id", "left")
-                 .withColumn("outputs", F.coalesce("outputs", F.lit(0))))
+    """``{suite name: frame}`` for the suites in ``expectations/``.
+
+    Built for large runs: inputs and outputs meet in one shuffle by id (no joins), which gives every input
+    its output count and every output whether its id was produced and whether it is the id's first copy;
+    one more shuffle by key orders the outputs. Ids and keys are counted with ``collect_set`` alone, so
+    Spark needs no expand-and-count pass for distinct values."""
+    null = F.lit(None)
+    history = (inputs.select("id", "key", "seq", null.cast("int").alias("topic_partition"),
+                             null.cast("long").alias("topic_offset"), null.cast("long").alias("assigned_id"),
+                             null.cast("int").alias("instance"), F.lit(True).alias("is_input"))
+               .unionByName(outputs.select("id", "key", "seq", "topic_partition", "topic_offset", "assigned_id",
+                                           "instance", F.lit(False).alias("is_input"))))
+    by_id = Window.partitionBy("id")
+    at = F.struct("topic_partition", "topic_offset")  # where an output was committed
+    has_id = F.col("id").isNotNull()  # a record without an id matches nothing
+    per_id = (history.withColumn("outputs", F.when(has_id, F.count(F.when(~F.col("is_input"), 1)).over(by_id))
+                                 .otherwise(0))
+              .withColumn("known", has_id & F.max("is_input").over(by_id))
+              .withColumn("first", F.min(F.when(~F.col("is_input"), at)).over(by_id)))
+    input_ids = per_id.where("is_input").select("id", "key", "seq", "outputs")
 
     # Order of each output within its key: by where it was committed. Only an id's first output counts
     # for ordering; its repeats are duplicates, judged elsewhere.
     in_key_order = Window.partitionBy("key").orderBy("topic_partition", "topic_offset")
-    first = Window.partitionBy("id").orderBy("topic_partition", "topic_offset")
-    known_ids = inputs.select("id", F.lit(True).alias("known"))
-    ordered = (outputs.withColumn("occurrence", F.row_number().over(first))
-               .withColumn("prev_max_seq", F.max(F.when(F.col("occurrence") == 1, F.col("seq")))
-                           .over(in_key_order.rowsBetween(Window.unboundedPreceding, -1))))
-    output_records = (ordered.join(known_ids, "id", "left")
-                      .select("id", "key", "seq", "assigned_id", "instance", "topic_partition", "topic_offset",
-                              F.coalesce("known", F.lit(False)).alias("known"),
-                              ((F.col("occurrence") > 1) | F.col("prev_max_seq").isNull()
+    is_first = at == F.col("first")
+    output_records = (per_id.where(~F.col("is_input"))
+                      .withColumn("prev_max_seq", F.max(F.when(is_first, F.col("seq")))
+                                  .over(in_key_order.rowsBetween(Window.unboundedPreceding, -1)))
+                      .select("id", "key", "seq", "assigned_id", "instance", "topic_partition", "topic_offset", "known",
+                              (~is_first | F.col("prev_max_seq").isNull()
                                | (F.col("seq") >= F.col("prev_max_seq"))).alias("in_order")))
 
-    key_ids = outputs.groupBy("key").agg(F.countDistinct("assigned_id").alias("assigned_ids"),
-                                         F.sort_array(F.collect_set("assigned_id")).alias("ids"))
-    id_keys = outputs.groupBy("assigned_id").agg(F.countDistinct("key").alias("keys"),
-                                                 F.sort_array(F.collect_set("key")).alias("key_list"))
+    key_ids = (outputs.groupBy("key").agg(F.sort_array(F.collect_set("assigned_id")).alias("ids"))
+               .select("key", F.size("ids").alias("assigned_ids"), "ids"))
+    id_keys = (outputs.groupBy("assigned_id").agg(F.sort_array(F.collect_set("key")).alias("key_list"))
+               .select("assigned_id", F.size("key_list").alias("keys"), "key_list"))
     return {"input_ids": input_ids, "outputs": output_records, "key_ids": key_ids, "assigned_ids": id_keys,
             "assertions": assertions}

@@ -14,6 +14,8 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,14 @@ from pyspark.sql import DataFrame, SparkSession
 log = logging.getLogger("kafka_soak.validate")
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Logs how long a step of the job took (``phase <name>: <s> s``): where a large run's time goes."""
+    started = time.monotonic()
+    yield
+    log.info("phase %s: %.2f s", name, time.monotonic() - started)
 
 
 def read_topic(spark: SparkSession, reader: str, bootstrap: str, topic: str) -> DataFrame:
@@ -52,31 +62,34 @@ def load_suite(path: Path):
 def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path,
                parameters: dict[str, Any]) -> list[dict[str, Any]]:
     """Validate each frame with its suite; render Data Docs; return one flat dict per expectation."""
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+    with phase("gx_setup"):  # importing GX alone takes seconds
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    context.update_data_docs_site("local_site", {
-        "class_name": "SiteBuilder", "show_how_to_buttons": False,
-        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}})
-    source = context.data_sources.add_spark(name="soak")
+        context = gx.get_context(mode="ephemeral")
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        context.update_data_docs_site("local_site", {
+            "class_name": "SiteBuilder", "show_how_to_buttons": False,
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}})
+        source = context.data_sources.add_spark(name="soak")
     flat = []
-    for name, frame in frames.items():
-        suite = context.suites.add(load_suite(suites_dir / f"{name}.json"))
-        batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(name)
-        definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch, suite=suite))
-        started = time.monotonic()
-        result = definition.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters,
-                                result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10})
-        log.info("suite %s: %s in %.1f s", name, "passed" if result.success else "FAILED", time.monotonic() - started)
-        for r in result.results:
-            cfg = r.expectation_config
-            flat.append({"suite": name, "type": cfg.type, "success": bool(r.success), "meta": cfg.meta or {},
-                         "kwargs": {k: v for k, v in cfg.kwargs.items() if k != "batch_id"},
-                         "result": r.result, "samples": samples(frame, cfg, r)})
-    context.build_data_docs(site_names=["local_site"])
+    with phase("suites"):
+        for name, frame in frames.items():
+            suite = context.suites.add(load_suite(suites_dir / f"{name}.json"))
+            batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(name)
+            definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch, suite=suite))
+            started = time.monotonic()
+            result = definition.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters,
+                                    result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10})
+            log.info("suite %s: %s in %.1f s", name, "passed" if result.success else "FAILED", time.monotonic() - started)
+            for r in result.results:
+                cfg = r.expectation_config
+                flat.append({"suite": name, "type": cfg.type, "success": bool(r.success), "meta": cfg.meta or {},
+                             "kwargs": {k: v for k, v in cfg.kwargs.items() if k != "batch_id"},
+                             "result": r.result, "samples": samples(frame, cfg, r)})
+    with phase("data_docs"):
+        context.build_data_docs(site_names=["local_site"])
     return flat
 
 
@@ -131,34 +144,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s")
+    log.info("driver started at %.3f", time.time())
     started = time.monotonic()
 
-    spark = SparkSession.builder.appName("kafka-soak-validate").getOrCreate()
+    with phase("session"):
+        spark = SparkSession.builder.appName("kafka-soak-validate").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(kafka_source.KafkaTopicSource)
     topics = {"input": args.input_topic, "output": args.output_topic, "assertions": args.assertions_topic}
     options = {"bootstrap.servers": args.bootstrap}
     truncated = {}
-    for role in ("input", "output"):
-        lows = {p: low for p, (low, _h) in kafka_source.watermarks({**options, "topic": topics[role]}).items() if low > 0}
-        if lows:
-            truncated[topics[role]] = lows
     schemas = {"input": anomalies.INPUT_SCHEMA, "output": anomalies.OUTPUT_SCHEMA,
                "assertions": anomalies.ASSERTION_SCHEMA}
-    history = {role: anomalies.parse(read_topic(spark, args.reader, args.bootstrap, topic), schemas[role]).cache()
-               for role, topic in topics.items()}
-    counts = {role: df.count() for role, df in history.items()}
-    log.info("read %s in %.1f s", ", ".join(f"{n} {r} records" for r, n in counts.items()), time.monotonic() - started)
+    with phase("read"):
+        for role in ("input", "output"):
+            lows = {p: low for p, (low, _h) in kafka_source.watermarks({**options, "topic": topics[role]}).items()
+                    if low > 0}
+            if lows:
+                truncated[topics[role]] = lows
+        history = {role: anomalies.parse(read_topic(spark, args.reader, args.bootstrap, topic), schemas[role]).cache()
+                   for role, topic in topics.items()}
+        counts = {role: df.count() for role, df in history.items()}
+    log.info("read %s", ", ".join(f"{n} {r} records" for r, n in counts.items()))
 
-    frames = {name: df.cache() for name, df in anomalies.frames(history["input"], history["output"],
-                                                                 history["assertions"]).items()}
+    with phase("frames"):  # computed and cached once here, so the suites only scan them
+        frames = {name: df.cache() for name, df in anomalies.frames(history["input"], history["output"],
+                                                                     history["assertions"]).items()}
+        rows = {name: df.count() for name, df in frames.items()}
     docs_dir = args.out_dir / "data_docs"
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records})
     outcome = verdicts.decide(results, truncated, unreliable=json.loads(args.unreliable))
     outcome.update({
         "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
-                    "expected_input": args.expected_records, "distinct_keys": frames["key_ids"].count(),
-                    "distinct_assigned_ids": frames["assigned_ids"].count()},
+                    "expected_input": args.expected_records, "distinct_keys": rows["key_ids"],
+                    "distinct_assigned_ids": rows["assigned_ids"]},
         "topics": topics, "backend": {"name": args.backend, "limitations": json.loads(args.limitations)},
         "data_docs": str(docs_dir / "index.html"), "validated_at": time.time(),
         "validation_seconds": round(time.monotonic() - started, 1)})
