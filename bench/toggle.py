@@ -83,7 +83,11 @@ Drift is the least-squares slope of lateness over the step index times {STEPS - 
   different step tasks; a step's action took p50 {percentile(took, 50):.2f} s, max {max(took):.2f} s.
 - Steps later than {P95_TARGET_MS:g} ms: {len(late_steps)} ({', '.join(s['label'] for s in late_steps) or 'none'});
   the latest: {worst['label']} at {worst['jitter_ms']:+.1f} ms.
-- Baseline lateness per step (ms): first {baseline[0]:.2f}, last {baseline[-1]:.2f}.
+- Baseline lateness per step (ms): first {baseline[0]:.2f}, last {baseline[-1]:.2f}: each `sleep({INTERVAL_S:g})`
+  overshoots a little and the next sleep starts from there, so the loop drifts.
+- What limits the steps: a step fires on time only when the step before it is done. The longest action
+  (a graceful stop: SIGTERM, the instance commits and leaves its group) took {max(took):.2f} s of the
+  {INTERVAL_S:g} s interval; an action longer than the interval delays the next step by the excess.
 - Evidence: `{run_dir}` (`program.jsonl`, `dags-test.log` next to the run directory).
 """
     write_results("toggle", "Toggle precision", size, figures, body,
