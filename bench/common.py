@@ -17,14 +17,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "bench" / "results"
 SIZES = ("quick", "large")
+T = TypeVar("T")
 EXCEPTION = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception): .*$", re.M)
 sys.path.insert(0, str(ROOT / "plugins"))  # kafka_soak, also when a benchmark runs without `make bench`
 
@@ -126,15 +128,28 @@ class DagsTest:
     conf: dict[str, Any]
     runs: Path
 
-    def start(self) -> subprocess.Popen:
+    def run(self, during: Callable[[Path], T], timeout: float) -> tuple[Path, T, int, float]:
+        """Run the DAG; once its program is planned, call ``during(run_dir)`` alongside it. Returns the run
+        directory, what ``during`` returned, the exit code and the wall time (s). A run that overstays
+        ``timeout`` is killed, and so is what it started."""
         self.log = self.runs / "dags-test.log"
         self.started = time.time()
         env = {**os.environ, "SOAK_RUNS_DIR": str(self.runs)}
         with self.log.open("w") as out:
-            return subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(self.conf)],
+            proc = subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(self.conf)],
                                     env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            run_dir = self._run_dir(timeout=300)
+            alongside = during(run_dir)
+            code = proc.wait(timeout=max(timeout - (time.time() - self.started), 1))
+            return run_dir, alongside, code, time.time() - self.started
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+                self.stop_leftovers()
 
-    def run_dir(self, timeout: float) -> Path:
+    def _run_dir(self, timeout: float) -> Path:
         """The run's directory once the run has planned its program (``program.json`` exists)."""
         latest = self.runs / self.dag_id / "latest"
         deadline = time.monotonic() + timeout
@@ -143,17 +158,6 @@ class DagsTest:
                 raise TimeoutError(f"no program.json after {timeout:.0f} s; see {self.log}")
             time.sleep(0.02)
         return latest.resolve()
-
-    def wait(self, proc: subprocess.Popen, timeout: float) -> tuple[int, float]:
-        """Exit code and wall time (s) of the run; the run is killed if it overstays ``timeout``."""
-        try:
-            code = proc.wait(timeout=max(timeout - (time.time() - self.started), 1))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            self.stop_leftovers()
-            raise
-        return code, time.time() - self.started
 
     def outcome(self, code: int) -> str:
         """The exit code, with the error the run ended on when it is not 0."""

@@ -86,14 +86,7 @@ def breakdown(started: float, ended: float, spans: list[dict[str, Any]], window:
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
     run = DagsTest(DAG_ID, CONFS[size], runs_dir("overhead"))
-    proc = run.start()
-    try:
-        run_dir = run.run_dir(timeout=300)
-        code, wall = run.wait(proc, RUN_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            run.stop_leftovers()
+    run_dir, _, code, wall = run.run(lambda run_dir: None, RUN_TIMEOUT_S)
     log = run.log.read_text()
     run_id = RUN_ID.search(log)[1]
     program = json.loads((run_dir / "program.json").read_text())

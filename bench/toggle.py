@@ -43,16 +43,9 @@ def summary(late_ms: list[float]) -> dict[str, float]:
 def measure() -> tuple[list[dict], list[float], Path, str, float]:
     """Run the DAG and the sleep loop together; the DAG's step records, the loop's lateness, the run."""
     run = DagsTest(DAG_ID, CONF, runs_dir("toggle"))
-    proc = run.start()
-    try:
-        run_dir = run.run_dir(timeout=300)
-        program = json.loads((run_dir / "program.json").read_text())
-        baseline = sleep_loop(program["t0"], STEPS, INTERVAL_S)
-        code, wall = run.wait(proc, RUN_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            run.stop_leftovers()
+    run_dir, baseline, code, wall = run.run(
+        lambda run_dir: sleep_loop(json.loads((run_dir / "program.json").read_text())["t0"], STEPS, INTERVAL_S),
+        RUN_TIMEOUT_S)
     steps = sorted((json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()),
                    key=lambda s: s["index"])
     return steps, baseline, run_dir, run.outcome(code), wall
