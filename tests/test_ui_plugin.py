@@ -212,7 +212,7 @@ def test_only_requests_with_an_airflow_token_are_served(served):
 
 def test_a_dag_run_page_of_the_airflow_ui_shows_its_report(browser, tmp_path):  # noqa: F811
     """The real UI (API server with the plugin, headless Chromium): a DAG run's page has the "Soak report" tab,
-    it shows the run's report, whose links open inside it; the "Soak reports" page lists the run."""
+    it shows the run's report, whose links open inside it; Browse → Soak reports lists the run."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -233,7 +233,9 @@ def test_a_dag_run_page_of_the_airflow_ui_shows_its_report(browser, tmp_path):  
         wait.until(lambda d: d.find_elements(By.LINK_TEXT, "Data Docs"))[0].click()
         wait.until(lambda d: "Great Expectations Data Docs" in d.page_source)
         browser.switch_to.default_content()
-        browser.get(f"{stack.base}/plugin/soak-reports")
+        browser.get(f"{stack.base}/")
+        for entry in ("Browse", "Soak reports"):
+            wait.until(lambda d, e=entry: d.find_elements(By.XPATH, f"//*[normalize-space(text())='{e}']"))[0].click()
         browser.switch_to.frame(wait.until(lambda d: d.find_elements(By.TAG_NAME, "iframe"))[0])
         link = wait.until(lambda d: d.find_elements(By.PARTIAL_LINK_TEXT, "manual__"))[0]
         assert link.get_attribute("href").endswith(f"/runs/{PROBE_DAG}/{rundir.safe_name(run_id)}/report.html")
