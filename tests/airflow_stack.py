@@ -20,8 +20,9 @@ import pytest
 from kafka_soak.backends.docker_kafka import free_port
 
 USER, PASSWORD = "soak", "soak-password"
-PROBE_DAG = "soak_overdue_probe"
-# A DAG whose one task outlives the deadline (0.1 min) that kafka_soak.deadline gives it.
+PROBE_DAG, FAILING_DAG = "soak_overdue_probe", "soak_failing_probe"
+# Two DAGs with deadlines from kafka_soak.deadline: one whose task outlives its deadline (0.1 min), one that fails
+# at once, well before its deadline (0.5 min).
 PROBE = f'''
 import datetime as dt
 import time
@@ -30,14 +31,24 @@ from airflow.sdk import DAG, task
 
 from kafka_soak.deadline import overdue_alert
 
-with DAG("{PROBE_DAG}", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), catchup=False,
-         deadline=overdue_alert({{"deadline_minutes": 0.1}}, {{"program": "1", "interval_s": 1}}, 0)):
+START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+DEFAULTS = {{"program": "1", "interval_s": 1}}
+
+with DAG("{PROBE_DAG}", schedule=None, start_date=START, deadline=overdue_alert({{"deadline_minutes": 0.1}}, DEFAULTS, 0)):
 
     @task
     def outlive_the_deadline():
         time.sleep(30)
 
     outlive_the_deadline()
+
+with DAG("{FAILING_DAG}", schedule=None, start_date=START, deadline=overdue_alert({{"deadline_minutes": 0.5}}, DEFAULTS, 0)):
+
+    @task
+    def fail_at_once():
+        raise RuntimeError("a soak run that fails in time")
+
+    fail_at_once()
 '''
 
 
@@ -111,7 +122,15 @@ class AirflowStack:
     def api(self, token: str) -> httpx.Client:
         return httpx.Client(base_url=self.base, timeout=10, headers={"Authorization": f"Bearer {token}"})
 
-    def trigger(self, api: httpx.Client) -> str:
-        """Trigger the probe DAG once the DAG processor (or ``dags reserialize``) has stored it; its run id."""
-        self.wait_for("the probe DAG is stored", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}").is_success, 120)
-        return api.post(f"/api/v2/dags/{PROBE_DAG}/dagRuns", json={"logical_date": None}).json()["dag_run_id"]
+    def trigger(self, api: httpx.Client, dag_id: str = PROBE_DAG) -> str:
+        """Trigger a probe DAG once the DAG processor (or ``dags reserialize``) has stored it; its run id."""
+        self.wait_for(f"{dag_id} is stored", lambda: api.get(f"/api/v2/dags/{dag_id}").is_success, 120)
+        return api.post(f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None}).json()["dag_run_id"]
+
+    def run_state(self, api: httpx.Client, dag_id: str, run_id: str, timeout: float = 120) -> str:
+        """The state the DAG run ends in."""
+        def ended() -> str | None:
+            state = api.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+            return state if state in ("success", "failed") else None
+
+        return self.wait_for(f"{dag_id} run {run_id} ends", ended, timeout)

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 from airflow.dag_processing.dagbag import DagBag
-from airflow_stack import PROBE_DAG, AirflowStack
+from airflow_stack import FAILING_DAG, PROBE_DAG, AirflowStack
 from test_alerts import WEBHOOK_TOKEN, body, channels, smtp_server, webhook_server  # noqa: F401 (fixtures)
 
 from kafka_soak import deadline, rundir
@@ -59,6 +59,16 @@ def scheduler_context(dag_id: str, run_id: str, queued_minutes_ago: float) -> di
             "deadline": {"id": "0193", "deadline_time": queued.isoformat()}}
 
 
+def test_a_run_that_ended_before_its_deadline_passed_gets_no_overdue_alert(channels, runs_dir):  # noqa: F811
+    mails, posts = channels
+    context = scheduler_context("soak_eos_id_assignment", "manual__2026-11-22T03:00:00+00:00", 20)
+    context["dag_run"]["state"] = "failed"
+    asyncio.run(deadline.overdue(context=context, expected_minutes=8.6))
+    assert (mails, posts) == ([], [])
+    alerts = runs_dir / "alerts.jsonl"
+    assert not alerts.exists() or "manual__2026-11-22T03:00:00" not in alerts.read_text()
+
+
 def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_dir):  # noqa: F811
     mails, posts = channels
     run_id = "scheduled__2026-11-22T02:00:00+00:00"
@@ -91,6 +101,7 @@ def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, we
                       "password": f"http://127.0.0.1:{http_port}/services/{WEBHOOK_TOKEN}"}):
             assert api.post("/api/v2/connections", json=conn).status_code == 201
         run_id = stack.trigger(api)
+        failed_run_id = stack.trigger(api, FAILING_DAG)
 
         stack.wait_for("the overdue alert reaches the webhook", lambda: posts, 120)
         text = posts[0]["body"]["text"]
@@ -100,10 +111,12 @@ def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, we
         assert f"(run {run_id})" in body(inbox.messages[0])
         alert = json.loads((stack.runs / "alerts.jsonl").read_text().splitlines()[-1])
         assert (alert["status"], alert["run_id"]) == ("overdue", run_id)
-        state = stack.wait_for("the probe run ends", lambda: api.get(f"/api/v2/dags/{PROBE_DAG}/dagRuns/{run_id}")
-                               .json()["state"] in ("success", "failed") and "done", 120)
-        assert state and api.get(f"/api/v2/dags/{PROBE_DAG}/dagRuns/{run_id}").json()["state"] == "success", \
-            "a late run is reported, not failed"
+        assert stack.run_state(api, PROBE_DAG, run_id) == "success", "a late run is reported, not failed"
+        # A run that failed before its deadline: Airflow still calls back when the deadline passes; no alert.
+        assert stack.run_state(api, FAILING_DAG, failed_run_id) == "failed"
+        stack.wait_for("the failed run's deadline passes", lambda: f"run {failed_run_id} ended (failed) before its "
+                       "deadline: no overdue alert" in (stack.home / "triggerer.log").read_text(), 120)
+        assert len(posts) == 1 and failed_run_id not in (stack.runs / "alerts.jsonl").read_text()
 
         # The API server mounts the plugin's app: the DAG run's tab reaches the run's report.
         run_dir = stack.runs / PROBE_DAG / rundir.safe_name(run_id)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import math
 import sys
 import time
@@ -27,6 +28,8 @@ from airflow.sdk.definitions.deadline import AsyncCallback, DeadlineAlert, Deadl
 
 from kafka_soak import alerting, rundir
 from kafka_soak import params as soak_params
+
+log = logging.getLogger(__name__)
 
 # Provision, stopping the instances, spark-submit validation (33 s measured, see docs/architecture.md), release.
 VALIDATION_ALLOWANCE_S = 300
@@ -57,6 +60,11 @@ async def overdue(context: dict[str, Any], expected_minutes: float) -> None:
     Publishing blocks (files, SMTP, HTTP), so it runs in a thread, off the triggerer's event loop."""
     run = context["dag_run"]
     dag_id, run_id = run["dag_id"], run["dag_run_id"]
+    if run["state"] not in ("queued", "running"):
+        # Airflow prunes the deadlines of successful runs only: a run that failed in time still misses its deadline
+        # later. Its failure was alerted when it happened; "overdue" would be wrong.
+        log.info("soak %s run %s ended (%s) before its deadline: no overdue alert", dag_id, run_id, run["state"])
+        return
     since = dt.datetime.fromisoformat(run["start_date"] or run["queued_at"])
     running_min = (dt.datetime.now(dt.UTC) - since).total_seconds() / 60
     run_dir = rundir.run_dir(dag_id, run_id)
