@@ -69,6 +69,13 @@ def test_a_run_that_ended_before_its_deadline_passed_gets_no_overdue_alert(chann
     assert not alerts.exists() or "manual__2026-11-22T03:00:00" not in alerts.read_text()
 
 
+def test_a_run_still_queued_is_overdue_as_queued(channels, runs_dir):  # noqa: F811
+    context = scheduler_context("soak_eos_id_assignment", "scheduled__2026-11-23T02:00:00+00:00", 31)
+    context["dag_run"].update(state="queued", start_date=None)
+    asyncio.run(deadline.overdue(context=context, expected_minutes=8.6))
+    assert "is overdue: queued for 31 min, expected about 9 min" in channels[1][0]["body"]["text"]
+
+
 def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_dir):  # noqa: F811
     mails, posts = channels
     run_id = "scheduled__2026-11-22T02:00:00+00:00"

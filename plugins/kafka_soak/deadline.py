@@ -65,11 +65,13 @@ async def overdue(context: dict[str, Any], expected_minutes: float) -> None:
         # later. Its failure was alerted when it happened; "overdue" would be wrong.
         log.info("soak %s run %s ended (%s) before its deadline: no overdue alert", dag_id, run_id, run["state"])
         return
+    # With max_active_runs=1 a run may wait behind a long one: it is then overdue while still queued.
+    doing = "running" if run["start_date"] else "queued"
     since = dt.datetime.fromisoformat(run["start_date"] or run["queued_at"])
-    running_min = (dt.datetime.now(dt.UTC) - since).total_seconds() / 60
+    minutes = (dt.datetime.now(dt.UTC) - since).total_seconds() / 60
     run_dir = rundir.run_dir(dag_id, run_id)
     alert = {"dag_id": dag_id, "run_id": run_id, "run_dir": str(run_dir), "at": time.time(), "status": "overdue",
-             "message": f"soak {dag_id} is overdue: running for {running_min:.0f} min, expected about "
+             "message": f"soak {dag_id} is overdue: {doing} for {minutes:.0f} min, expected about "
                         f"{expected_minutes:.0f} min (run {run_id}); evidence: {run_dir}",
              "airflow_url": alerting.airflow_url(dag_id, run_id)}
     await asyncio.to_thread(alerting.publish, alert, context)
