@@ -27,7 +27,8 @@ def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame) -> dict
     """``{suite name: frame}`` for the suites in ``expectations/``.
 
     Built for large runs: inputs and outputs meet in one shuffle by id (no joins), which gives every input
-    its output count and every output whether its id was produced and whether it is the id's first copy;
+    its input and output counts (so no expectation needs a pass of its own to find repeated ids) and every
+    output whether its id was produced and whether it is the id's first copy;
     one more shuffle by key orders the outputs. Ids and keys are counted with ``collect_set`` alone, so
     Spark needs no expand-and-count pass for distinct values."""
     null = F.lit(None)
@@ -39,11 +40,13 @@ def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame) -> dict
     by_id = Window.partitionBy("id")
     at = F.struct("topic_partition", "topic_offset")  # where an output was committed
     has_id = F.col("id").isNotNull()  # a record without an id matches nothing
-    per_id = (history.withColumn("outputs", F.when(has_id, F.count(F.when(~F.col("is_input"), 1)).over(by_id))
-                                 .otherwise(0))
+    per_id = (history.withColumn("inputs", F.when(has_id, F.count(F.when(F.col("is_input"), 1)).over(by_id))
+                                 .otherwise(1))
+              .withColumn("outputs", F.when(has_id, F.count(F.when(~F.col("is_input"), 1)).over(by_id))
+                          .otherwise(0))
               .withColumn("known", has_id & F.max("is_input").over(by_id))
               .withColumn("first", F.min(F.when(~F.col("is_input"), at)).over(by_id)))
-    input_ids = per_id.where("is_input").select("id", "key", "seq", "outputs")
+    input_ids = per_id.where("is_input").select("id", "key", "seq", "inputs", "outputs")
 
     # Order of each output within its key: by where it was committed. Only an id's first output counts
     # for ordering; its repeats are duplicates, judged elsewhere.

@@ -67,6 +67,19 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
     assert (tmp_path / "docs" / "index.html").exists()
 
 
+def test_an_input_id_produced_twice_makes_the_run_inconclusive(spark, tmp_path):
+    record = {"id": 1, "key": "k0", "seq": 1, "ts": 0}
+    output = {**record, "assigned_id": 10, "instance": 1, "in_partition": 0, "in_offset": 0}
+    frames = anomalies.frames(anomalies.parse(topic(spark, [(0, 0, record), (0, 1, record)]), anomalies.INPUT_SCHEMA),
+                              anomalies.parse(topic(spark, [(0, 0, output)]), anomalies.OUTPUT_SCHEMA),
+                              anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA))
+    results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 2})
+    outcome = verdict.decide(results, truncated={})
+    assert outcome["status"] == "inconclusive"
+    assert [r.split(":")[0] for r in outcome["inconclusive_reasons"]] == ["input_duplicated"]
+    assert not any(outcome["anomalies"].values())
+
+
 def test_truncated_evidence_is_inconclusive_never_passed():
     results = [{"suite": "input_ids", "type": "expect_column_values_to_be_between", "kwargs": {}, "success": True,
                 "meta": {"anomaly": "lost"}, "result": {}, "samples": []}]
