@@ -140,15 +140,15 @@ Full speed: {plan['records']:,} records of {PAYLOAD_BYTES}-byte payloads ({value
 {KEYS} keys) through `kafka_soak.generator.produce`, and a bare `Producer.produce()` loop with the same
 producer settings (`{generator.PRODUCER_SETTINGS}`) and {value_len}-byte values, {plan['rounds']} rounds each,
 alternating; the figures are the median round: records / wall time of the call (producer creation to
-flush), and records / CPU time of this process over the same call (all its threads, so librdkafka's too:
-it does not count the broker's process, and it moves much less than wall time with other load).
+flush), and records / CPU time of this process over the same call (all its threads, so librdkafka's too;
+not the broker's process; less sensitive than wall time to other load, not immune to it).
 Rounds, records/s wall (per CPU second): {'; '.join(
     f"{name} " + ", ".join(f"{w:,.0f} ({c:,.0f})" for w, c in zip(v['wall'], v['cpu'], strict=True))
     for name, v in speeds.items())}.
-What limits the generator at full speed: its Python work per record beyond the bare loop's (building a
-distinct JSON value: id, seq, ts), {1e6 / gen["cpu"] - 1e6 / bare["cpu"]:+.2f} µs of CPU per record here
-({1e6 / gen["cpu"]:.2f} µs against {1e6 / bare["cpu"]:.2f} µs); both share the machine's cores with the
-broker process, so wall figures follow whatever else runs.
+CPU per record (median rounds): generator {1e6 / gen["cpu"]:.2f} µs, bare loop {1e6 / bare["cpu"]:.2f} µs. What limits
+the generator: the Python work of a distinct JSON value per record (id, seq, ts); unlike the bare loop it
+asks librdkafka to report failed deliveries only and names each record's partition. Both share the 2 cores
+with the broker process and with whatever else runs, so rounds vary (the CPU figures too).
 
 Rate: {plan['rate_seconds']} s of records at each rate; the baseline sleeps `1 / rate` after each record.
 The achieved rate is (records − 1) / (last − first produce timestamp), read by a consumer following the topic.
