@@ -105,13 +105,14 @@ class Records:
         self.keys, self.payload = keys, payload
         self.names = [key_of(i, keys) for i in range(1, keys + 1)]
         self.partitions = [partition_of(name, partitions) for name in self.names]
+        self.middles = [f', "key": "{name}", "seq": ' for name in self.names]  # what lies between id and seq
 
     def chunk(self, ids: list[int], ts_ms: int) -> list[tuple[str, int, str]]:
         """``(key, partition, value)`` per id; the value is what ``json.dumps`` writes for the contract's fields."""
-        keys, names, partitions, payload = self.keys, self.names, self.partitions, self.payload
-        return [(names[(i - 1) % keys], partitions[(i - 1) % keys],
-                 f'{{"id": {i}, "key": "{names[(i - 1) % keys]}", "seq": {(i - 1) // keys + 1}, '
-                 f'"payload": "{payload}", "ts": {ts_ms}}}') for i in ids]
+        keys, names, partitions, middles = self.keys, self.names, self.partitions, self.middles
+        tail = f', "payload": "{self.payload}", "ts": {ts_ms}}}'
+        return [(names[k], partitions[k], f'{{"id": {i}{middles[k]}{(i - 1) // keys + 1}{tail}')
+                for i in ids for k in ((i - 1) % keys,)]
 
 
 def resume_point(last_ids: dict[int, int | None], keys: int, partitions: int, records: int) -> list[int]:
