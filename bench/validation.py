@@ -28,6 +28,7 @@ import soak_history
 from kafka_soak.backends.embedded import EmbeddedBackend
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
+TARGET_RECORDS = 10_000_000  # the issue's target: faster than the baseline at 10M records
 SPARK_JOBS = common.ROOT / "spark_jobs"
 # As the DAG's validate task (factory.py, ValidateOperator) submits the job.
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
@@ -35,7 +36,7 @@ SPARK_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "fals
               "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable}
 PY_FILES = ("kafka_source.py", "anomalies.py", "timeline.py", "verdict.py")
 TIMEOUT_S = 2400
-PHASE = re.compile(r"(?:phase (\w+)|(timeline) for the report in): ([\d.]+) s")
+PHASE = re.compile(r"(?:phase (\w+):|(timeline) for the report in) ([\d.]+) s")
 GIB = 2**30
 
 
@@ -122,7 +123,7 @@ def label(records: int) -> str:
 
 
 def size_figures(run: dict[str, Any], decisive: bool) -> list[dict[str, Any]]:
-    """Figures of one size; ``decisive``: the size the targets are judged at (the largest measured)."""
+    """Figures of one size; ``decisive``: the size the speed target is judged at."""
     spark, base, n = run["spark"], run["baseline"], label(run["records"])
     faster = spark["to_verdict_s"] < base["wall_s"]
     return [
@@ -181,6 +182,8 @@ def body(runs: list[dict[str, Any]]) -> str:
     setup = "\n".join(f"- {label(r['records'])}: {r['partitions']} partitions per topic, {r['keys']} keys, history "
                       f"written in {r['setup_s']:.0f} s, planted {r['planted']}; mean 1-min load average during the "
                       f"baseline {r['baseline']['mean_load']}, during Spark {r['spark']['mean_load']}" for r in runs)
+    fixed = ", ".join(f"{sum(r['spark']['phases'].get(k, 0.0) for k in ('launch', 'session', 'gx_setup')):.0f} s at "
+                      f"{label(r['records'])}" for r in runs)
     return f"""Both checkers read the same history from the embedded broker and reported exactly the planted anomalies
 (the benchmark stops otherwise). Spark: `spark-submit spark_jobs/validate_soak.py`, `local[2]`, the DAG's conf
 (default 1 GiB driver). Baseline: `bench/baseline_validator.py`, one Python process, confluent-kafka + dicts/sets.
@@ -192,6 +195,21 @@ machine is shared: a load average above 2 means the checker had less than the tw
 Where the Spark job's time goes (seconds, share of its wall time); largest: {"; ".join(map(largest_phase, runs))}.
 
 {phase_table(runs)}
+
+What limits the figures:
+- Kafka read: librdkafka's mock cluster answers a Fetch with one message set (one producer batch) per
+  partition (`rdkafka_mock_handlers.c`: `FIXME: Multiple messageSets ?`), so on the embedded broker every
+  reader pays a round trip per batch; the baseline reads one partition at a time, Spark two at a time. On
+  a real broker a fetch carries up to `max.partition.fetch.bytes`. Per record, Spark's Python workers do
+  what the baseline does (consume, then hand bytes to Arrow instead of `json.loads`); the JVM then parses
+  the JSON and builds the columnar cache.
+- Anomaly frames: two shuffles (2N rows by id, N rows by key) and their sorts in the default 1 GiB driver;
+  what does not fit spills to disk. They are computed and cached once; the GX suites then only scan them,
+  which is why the suites stay a small share.
+- Fixed costs (launch, session, GX import: {fixed}) hardly grow with the size: they weigh on small runs
+  and fade from the cost per record of large ones.
+- `timeline.json` (the report's data, written after the verdict) is computed from the history again, with
+  its own joins and windows; it is outside "to verdict" and inside "the whole job".
 """
 
 
@@ -206,13 +224,18 @@ def main() -> int:
             missing.append({"records": records, "error": str(exc)})
     if not runs:
         return 1
-    figures = [f for i, run in enumerate(runs) for f in size_figures(run, decisive=i == len(runs) - 1)]
+    report(size, runs, missing)
+    return 1 if missing else 0
+
+
+def report(size: str, runs: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
+    """The figures, tables and findings of the measured sizes, into ``bench/results/validation.{json,md}``."""
+    figures = [f for run in runs for f in size_figures(run, decisive=run["records"] == TARGET_RECORDS)]
     if len(runs) > 1:
         figures += scale_figures(runs[0], runs[-1])
     text = body(runs) + "".join(f"\n**Not measured: {label(m['records'])}**: {m['error']}\n" for m in missing)
     common.write_results("validation", "Validation at scale", size, figures, text,
                          {"versions": common.versions(), "runs": runs, "not_measured": missing})
-    return 1 if missing else 0
 
 
 if __name__ == "__main__":
