@@ -25,7 +25,8 @@ def values(bootstrap: str, topic: str) -> Iterator[bytes]:
     """Every record value of ``topic``, partition by partition, each from its low to its high watermark."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-soak-baseline", "log_level": 3,
                          "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 52_428_800})
+                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 52_428_800,
+                         "fetch.wait.max.ms": 10})  # as the Spark reader: a bounded read needs no long poll
     try:
         partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
         for p in sorted(partitions):

@@ -23,6 +23,10 @@ ARROW_SCHEMA = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("k
                           ("value", pa.string()), ("timestamp", pa.int64())])
 BATCH = 10_000
 IDLE_TIMEOUT_S = 60
+# A bounded read needs no long poll: with the default 500 ms, reading one partition from the embedded
+# broker took ~0.5 s more than with 10 ms (measured: 20 partitions of 10 000 records, one after the other,
+# 9.8 s vs 0.56 s), a cost every Spark task pays once.
+FETCH_WAIT_MS = 10
 
 
 class PartitionSlice(InputPartition):
@@ -37,7 +41,7 @@ def _consumer(options: dict[str, str]):
                      "bootstrap.servers": options["bootstrap.servers"], "group.id": "kafka-soak-validation",
                      "enable.auto.commit": False, "isolation.level": options.get("isolation.level", "read_committed"),
                      "log_level": 3, "fetch.max.bytes": 52_428_800,
-                     "max.partition.fetch.bytes": 52_428_800})
+                     "max.partition.fetch.bytes": 52_428_800, "fetch.wait.max.ms": FETCH_WAIT_MS})
 
 
 def watermarks(options: dict[str, str]) -> dict[int, tuple[int, int]]:
