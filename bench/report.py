@@ -1,7 +1,8 @@
 """Renders docs/benchmarks.md: the machine, the versions and the command, then each benchmark's section.
 
 Sections come from ``bench/results/<name>.md`` in a fixed order (each carries its own command); a
-benchmark that has not been run yet is named as missing rather than left out silently.
+benchmark that has not been run yet is named as missing rather than left out silently. ``bench/notes.md``
+(what earlier runs showed, such as missed targets) closes the page.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from common import RESULTS_DIR, ROOT, machine, versions
 
 ORDER = ("toggle", "generator", "validation", "overhead")
 DOC = ROOT / "docs" / "benchmarks.md"
+NOTES = ROOT / "bench" / "notes.md"
 
 
 def header(sizes: set[str]) -> str:
@@ -51,6 +53,8 @@ def main() -> int:
                 sizes.add(json.loads(data.read_text()).get("size", ""))
         else:
             sections.append(f"## {name}\n\nNot run yet: `python bench/{name}.py --size quick`.")
+    if NOTES.exists():
+        sections.append(NOTES.read_text().strip())
     DOC.write_text(header(sizes - {""}) + "\n" + "\n\n".join(sections) + "\n")
     print(f"wrote {DOC}")
     return 0
