@@ -10,6 +10,7 @@ has no output, when the input was produced; for ``stale_state``, when the app ca
 
 from __future__ import annotations
 
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -29,62 +30,88 @@ def _events(anomaly: str, frame: DataFrame, ts: str, instance: Column, partition
                         F.col("id").cast("long").alias("id"), F.col("key"), detail.cast("string").alias("detail"))
 
 
-def anomaly_events(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame) -> DataFrame:
-    """One row per record behind an anomaly, in ``EVENT_COLUMNS``; partition = the input partition involved."""
-    copies = outputs.groupBy("id").agg(F.count("*").alias("copies"))
-    lost = inputs.join(copies, "id", "left_anti")
-    duplicated = outputs.join(copies.where("copies > 1"), "id")
-    unexpected = outputs.join(inputs.select("id"), "id", "left_anti")
-    # Committed order within a key (first copy of each id only), as the ``outputs`` suite judges it.
-    first_copy = Window.partitionBy("id").orderBy("topic_partition", "topic_offset")
-    in_key_order = Window.partitionBy("key").orderBy("topic_partition", "topic_offset")
-    firsts = outputs.withColumn("copy", F.row_number().over(first_copy)).where("copy = 1")
-    reordered = (firsts.withColumn("prev_max_seq", F.max("seq").over(in_key_order.rowsBetween(Window.unboundedPreceding, -1)))
-                 .where("seq < prev_max_seq"))
-    # id_reuse: an output whose key already had another assigned id, or whose id was already another key's.
+def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str]) -> DataFrame | None:
+    """One row per record behind each anomaly in ``found``, in ``EVENT_COLUMNS``; partition = the input partition
+    involved. Starts from the checker's cached frames filtered to what the expectations flagged (few rows in a
+    run worth reading), then looks those records up in the history for their time and instance: no shuffle of
+    the whole history, and nothing at all for a run that passed."""
+    inputs, outputs = history["input"], history["output"]
+    at = ["topic_partition", "topic_offset"]
+    null = F.lit(None)
+    parts: list[DataFrame] = []
+    if "lost" in found:
+        lost = frames["input_ids"].where("outputs = 0").select("id")
+        parts.append(_events("lost", inputs.join(lost, "id"), "ts", null, F.col("topic_partition"),
+                             F.concat(F.lit("seq "), F.col("seq").cast("string"))))
+    if "duplicated" in found:
+        repeated = frames["input_ids"].where("outputs > 1").select("id", F.col("outputs").alias("copies"))
+        parts.append(_events("duplicated", outputs.join(repeated, "id"), "kafka_ts", F.col("instance"),
+                             F.col("in_partition"), F.concat(F.lit("copy of "), F.col("copies").cast("string"))))
+    if "unexpected" in found:
+        unknown = frames["outputs"].where(~F.col("known")).select(*at)
+        parts.append(_events("unexpected", outputs.join(unknown, at), "kafka_ts", F.col("instance"),
+                             F.col("in_partition"), null))
+    if "reordered" in found:
+        late = frames["outputs"].where(~F.col("in_order")).select(*at)
+        # The highest seq committed before it in its key (the expectation's reason), among the key's outputs.
+        earlier = Window.partitionBy("key").orderBy(*at).rowsBetween(Window.unboundedPreceding, -1)
+        keys = late.join(outputs, at).select("key").distinct()
+        reordered = (outputs.join(keys, "key").withColumn("prev_max_seq", F.max("seq").over(earlier))
+                     .join(late, at))
+        parts.append(_events("reordered", reordered, "kafka_ts", F.col("instance"), F.col("in_partition"),
+                             F.concat(F.lit("seq "), F.col("seq").cast("string"), F.lit(" after "),
+                                      F.col("prev_max_seq").cast("string"))))
+    if "id_reuse" in found:
+        parts.append(_id_reuse_events(outputs, frames))
+    if "stale_state" in found:
+        assertions = history["assertions"]
+        parts.append(_events("stale_state", assertions.withColumn("id", null), "ts", F.col("instance"),
+                             F.col("partition"), F.concat(F.lit("expected "), F.col("expected").cast("string"),
+                                                          F.lit(", found "), F.col("found").cast("string"))))
+    return reduce(DataFrame.unionByName, parts) if parts else None
+
+
+def _id_reuse_events(outputs: DataFrame, frames: dict[str, DataFrame]) -> DataFrame:
+    """An output whose key already had another assigned id, or whose id already belonged to another key: only
+    the outputs of the keys and ids the expectations flagged are ordered in time."""
     by_time = Window.orderBy("kafka_ts", "topic_partition", "topic_offset")
-    key_first = outputs.withColumn("first_id", F.first("assigned_id").over(by_time.partitionBy("key")))
-    id_first = outputs.withColumn("first_key", F.first("key").over(by_time.partitionBy("assigned_id")))
+    keys = frames["key_ids"].where("assigned_ids > 1").select("key")
+    ids = frames["assigned_ids"].where("keys > 1").select("assigned_id")
+    key_first = outputs.join(keys, "key").withColumn("first_id", F.first("assigned_id").over(by_time.partitionBy("key")))
+    id_first = (outputs.join(ids, "assigned_id")
+                .withColumn("first_key", F.first("key").over(by_time.partitionBy("assigned_id"))))
     reused = (key_first.where("assigned_id != first_id")
               .select(*outputs.columns, F.concat(F.lit("key had id "), F.col("first_id").cast("string"),
                                                  F.lit(", now "), F.col("assigned_id").cast("string")).alias("why"))
               .unionByName(id_first.where("key != first_key")
                            .select(*outputs.columns, F.concat(F.lit("id "), F.col("assigned_id").cast("string"),
                                                               F.lit(" already belonged to "), F.col("first_key")).alias("why"))))
-    null = F.lit(None)
-    return (_events("lost", lost, "ts", null, F.col("topic_partition"), F.concat(F.lit("seq "), F.col("seq").cast("string")))
-            .unionByName(_events("duplicated", duplicated, "kafka_ts", F.col("instance"), F.col("in_partition"),
-                                 F.concat(F.lit("copy of "), F.col("copies").cast("string"))))
-            .unionByName(_events("unexpected", unexpected, "kafka_ts", F.col("instance"), F.col("in_partition"), null))
-            .unionByName(_events("reordered", reordered, "kafka_ts", F.col("instance"), F.col("in_partition"),
-                                 F.concat(F.lit("seq "), F.col("seq").cast("string"), F.lit(" after "),
-                                          F.col("prev_max_seq").cast("string"))))
-            .unionByName(_events("id_reuse", reused, "kafka_ts", F.col("instance"), F.col("in_partition"), F.col("why")))
-            .unionByName(_events("stale_state", assertions.withColumn("id", null), "ts", F.col("instance"),
-                                 F.col("partition"), F.concat(F.lit("expected "), F.col("expected").cast("string"),
-                                                              F.lit(", found "), F.col("found").cast("string")))))
+    return _events("id_reuse", reused, "kafka_ts", F.col("instance"), F.col("in_partition"), F.col("why"))
 
 
 def _rows(frame: DataFrame) -> list[dict[str, Any]]:
     return [row.asDict() for row in frame.collect()]
 
 
-def build(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame) -> dict[str, Any]:
+def build(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str]) -> dict[str, Any]:
     """``{"produced": [{t, n}], "committed": [{t, instance, n}], "anomalies": {name: {"per_second": [...],
-    "events": [...]}}}``; ``t`` in epoch seconds."""
-    produced = inputs.groupBy(_second("ts").alias("t")).agg(F.count("*").alias("n")).orderBy("t")
-    committed = (outputs.groupBy(_second("kafka_ts").alias("t"), "instance").agg(F.count("*").alias("n"))
+    "events": [...]}}}``; ``t`` in epoch seconds. ``history``: the topics as read; ``frames``: the checker's
+    frames; ``found``: the anomalies the verdict counted."""
+    produced = history["input"].groupBy(_second("ts").alias("t")).agg(F.count("*").alias("n")).orderBy("t")
+    committed = (history["output"].groupBy(_second("kafka_ts").alias("t"), "instance").agg(F.count("*").alias("n"))
                  .orderBy("t", "instance"))
-    events = anomaly_events(inputs, outputs, assertions).cache()
-    per_second = (events.groupBy("anomaly", _second("ts").alias("t"), "instance").agg(F.count("*").alias("n"))
-                  .orderBy("anomaly", "t"))
-    rank = Window.partitionBy("anomaly").orderBy("ts", "partition", "id")
-    firsts = events.withColumn("rank", F.row_number().over(rank)).where(F.col("rank") <= EVENT_CAP).drop("rank")
     anomalies: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for row in _rows(per_second):
-        anomalies.setdefault(row.pop("anomaly"), {"per_second": [], "events": []})["per_second"].append(row)
-    for row in _rows(firsts.orderBy("anomaly", "ts")):
-        anomalies[row.pop("anomaly")]["events"].append(row)
-    events.unpersist()
+    events = anomaly_events(history, frames, found)
+    if events is not None:
+        events = events.cache()
+        per_second = (events.groupBy("anomaly", _second("ts").alias("t"), "instance").agg(F.count("*").alias("n"))
+                      .orderBy("anomaly", "t"))
+        rank = Window.partitionBy("anomaly").orderBy("ts", "partition", "id")
+        firsts = events.withColumn("rank", F.row_number().over(rank)).where(F.col("rank") <= EVENT_CAP).drop("rank")
+        for row in _rows(per_second):
+            anomalies.setdefault(row.pop("anomaly"), {"per_second": [], "events": []})["per_second"].append(row)
+        for row in _rows(firsts.orderBy("anomaly", "ts")):
+            anomalies[row.pop("anomaly")]["events"].append(row)
+        events.unpersist()
     return {"produced": _rows(produced), "committed": _rows(committed), "anomalies": anomalies,
             "event_cap": EVENT_CAP}

@@ -115,12 +115,12 @@ def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = 10) -> list[di
     return [row.asDict(recursive=True) for row in rows.select(*columns).limit(limit).collect()]
 
 
-def write_timeline(history: dict[str, DataFrame], out_dir: Path) -> None:
+def write_timeline(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str], out_dir: Path) -> None:
     """``timeline.json`` for the soak report. Written after the verdict: a report's data must never cost a run
     its verdict, so a failure here is recorded in the file and logged, not raised."""
     started = time.monotonic()
     try:
-        data = timeline.build(history["input"], history["output"], history["assertions"])
+        data = timeline.build(history, frames, found)
     except Exception as exc:  # the verdict is already on disk: say what the report lacks, keep the exit code
         log.warning("timeline for the report could not be computed: %s", exc)
         data = {"error": f"{type(exc).__name__}: {exc}"}
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
              counts["input"], counts["output"], found or "none", outcome["inconclusive_reasons"] or "none",
              outcome["data_docs"])
-    write_timeline(history, args.out_dir)
+    write_timeline(history, frames, set(found), args.out_dir)
     spark.stop()
     return verdicts.EXIT_CODES[outcome["status"]]
 

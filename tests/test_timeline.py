@@ -6,6 +6,7 @@ import json
 import anomalies
 import timeline
 from test_checker import spark  # noqa: F401 - the module's Spark session fixture
+from verdict import ANOMALIES
 
 T0 = 1_700_000_000_000  # ms
 
@@ -33,9 +34,11 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):  # noqa: F8
     ]
     assertions = [(0, 0, {"kind": "stale_state", "key": "k1", "expected": 4, "found": 3, "partition": 3,
                           "instance": 2, "step": "3", "ts": T0 + 16_500}, T0 + 16_500)]
-    data = timeline.build(anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
-                          anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
-                          anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA))
+    history = {"input": anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
+               "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
+               "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA)}
+    frames = anomalies.frames(history["input"], history["output"], history["assertions"])
+    data = timeline.build(history, frames, set(ANOMALIES))
     second = T0 // 1000
 
     assert [(r["t"] - second, r["n"]) for r in data["produced"]] == [(i, 1) for i in range(1, 9)]
@@ -54,3 +57,7 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):  # noqa: F8
     assert data["anomalies"]["id_reuse"]["events"][0]["detail"] == "key had id 10, now 30"
     assert data["anomalies"]["duplicated"]["per_second"] == [{"t": second + 11, "instance": 1, "n": 1},
                                                              {"t": second + 12, "instance": 2, "n": 1}]
+
+    only_lost = timeline.build(history, frames, {"lost"})
+    assert set(only_lost["anomalies"]) == {"lost"}, "events are looked up only for what the verdict found"
+    assert only_lost["produced"] == data["produced"] and only_lost["committed"] == data["committed"]
