@@ -205,8 +205,9 @@ What limits the figures:
 - Anomaly frames: two shuffles (2N rows by id, N rows by key) and their sorts in the default 1 GiB driver;
   what does not fit spills to disk. They are computed and cached once; the GX suites then only scan them,
   which is why the suites stay a small share.
-- Fixed costs (launch, session, GX import: {fixed}) hardly grow with the size: they weigh on small runs
-  and fade from the cost per record of large ones.
+- Fixed costs (launch, session, GX import: {fixed}) do not depend on the size and weigh on small runs;
+  like every figure here they swing with the machine's load (the load averages above): with two cores
+  shared, a run's ratios hold for that run, not beyond it.
 - `timeline.json` (the report's data, written after the verdict) is computed from the history again, with
   its own joins and windows; it is outside "to verdict" and inside "the whole job".
 """
