@@ -208,8 +208,8 @@ What limits the figures:
 - Fixed costs (launch, session, GX import: {fixed}) do not depend on the size and weigh on small runs;
   like every figure here they swing with the machine's load (the load averages above): with two cores
   shared, a run's ratios hold for that run, not beyond it.
-- `timeline.json` (the report's data, written after the verdict) is computed from the history again, with
-  its own joins and windows; it is outside "to verdict" and inside "the whole job".
+- `timeline.json` (the report's data, written after the verdict) is outside "to verdict" and inside "the
+  whole job".
 """
 
 
