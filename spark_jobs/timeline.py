@@ -17,7 +17,6 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 EVENT_CAP = 500
-EVENT_COLUMNS = ("anomaly", "ts", "instance", "partition", "id", "key", "detail")
 
 
 def _second(column: str) -> Column:
@@ -25,13 +24,14 @@ def _second(column: str) -> Column:
 
 
 def _events(anomaly: str, frame: DataFrame, ts: str, instance: Column, partition: Column, detail: Column) -> DataFrame:
+    """The event shape every anomaly shares: anomaly, ts (ms), instance, partition, id, key, detail."""
     return frame.select(F.lit(anomaly).alias("anomaly"), F.col(ts).cast("long").alias("ts"),
                         instance.cast("int").alias("instance"), partition.cast("int").alias("partition"),
                         F.col("id").cast("long").alias("id"), F.col("key"), detail.cast("string").alias("detail"))
 
 
 def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str]) -> DataFrame | None:
-    """One row per record behind each anomaly in ``found``, in ``EVENT_COLUMNS``; partition = the input partition
+    """One row per record behind each anomaly in ``found`` (``_events``' shape); partition = the input partition
     involved. Starts from the checker's cached frames filtered to what the expectations flagged (few rows in a
     run worth reading), then looks those records up in the history for their time and instance: no shuffle of
     the whole history, and nothing at all for a run that passed."""
