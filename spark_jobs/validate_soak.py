@@ -115,6 +115,13 @@ def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = 10) -> list[di
     return [row.asDict(recursive=True) for row in rows.select(*columns).limit(limit).collect()]
 
 
+def write_json(path: Path, data: Any, indent: int | None = None) -> None:
+    """Write atomically: the report, the alert and the Airflow UI may read the run directory at any time."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=indent, default=str))
+    tmp.replace(path)
+
+
 def write_timeline(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str], out_dir: Path) -> None:
     """``timeline.json`` for the soak report. Written after the verdict: a report's data must never cost a run
     its verdict, so a failure here is recorded in the file and logged, not raised."""
@@ -124,9 +131,7 @@ def write_timeline(history: dict[str, DataFrame], frames: dict[str, DataFrame], 
     except Exception as exc:  # the verdict is already on disk: say what the report lacks, keep the exit code
         log.warning("timeline for the report could not be computed: %s", exc)
         data = {"error": f"{type(exc).__name__}: {exc}"}
-    tmp = out_dir / ".timeline.json.tmp"
-    tmp.write_text(json.dumps(data, default=str))
-    tmp.replace(out_dir / "timeline.json")
+    write_json(out_dir / "timeline.json", data)
     log.info("timeline for the report in %.1f s", time.monotonic() - started)
 
 
@@ -182,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         "data_docs": str(docs_dir / "index.html"), "validated_at": time.time(),
         "validation_seconds": round(time.monotonic() - started, 1)})
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = args.out_dir / ".verdict.json.tmp"
-    tmp.write_text(json.dumps(outcome, indent=2, default=str))
-    tmp.replace(args.out_dir / "verdict.json")
+    write_json(args.out_dir / "verdict.json", outcome, indent=2)
     found = {k: v for k, v in outcome["anomalies"].items() if v}
     log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
              counts["input"], counts["output"], found or "none", outcome["inconclusive_reasons"] or "none",

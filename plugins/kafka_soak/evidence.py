@@ -18,7 +18,8 @@ EVIDENCE_FILES = ("verdict.json", "data_docs/index.html", "params.json", "progra
                   "events.jsonl", "cluster.json", "timeline.json", "generator.json", "dags-test.log")
 
 
-def _json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
+    """A run file's JSON, or None when the run never wrote it (or is writing it)."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -60,14 +61,14 @@ class RunEvidence:
 
     @classmethod
     def load(cls, run_dir: Path) -> RunEvidence:
-        given = _json(run_dir / "params.json") or {}
+        given = read_json(run_dir / "params.json") or {}
         steps = {s["index"]: s for s in _jsonl(run_dir / "program.jsonl")}  # a retried step: its last record
         return cls(run_dir=run_dir, dag_id=given.get("dag_id", run_dir.parent.name),
                    run_id=given.get("run_id", run_dir.name), params=given.get("params", {}),
-                   plan=given.get("plan", {}), program=_json(run_dir / "program.json") or {},
+                   plan=given.get("plan", {}), program=read_json(run_dir / "program.json") or {},
                    steps=[steps[i] for i in sorted(steps)], events=_jsonl(run_dir / "events.jsonl"),
-                   cluster=_json(run_dir / "cluster.json") or {}, verdict=_json(run_dir / "verdict.json"),
-                   timeline=_json(run_dir / "timeline.json") or {})
+                   cluster=read_json(run_dir / "cluster.json") or {}, verdict=read_json(run_dir / "verdict.json"),
+                   timeline=read_json(run_dir / "timeline.json") or {})
 
     @property
     def status(self) -> str:

@@ -7,12 +7,12 @@ Airflow UI plugin. Links are relative to the runs root, behind an optional prefi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kafka_soak import rundir
+from kafka_soak.evidence import read_json
 from kafka_soak.pages import TEMPLATES
 from kafka_soak.report import ANOMALY_ORDER, REPORT
 
@@ -32,20 +32,13 @@ class RunSummary:
     has_report: bool = False
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def summarize(run_dir: Path, root: Path) -> RunSummary | None:
     """A run as one row; None for a directory that is not a run (no ``params.json``)."""
-    given = _read(run_dir / "params.json")
+    given = read_json(run_dir / "params.json")
     if given is None:
         return None
-    verdict = _read(run_dir / "verdict.json") or {}
-    program = _read(run_dir / "program.json") or {}
+    verdict = read_json(run_dir / "verdict.json") or {}
+    program = read_json(run_dir / "program.json") or {}
     return RunSummary(dag_id=given.get("dag_id", run_dir.parent.name), run_id=given.get("run_id", run_dir.name),
                       path=run_dir.relative_to(root).as_posix(),
                       started_at=program.get("t0") or (run_dir / "params.json").stat().st_mtime,
