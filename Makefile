@@ -1,5 +1,6 @@
-# kafka-soak: `make soak` runs a scenario on the embedded broker, `make test` runs the tests.
-# Both install what they need first (Debian packages, a virtualenv from requirements.txt, Airflow's DB).
+# kafka-soak: `make soak` runs a scenario on a real Apache Kafka the run starts itself, `make test` runs the tests.
+# Both install what they need first (Debian packages, a virtualenv from requirements.txt, Kafka's jars from Maven
+# Central into .cache/, Airflow's DB).
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
@@ -18,7 +19,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench setup system-deps test-deps lint env worker-image
+.PHONY: soak test bench setup system-deps kafka-jars test-deps lint env worker-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
@@ -47,11 +48,17 @@ env:
 		PYTHONPATH PATH PYSPARK_PYTHON SPARK_LOCAL_IP; do printf "export %s=%q\n" $$v "$${!v}"; done
 	@printf "export AIRFLOW_CONN_SPARK_DEFAULT=%q\n" '$(AIRFLOW_CONN_SPARK_DEFAULT)'
 
-setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db
+setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db kafka-jars
 
-# Spark needs a Java runtime; everything else comes from PyPI.
+# Kafka and Spark need Java 17; Maven fetches Kafka's jars; everything else comes from PyPI.
 system-deps:
-	@command -v java >/dev/null || { apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless; }
+	@command -v java >/dev/null && command -v mvn >/dev/null || { apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless maven; }
+
+# Apache Kafka's jars of the default version (backends/kafka/pom.xml), cached in .cache/kafka/<version>/; another
+# kafka_version is fetched by the run that asks for it.
+kafka-jars: $(VENV)/.installed
+	@$(PY) -m kafka_soak.backends.kafka_jars resolve >/dev/null
 
 # The Docker runtime's tests run a real engine (started by the tests when none runs) and build a base image
 # with debootstrap, as no image can be pulled on machines without a registry. The report is looked at in

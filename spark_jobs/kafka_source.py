@@ -22,8 +22,10 @@ SCHEMA = "partition INT, offset LONG, key STRING, value STRING, timestamp LONG"
 ARROW_SCHEMA = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("key", pa.string()),
                           ("value", pa.string()), ("timestamp", pa.int64())])
 BATCH = 10_000
-IDLE_TIMEOUT_S = 60
-# A bounded read needs no long poll: with the default 500 ms, reading one partition from the embedded
+# Longer than a transaction's default timeout (60 s): a record after an open transaction is readable under
+# read_committed only once the broker has aborted it.
+IDLE_TIMEOUT_S = 120
+# A bounded read needs no long poll: with the default 500 ms, reading one partition from the librdkafka mock
 # broker took ~0.5 s more than with 10 ms (measured: 20 partitions of 10 000 records, one after the other,
 # 9.8 s vs 0.56 s), a cost every Spark task pays once.
 FETCH_WAIT_MS = 10

@@ -1,7 +1,7 @@
 """The soak's checker: read the run's topics with Spark, judge them with Great Expectations, write the verdict.
 
 spark-submit spark_jobs/validate_soak.py --bootstrap B --input-topic I --output-topic O
-    --assertions-topic A --expected-records N --out-dir RUN_DIR [--limitations JSON] [--reader kafka_soak|kafka]
+    --assertions-topic A --expected-records N --out-dir RUN_DIR [--reader kafka_soak|kafka]
 
 Writes ``verdict.json`` and Data Docs (``data_docs/index.html``) into ``--out-dir`` and exits 0 when the
 verdict is ``passed``, 2 when ``failed``, 3 when ``inconclusive``.
@@ -141,10 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--expected-records", type=int, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
-    parser.add_argument("--limitations", default="{}", help="JSON: guarantees the backend does not provide")
     parser.add_argument("--backend", default="unknown")
-    parser.add_argument("--unreliable", default="{}",
-                        help="JSON {anomaly: reason}: anomalies the backend can fake under this run's faults")
     parser.add_argument("--reader", choices=("kafka_soak", "kafka"), default="kafka_soak")
     parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR)
     args = parser.parse_args(argv)
@@ -178,12 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         rows = {name: df.count() for name, df in frames.items()}
     docs_dir = args.out_dir / "data_docs"
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records})
-    outcome = verdicts.decide(results, truncated, unreliable=json.loads(args.unreliable))
+    outcome = verdicts.decide(results, truncated)
     outcome.update({
         "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
                     "expected_input": args.expected_records, "distinct_keys": rows["key_ids"],
                     "distinct_assigned_ids": rows["assigned_ids"]},
-        "topics": topics, "backend": {"name": args.backend, "limitations": json.loads(args.limitations)},
+        "topics": topics, "backend": {"name": args.backend},
         "data_docs": str(docs_dir / "index.html"), "validated_at": time.time(),
         "validation_seconds": round(time.monotonic() - started, 1)})
     args.out_dir.mkdir(parents=True, exist_ok=True)

@@ -20,12 +20,9 @@ def expectation_count(result: dict[str, Any]) -> int:
 
 
 def decide(results: list[dict[str, Any]], truncated: dict[str, dict[int, int]],
-           extra_samples: dict[str, list[Any]] | None = None,
-           unreliable: dict[str, str] | None = None) -> dict[str, Any]:
+           extra_samples: dict[str, list[Any]] | None = None) -> dict[str, Any]:
     """``results``: one dict per expectation (type, kwargs, meta, success, result). ``truncated``: topics whose
-    low watermark is above 0 (``{topic: {partition: low}}``), i.e. evidence the backend no longer holds.
-    ``unreliable``: anomalies the run's backend can produce by itself under the program's faults (with the
-    reason); found alone, they make the verdict inconclusive rather than failed."""
+    low watermark is above 0 (``{topic: {partition: low}}``), i.e. evidence the cluster no longer holds."""
     anomalies = {name: 0 for name in ANOMALIES}
     samples: dict[str, list[Any]] = {}
     reasons = []
@@ -50,16 +47,10 @@ def decide(results: list[dict[str, Any]], truncated: dict[str, dict[int, int]],
     for name, rows in (extra_samples or {}).items():
         if anomalies.get(name):
             samples[name] = rows
-    found = {name for name, count in anomalies.items() if count}
-    blamed = found - set(unreliable or {})
     if reasons:  # gaps in the evidence: nothing can be concluded
         status = "inconclusive"
-    elif blamed:
+    elif any(anomalies.values()):
         status = "failed"
-    elif found:
-        status = "inconclusive"
-        reasons = [f"{name}={anomalies[name]} may be the backend's doing, not the app's: {(unreliable or {})[name]}"
-                   for name in sorted(found)]
     else:
         status = "passed"
     return {"status": status, "anomalies": anomalies, "samples": {k: v[:10] for k, v in samples.items()},

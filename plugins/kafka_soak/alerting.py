@@ -51,6 +51,10 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
         alert.update(status="no_verdict", failed_task=failed_task)
         alert["message"] = (f"soak {dag_id} did not reach a verdict: task {failed_task or 'unknown'} failed "
                             f"(run {run_id}); logs: {run_dir}")
+        drain_path = run_dir / "drain.json"
+        drain = json.loads(drain_path.read_text()) if drain_path.exists() else {}
+        if drain.get("summary"):  # the drain says why it gave up: lag, owners, open transactions
+            alert["details"] = drain["summary"].splitlines()
     return alert
 
 

@@ -27,7 +27,7 @@ SCENARIOS_DIR = rundir.PROJECT_ROOT / "dags" / "scenarios"
 # Lines worth a person's attention while the soak runs: our own loggers, task failures, the run's end.
 SHOWN = re.compile(r"\[kafka_soak|ToggleStepOperator|ALERT|Task failed|DagRun Finished|verdict:|"
                    r"\[error|Error|Exception")
-STRUCTLOG = re.compile(r"^(\S+)\s+\[(\w+)\s*\]\s+(.*?)\s+\[[\w.]+\](?:\s+loc=\S+)?.*$")
+STRUCTLOG = re.compile(r"^(\S+)\s+\[(\w+)\s*\]\s+(.*?)\s+\[[A-Za-z_][\w.]*\](?:\s+loc=\S+)?.*$")
 
 
 class UsageError(Exception):
@@ -43,7 +43,6 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import ParamValidationError
 
     from kafka_soak import preflight
-    from kafka_soak.backends import BACKENDS
     from kafka_soak.factory import build_dag, load_scenario
 
     path = SCENARIOS_DIR / f"{scenario}.yaml"
@@ -62,8 +61,7 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
         allowed = soak_params.PARAM_SCHEMAS.get(name, {}).get("description", "") if name else ""
         raise UsageError(first + (f" (param {name}: {allowed})" if allowed else "")) from None
     try:
-        backend = BACKENDS[values["backend"]]
-        preflight.check(soak_params.check(values, backend.partition_capacity_bytes, backend.limitations))
+        preflight.check(soak_params.check(values))
     except (soak_params.ParamsError, *preflight.ERRORS) as exc:
         raise UsageError(str(exc)) from None
     return values
@@ -117,9 +115,6 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
         print(f"  inconclusive: {reason}")
     for name, rows in verdict.get("samples", {}).items():
         print(f"  e.g. {name}: {json.dumps(rows[0], default=str)}")
-    if verdict["backend"].get("limitations"):
-        print(f"  backend {verdict['backend']['name']} does not provide: {', '.join(verdict['backend']['limitations'])}"
-              " (see verdict.json)")
     print(f"  run directory: {run_dir}\n  data docs:     {verdict['data_docs']}")
     if (run_dir / "report.html").exists():
         print(f"  report:        {run_dir / 'report.html'}")

@@ -2,19 +2,24 @@
 
 Kafka's system-test verifier does the same before it judges: the group's committed offsets reach the
 end of the input. Offsets sent to a transaction become committed only when that transaction commits,
-so zero lag also means no transaction over the input is still open (the embedded broker cannot list
-transactions; this check is what holds there).
+so zero lag also means no transaction over the input is still open. A drain that times out says why: the
+lag per partition and whether it moved, the group's members and what each owns, the instances running,
+and the transactions still open (Kafka's ``kafka-transactions`` tool).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
-from kafka_soak import kafka_io
+from kafka_soak import kafka_io, quotas
 from kafka_soak import program as programs
+from kafka_soak.backends import Backend, kafka_jars
 from kafka_soak.instances import Instances
 from kafka_soak.rundir import journal
+from kafka_soak.steps import set_broker
 
 log = logging.getLogger(__name__)
 
@@ -23,14 +28,14 @@ class DrainTimeout(RuntimeError):
     pass
 
 
-def restore_service(instances: Instances, program: list[str]) -> dict[str, list[int]]:
+def restore_service(instances: Instances, kafka: Backend, program: list[str]) -> dict[str, list[int]]:
     """Undo what the program left broken so the app can catch up: brokers down come up, paused instances
     resume, and instance 1 starts when none runs. Returns what was done."""
     down = programs.brokers_left_down(program)
     done: dict[str, list[int]] = {"brokers_up": sorted(down), "resumed": [], "started": []}
     for broker in sorted(down):
         log.warning("the program left broker %d down: bringing it up to drain", broker)
-        instances.set_broker(broker, up=True)
+        set_broker(kafka, instances.run_dir, broker, up=True)
     for n in instances.paused():
         log.warning("the program left instance %d paused: resuming it to drain", n)
         instances.resume(n)
@@ -50,13 +55,31 @@ def keep_one_running(instances: Instances) -> bool:
     return True
 
 
+# What a fault makes the app's group wait for, with Kafka's default client settings: a killed or paused member
+# keeps its partitions until its session times out (session.timeout.ms, 45 s), and its open transaction blocks
+# read_committed readers until it is aborted (transaction.timeout.ms, 60 s, checked every 10 s).
+FAULT_GRACE_S = {"kill": 45.0 + 70.0, "pause": 45.0 + 70.0, "broker-down": 30.0}
+
+
+def fault_grace_s(program: list[str]) -> tuple[float, str]:
+    """Extra seconds the drain grants a program with faults, and why (empty without faults)."""
+    faults = sorted(set(programs.faults(program)))
+    if not faults:
+        return 0.0, ""
+    grace = max(FAULT_GRACE_S[f] for f in faults)
+    return grace, (f"the program has {', '.join(faults)}: a dead or paused member keeps its partitions until its "
+                   f"session times out and its open transaction until it is aborted, so the drain waits up to "
+                   f"{grace:.0f} s longer than drain_timeout_s")
+
+
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
-                      settle_polls: int = 2, instances: Instances | None = None) -> float:
+                      settle_polls: int = 2, instances: Instances | None = None,
+                      diagnose: Callable[[dict[int, int], bool], dict[str, Any]] | None = None) -> float:
     """Block until the group's lag on ``topic`` is 0 for ``settle_polls`` polls in a row; returns seconds waited.
-    With ``instances``, one instance is kept running meanwhile."""
+    With ``instances``, one instance is kept running meanwhile. On timeout, ``diagnose(lag, moved)`` says why."""
     started = time.monotonic()
     zero_streak = 0
-    last_lag = None
+    first_lag = last_lag = None
     while True:
         if instances is not None:
             keep_one_running(instances)
@@ -64,14 +87,74 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         total = sum(lag.values())
         waited = time.monotonic() - started
         rate = "" if last_lag is None else f", {(last_lag - total) / poll_s:.0f} records/s"
-        log.info("drain: lag %d records%s (%s)", total, rate, ", ".join(f"p{p}={n}" for p, n in sorted(lag.items())))
+        log.info("drain: lag %d records%s (%s); %.0f s left", total, rate,
+                 ", ".join(f"p{p}={n}" for p, n in sorted(lag.items())), max(0.0, timeout_s - waited))
         if instances is not None:
             journal(instances.run_dir, "lag", lag=total, source="drain")
+        first_lag = lag if first_lag is None else first_lag
         last_lag = total
         zero_streak = zero_streak + 1 if total == 0 else 0
         if zero_streak >= settle_polls:
             return waited
         if waited > timeout_s:
-            raise DrainTimeout(f"drain: the app's group {group!r} still lags {total} records on {topic} after "
-                               f"{timeout_s:.0f} s (param drain_timeout_s); per partition: {lag}")
+            moved = lag != first_lag
+            facts = diagnose(lag, moved) if diagnose else {}
+            raise DrainTimeout(summary(group, topic, timeout_s, lag, moved, facts))
         time.sleep(poll_s)
+
+
+def summary(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved: bool, facts: dict[str, Any]) -> str:
+    """The drain timeout in words: lag per partition, whether it moved, who owned what, which transactions are open."""
+    lines = [f"drain timed out: the app's group {group!r} still lags {sum(lag.values())} records on {topic} after "
+             f"{timeout_s:.0f} s (param drain_timeout_s); the lag {'moved' if moved else 'did not move'} during the "
+             f"wait; per partition: " + ", ".join(f"p{p}={n}" for p, n in sorted(lag.items()))]
+    members = facts.get("members")
+    if members is not None:
+        lines.append("group members: " + ("; ".join(f"{m['client_id']} owns {m['partitions'] or 'nothing'}"
+                                                    for m in members) or "none (no instance is in the group)"))
+    if facts.get("running") is not None:
+        lines.append(f"instances running: {facts['running'] or 'none'}")
+    transactions = facts.get("open_transactions")
+    if transactions is not None:
+        lines.append("open transactions: " + ("; ".join(f"{t['transactional_id']} ({t['state']})"
+                                                        for t in transactions) or "none"))
+    for problem in facts.get("unknown", []):
+        lines.append(f"(could not tell: {problem})")
+    return "\n".join(lines)
+
+
+def diagnose(bootstrap: str, group: str, topic: str, instances: Instances | None,
+             open_transactions: Callable[[], list[dict[str, Any]]] | None) -> dict[str, Any]:
+    """Who is in the group and what it owns, which instances run, which transactions are open."""
+    facts: dict[str, Any] = {"unknown": []}
+    try:
+        facts["members"] = kafka_io.group_members(bootstrap, group, topic)
+    except Exception as exc:  # the facts are for a person; one that cannot be had is said, not raised
+        facts["unknown"].append(f"the group's members: {exc}")
+    if instances is not None:
+        facts["running"] = instances.running()
+    if open_transactions is not None:
+        try:
+            facts["open_transactions"] = open_transactions()
+        except Exception as exc:
+            facts["unknown"].append(f"open transactions: {exc}")
+    return facts
+
+
+# kafka-transactions list: "TransactionalId Coordinator ProducerId TransactionState" (header, then a row each)
+OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+
+
+def open_transactions(version: str, bootstrap: str, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """Transactions the cluster holds open now, from Kafka's own ``kafka-transactions list`` (confluent-kafka has
+    no ListTransactions); a secured cluster's settings reach the tool on its standard input."""
+    args = ["--bootstrap-server", bootstrap, *(["--command-config", "/dev/stdin"] if settings else []), "list"]
+    output = kafka_jars.run_tool(version, kafka_jars.TRANSACTIONS_COMMAND, args,
+                                 stdin=quotas.properties(settings) if settings else None)
+    rows = [line.split() for line in output.splitlines() if line.strip()]
+    if not rows or rows[0][0] != "TransactionalId":
+        return []
+    header = rows[0]
+    found = [dict(zip(header, row, strict=False)) for row in rows[1:]]
+    return [{"transactional_id": row["TransactionalId"], "state": row.get("TransactionState", "?"),
+             "producer_id": row.get("ProducerId")} for row in found if row.get("TransactionState") in OPEN_STATES]

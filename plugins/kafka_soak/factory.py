@@ -26,7 +26,7 @@ from kafka_soak.alerting import SoakAlertNotifier
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.deadline import overdue_alert
-from kafka_soak.drain import restore_service, wait_for_zero_lag
+from kafka_soak.drain import DrainTimeout, diagnose, fault_grace_s, open_transactions, restore_service, wait_for_zero_lag
 from kafka_soak.generator import Phase
 from kafka_soak.instances import REFERENCE_IMAGE, Instances
 from kafka_soak.operators.toggle import ToggleStepOperator
@@ -109,9 +109,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Refuse a bad run before anything is provisioned; store the resolved program for replay."""
             context = get_current_context()
             run_dir = _run_dir(create=True)
-            backend = backends.BACKENDS[context["params"]["backend"]]
             try:
-                plan = soak_params.check(dict(context["params"]), backend.partition_capacity_bytes, backend.limitations)
+                plan = soak_params.check(dict(context["params"]))
                 preflight.check(plan)
             except (soak_params.ParamsError, *preflight.ERRORS) as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
@@ -122,14 +121,9 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                      plan.records, plan.keys, run_dir)
             for phase in plan.phases:
                 log.info("  load: %s", Phase(**phase).describe())
-            log.info("backend %s, runtime %s%s", plan.backend, plan.runtime,
-                     f", app image {plan.app_image or REFERENCE_IMAGE}" if plan.runtime == "docker" else "")
-            if plan.quotas and "quotas" in backend.limitations:
-                log.warning("quotas %s are NOT enforced on backend %s: %s", plan.quotas, plan.backend,
-                            backend.limitations["quotas"])
-            for anomaly, reason in plan.unreliable.items():
-                log.warning("  %s cannot be pinned on the app in this run (counts make the verdict inconclusive): %s",
-                            anomaly, reason)
+            log.info("backend %s%s, runtime %s%s", plan.backend,
+                     f" (Apache Kafka {plan.kafka_version}, {plan.brokers} broker(s))" if plan.backend == "local" else "",
+                     plan.runtime, f", app image {plan.app_image or REFERENCE_IMAGE}" if plan.runtime == "docker" else "")
             return plan.as_dict()
 
         @setup
@@ -186,13 +180,32 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
 
         @task
         def drain(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-            """Bring back what the program left broken, then wait until the app has committed all input."""
+            """Bring back what the program left broken, then wait until the app has committed all input; on a
+            timeout, say why (lag, owners, open transactions) in the log, ``drain.json``, the alert and the report."""
+            run_dir = _run_dir()
             instances = _instances(plan, cluster, app_id)
-            restored = restore_service(instances, plan["program"])
-            with settings_in_env(client_settings(cluster)):
-                waited = wait_for_zero_lag(cluster["bootstrap_servers"], app_id, cluster["topics"]["input"],
-                                           plan["drain_timeout_s"], instances=instances)
-            return {**restored, "waited_s": round(waited, 1)}
+            restored = restore_service(instances, backends.create(plan, run_dir), plan["program"])
+            grace_s, grace_reason = fault_grace_s(plan["program"])
+            if grace_reason:
+                log.info("drain: %s", grace_reason)
+            bootstrap, topic = cluster["bootstrap_servers"], cluster["topics"]["input"]
+            settings = client_settings(cluster)
+
+            def why(lag: dict[int, int], moved: bool) -> dict[str, Any]:
+                return diagnose(bootstrap, app_id, topic, instances,
+                                lambda: open_transactions(plan["kafka_version"], bootstrap, settings))
+
+            outcome = {**restored, "timeout_s": plan["drain_timeout_s"] + grace_s, "grace_reason": grace_reason}
+            with settings_in_env(settings):
+                try:
+                    waited = wait_for_zero_lag(bootstrap, app_id, topic, outcome["timeout_s"], instances=instances,
+                                               diagnose=why)
+                except DrainTimeout as exc:
+                    rundir.write_json(run_dir / "drain.json", {**outcome, "status": "timed out", "summary": str(exc)})
+                    raise AirflowFailException(str(exc)) from None
+            outcome.update(status="drained", waited_s=round(waited, 1))
+            rundir.write_json(run_dir / "drain.json", outcome)
+            return outcome
 
         @teardown
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
@@ -231,8 +244,6 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                 "--output-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['output'] }}",
                 "--assertions-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['assertions'] }}",
                 "--backend", "{{ ti.xcom_pull(task_ids='provision')['backend'] }}",
-                "--limitations", "{{ ti.xcom_pull(task_ids='provision')['limitations'] | tojson }}",
-                "--unreliable", "{{ ti.xcom_pull(task_ids='check_params')['unreliable'] | tojson }}",
                 "--expected-records", "{{ params.records }}",
                 "--out-dir", "{{ soak_run_dir(run_id) }}",
             ],

@@ -20,7 +20,6 @@ from typing import Any
 
 from kafka_soak import kafka_io
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.embedded import control
 from kafka_soak.backends.external import client_settings
 from kafka_soak.rundir import journal
 from kafka_soak.runtime.docker import DockerContainers
@@ -64,14 +63,11 @@ class Instances:
         """The reference worker's arguments for this run."""
         plan = self.plan
         values = contract(self.cluster, self.app_id, instance, step)
-        args = ["--bootstrap", values["bootstrap_servers"], "--app-id", self.app_id, "--instance", str(instance),
+        return ["--bootstrap", values["bootstrap_servers"], "--app-id", self.app_id, "--instance", str(instance),
                 "--step", str(step), "--input-topic", values["input_topic"], "--output-topic", values["output_topic"],
                 "--changelog-topic", values["changelog_topic"], "--assertions-topic", values["assertions_topic"],
                 "--standbys", str(plan["standbys"]), "--cache-entries", str(plan["cache_entries"]),
                 "--bug", plan["bug"], "--bug-every", str(plan["bug_every"])]
-        if "txn_offsets" in self.cluster.limitations:
-            args.append("--mirror-offsets")
-        return args
 
     def command(self, instance: int, step: int | str) -> list[str]:
         """``app_command`` with its placeholders filled, or the reference worker (the image's entrypoint
@@ -153,16 +149,6 @@ class Instances:
         if isinstance(self.runtime, DockerContainers):
             self.runtime.remove_all()
         return codes
-
-    def set_broker(self, broker: int, up: bool) -> str:
-        """Take a broker of the run's cluster down or bring it back (embedded backend's control)."""
-        if not self.cluster.control:
-            raise RuntimeError(f"backend {self.cluster.backend} cannot take brokers down or up")
-        control(self.cluster.control, {"op": "broker_up" if up else "broker_down", "broker": broker})
-        state = "up" if up else "down"
-        log.info("broker %d %s", broker, state)
-        journal(self.run_dir, f"broker-{state}", broker=broker)
-        return state
 
     def generator_command(self, start_at: float) -> list[str]:
         plan = self.plan

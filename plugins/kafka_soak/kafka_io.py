@@ -10,12 +10,6 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-# The KIP-848 consumer group protocol: incremental hand-over, so a member keeps committing the partitions
-# it still owns while the group changes (the classic protocol's embedded coordinator refuses every commit
-# during a rebalance). Session and heartbeat timings are the broker's under this protocol.
-GROUP_SETTINGS = {"group.protocol": "consumer", "max.poll.interval.ms": 10000}
-
-
 # A cluster's security settings (SASL/SSL from an Airflow connection) reach the processes of a run in this
 # environment variable, as JSON: never on a command line, in XCom or in a file of the run.
 SETTINGS_ENV = "SOAK_KAFKA_CONFIG"
@@ -95,14 +89,26 @@ def group_lag(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     return lag
 
 
+def group_members(bootstrap: str, group: str, topic: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The group's members now: client id, host and the partitions of ``topic`` each owns."""
+    from confluent_kafka.admin import AdminClient
+
+    description = AdminClient(client_config(bootstrap)).describe_consumer_groups([group])[group].result(timeout)
+    return [{"client_id": member.client_id, "host": member.host,
+             "partitions": sorted(tp.partition for tp in (member.assignment.topic_partitions if member.assignment
+                                                          else []) if tp.topic == topic)}
+            for member in description.members]
+
+
 def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor: int = -1,
-                  timeout: float = 60.0) -> None:
+                  timeout: float = 60.0, config: Mapping[str, str] | None = None) -> None:
     """Create ``{name: partitions}`` with AdminClient; retention off, so no evidence ages out during a run.
     ``replication_factor=-1`` takes the cluster's default."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(client_config(bootstrap))
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config={"retention.ms": "-1"})
+    settings = {"retention.ms": "-1", **(config or {})}
+    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=settings)
                                    for name, partitions in topics.items()], request_timeout=timeout)
     errors = _failures(futures, timeout)
     if errors:
@@ -125,6 +131,16 @@ def _failures(futures: Mapping[str, Any], timeout: float) -> dict[str, str]:
         except Exception as exc:  # KafkaException carries the broker's error; a timeout has none
             errors[name] = str(exc) or type(exc).__name__
     return errors
+
+
+def live_brokers(bootstrap: str, timeout: float = 5.0) -> set[int]:
+    """Ids of the brokers the cluster's metadata lists now (empty when none answers)."""
+    from confluent_kafka.admin import AdminClient
+
+    try:  # log_level 0: a broker still starting refuses connections, which is not worth a line each
+        return set(AdminClient(client_config(bootstrap, {"log_level": 0})).list_topics(timeout=timeout).brokers)
+    except KafkaException:
+        return set()
 
 
 def wait_until_reachable(bootstrap: str, timeout: float) -> None:

@@ -1,8 +1,8 @@
 """A soak run's parameters: JSON schema for Airflow's trigger form and CLI, plus the checks schema can't say.
 
 ``PARAM_SCHEMAS`` is what the trigger form and ``airflow dags test -c`` enforce. ``check`` adds the
-checks that span several params (an instance number above ``instances``, a run that would not fit in the
-embedded broker's partitions) and resolves the program, so a bad run is refused before anything is
+checks that span several params (an instance number above ``instances``, a broker above ``brokers``, params of
+another backend) and resolves the program, so a bad run is refused before anything is
 provisioned, with a message that names the param and what is allowed.
 """
 
@@ -13,8 +13,10 @@ from typing import Any
 
 from kafka_soak import program as programs
 from kafka_soak.app.worker import BUGS
+from kafka_soak.backends import NAMES as BACKENDS
 from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE as DEFAULT_KAFKA_IMAGE
-from kafka_soak.guarantees import unreliable_anomalies
+from kafka_soak.backends.kafka_jars import DEFAULT_VERSION as DEFAULT_KAFKA_VERSION
+from kafka_soak.backends.kafka_jars import VERSION_PATTERN as KAFKA_VERSION_PATTERN
 from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
 
 PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -31,8 +33,13 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                    "description": "Partitions of the input, output and changelog topics."},
     "instances": {"type": "integer", "minimum": 1, "maximum": 32,
                   "description": "How many app instances the program may toggle."},
-    "brokers": {"type": "integer", "minimum": 1, "maximum": 5,
-                "description": "Brokers of the embedded cluster (the program's bN-/bN+ take broker N down/up)."},
+    "brokers": {"type": "integer", "enum": [1, 3],
+                "description": "backend=local: Kafka nodes the run starts, 1 or 3 (3: replication factor 3, "
+                               "min.insync.replicas 2); the program's bN-/bN+ kill broker N and restart it."},
+    "kafka_version": {"type": "string", "pattern": KAFKA_VERSION_PATTERN,
+                      "description": "backend=local: the Apache Kafka release the run's brokers run (any 4.x that "
+                                     "Maven Central serves; fetched on first use and cached). Its tools also set "
+                                     "quotas on backend=external."},
     "standbys": {"type": "integer", "minimum": 0, "maximum": 1,
                  "description": "Standby replicas of the reference app: 1 = an instance keeps a warm copy of every "
                                 "partition it loses by tailing its changelog (Kafka Streams places a standby on the "
@@ -60,17 +67,18 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "seed": {"type": "integer", "minimum": 0, "description": "Seed of the random program and the payloads."},
     "drain_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
                         "description": "How long the drain waits for the app to catch up before failing."},
-    "backend": {"type": "string", "enum": ["embedded", "docker", "external"],
-                "description": "Where the run's Kafka is: embedded (a broker process per run, no Docker), docker (an "
-                               "Apache Kafka container per run, image kafka_image) or external (an existing cluster "
-                               "from the Airflow connection kafka_conn_id)."},
+    "backend": {"type": "string", "enum": list(BACKENDS),
+                "description": "Where the run's Kafka is: local (Apache Kafka kafka_version started by the run as "
+                               "JVM processes on this machine, no Docker), docker (an Apache Kafka container per "
+                               "run, image kafka_image) or external (an existing cluster from the Airflow "
+                               "connection kafka_conn_id)."},
     "runtime": {"type": "string", "enum": ["local", "docker"],
                 "description": "Where app instances run: local processes, or docker containers of app_image."},
     "kafka_conn_id": {"type": "string", "minLength": 1,
                       "description": "backend=external: Airflow connection of type kafka whose extra is the client "
                                      "config (bootstrap.servers, SASL/SSL settings)."},
     "kafka_image": {"type": "string", "minLength": 1,
-                    "description": "backend=docker: the broker image; also runs kafka-configs for quotas on external."},
+                    "description": "backend=docker: the broker image."},
     "keep_topics": {"type": "boolean",
                     "description": "backend=external: keep the run's topics after the run instead of deleting them."},
     "quotas": {"type": "array", "items": {
@@ -83,7 +91,7 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                   {"required": ["request_percentage"]}]},
         "description": "Client quotas for the run, e.g. [{\"client_id\": \"my-app-StreamThread-1-producer\", "
                        "\"producer_byte_rate\": 35000}]; verified after setting, removed at release. The reference "
-                       "app's producer is <app_id>-<instance>-producer. Not enforced by the embedded broker."},
+                       "app's producer is <app_id>-<instance>-producer."},
     "app_image": {"type": "string",
                   "description": "runtime=docker: image of the app under test; empty = the reference app, "
                                  "kafka-soak-worker:latest (make worker-image)."},
@@ -101,24 +109,18 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
 
 DEFAULTS: dict[str, Any] = {
     "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
-    "brokers": 1, "standbys": 0, "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
+    "brokers": 1, "kafka_version": DEFAULT_KAFKA_VERSION,
+    "standbys": 0, "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
     "bug": "none", "bug_every": 1000, "seed": 0, "drain_timeout_s": 180,
-    "backend": "embedded", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
+    "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
     "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_env": {},
     "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
 }
 # Params that configure where a run happens rather than what it does (RunPlan.deployment).
-DEPLOYMENT = ("backend", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
+DEPLOYMENT = ("backend", "kafka_version", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
               "app_command", "app_env", "docker_url", "docker_conn_id")
 PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
                 "assertions_topic")
-
-# What one record costs in a partition besides its payload: the larger of the contract's values (an output,
-# ~123 B) plus key and record-batch overhead. Measured on the embedded broker: a partition of such records
-# keeps ~33 000 of them (~150 B each) before dropping its oldest segment. Runs may use 95 % of that.
-RECORD_OVERHEAD_BYTES = 150
-USABLE_FRACTION = 0.95
-
 
 class ParamsError(ValueError):
     """Params that cannot run; the message lists every problem."""
@@ -145,8 +147,8 @@ class RunPlan:
     bug_every: int
     seed: int
     drain_timeout_s: int
-    unreliable: dict[str, str]  # anomaly -> why this run cannot pin it on the app (see guarantees.py)
     backend: str
+    kafka_version: str
     runtime: str
     kafka_conn_id: str
     kafka_image: str
@@ -184,8 +186,7 @@ def resolve_phases(values: dict[str, Any], steps: int, rate: float) -> tuple[lis
     return phases, errors
 
 
-def check(params: dict[str, Any], partition_capacity_bytes: int | None = None,
-          limitations: dict[str, str] | None = None) -> RunPlan:
+def check(params: dict[str, Any]) -> RunPlan:
     """Resolve ``params`` into a plan for a backend, or raise ``ParamsError`` naming each bad param."""
     values = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
     errors = []
@@ -203,15 +204,6 @@ def check(params: dict[str, Any], partition_capacity_bytes: int | None = None,
             program = programs.parse(raw, values["instances"], values["brokers"])
         except programs.ProgramError as exc:
             errors.append(str(exc))
-    if partition_capacity_bytes:
-        per_partition = values["records"] / values["partitions"] * (values["payload_bytes"] + RECORD_OVERHEAD_BYTES)
-        if per_partition > partition_capacity_bytes * USABLE_FRACTION:
-            errors.append(
-                f"records/payload_bytes/partitions: {values['records']} records of ~"
-                f"{values['payload_bytes'] + RECORD_OVERHEAD_BYTES} B over {values['partitions']} partitions is "
-                f"~{per_partition / 1e6:.1f} MB per partition, more than the backend keeps "
-                f"({partition_capacity_bytes * USABLE_FRACTION / 1e6:.1f} MB usable of {partition_capacity_bytes / 1e6:.0f} MB); "
-                "raise partitions or lower records or payload_bytes")
     duration = max(len(program), 1) * float(values["interval_s"])
     rate = float(values["rate"]) or values["records"] / duration
     phases, phase_errors = resolve_phases(values, len(program), rate)
@@ -225,7 +217,6 @@ def check(params: dict[str, Any], partition_capacity_bytes: int | None = None,
                    cache_entries=values["cache_entries"], phases=phases, rate=rate,
                    payload_bytes=values["payload_bytes"], bug=values["bug"], bug_every=values["bug_every"],
                    seed=values["seed"], drain_timeout_s=values["drain_timeout_s"],
-                   unreliable=unreliable_anomalies(limitations or {}, programs.faults(program)),
                    **{name: values[name] for name in DEPLOYMENT})
 
 
@@ -233,13 +224,13 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
     """Backend/runtime params that contradict each other or the program."""
     errors = []
     backend, runtime = values["backend"], values["runtime"]
-    if backend != "embedded":
+    if backend != "local":
         broker_ops = [t for t in program if t.startswith("b")]
         if broker_ops:
-            errors.append(f"program: {broker_ops} take brokers down/up, which only backend 'embedded' can do "
+            errors.append(f"program: {broker_ops} kill and restart brokers, which only backend 'local' can do "
                           f"(backend is {backend!r})")
         if values["brokers"] != 1:
-            errors.append(f"brokers: {values['brokers']} brokers are for backend 'embedded'; backend {backend!r} "
+            errors.append(f"brokers: {values['brokers']} brokers are for backend 'local'; backend {backend!r} "
                           "has its own (leave brokers at 1)")
     if runtime != "docker":
         for name in ("app_image", "app_env"):

@@ -1,10 +1,9 @@
-"""Client quotas of a run: the broker's ``kafka-configs`` tool to set, verify and remove them.
+"""Client quotas of a run: Kafka's own ``kafka-configs`` tool (``ConfigCommand``) to set, verify and remove them.
 
 confluent-kafka has no client-quota API (AlterClientQuotas / DescribeClientQuotas), so the quotas are set
-with the tool Apache Kafka ships, run where the broker's image is: inside the run's broker container
-(``docker`` backend) or in a short-lived container of the Kafka image (``external`` backend). A quota is
-only reported as applied after ``--describe`` shows exactly the values asked for; they are deleted at
-release. The embedded broker does not enforce quotas, and says so in the verdict.
+with the tool Apache Kafka ships: from the project's Kafka jars (``local`` and ``external`` backends) or inside
+the broker container (``docker``). A backend hands ``apply``/``remove`` a ``Runner`` that runs the tool with the
+given arguments. A quota is only reported as applied after ``--describe`` shows exactly the values asked for.
 """
 
 from __future__ import annotations
@@ -17,10 +16,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-# Runs a kafka-configs command line where the tool is and returns its output (raises on failure).
+# Runs kafka-configs with these arguments where the tool is and returns its output (raises on failure).
 Runner = Callable[[list[str]], str]
 
-KAFKA_CONFIGS = "/opt/kafka/bin/kafka-configs.sh"
 SETTINGS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
 
 # Kafka's ConfigCommand prints one line per entity: "Quota configs for client-id 'x' are producer_byte_rate=35000.0"
@@ -53,7 +51,7 @@ def from_params(values: list[dict[str, Any]]) -> list[Quota]:
 
 
 def _tool(bootstrap: str, command_config: str | None) -> list[str]:
-    return [KAFKA_CONFIGS, "--bootstrap-server", bootstrap, *(["--command-config", command_config] if command_config
+    return ["--bootstrap-server", bootstrap, *(["--command-config", command_config] if command_config
                                                              else [])]
 
 
@@ -128,15 +126,15 @@ def properties(settings: dict[str, Any]) -> str:
     """A connection's librdkafka settings as the Java client's ``--command-config`` properties.
 
     Translated: ``security.protocol``, ``sasl.mechanism(s)`` and ``sasl.username``/``sasl.password`` (PLAIN and
-    SCRAM, into ``sasl.jaas.config``). Anything else (a CA file on this machine, OAuth callbacks) cannot reach
-    the tool's container and is refused by name rather than silently dropped.
+    SCRAM, into ``sasl.jaas.config``). Anything else (SSL key stores, OAuth callbacks) is refused by name rather
+    than silently dropped.
     """
     ignored = {"bootstrap.servers", "client.id", "group.id"}
     untranslatable = sorted(set(settings) - ignored - {"security.protocol", "sasl.mechanism", "sasl.mechanisms",
                                                        "sasl.username", "sasl.password"})
     if untranslatable:
-        raise QuotaError(f"cannot pass the connection's settings {untranslatable} to kafka-configs (the Java tool "
-                         "in the Kafka image): set the quotas on the cluster yourself, or remove param quotas")
+        raise QuotaError(f"cannot pass the connection's settings {untranslatable} to kafka-configs (Kafka's Java "
+                         "tool): set the quotas on the cluster yourself, or remove param quotas")
     lines = [f"security.protocol={settings['security.protocol']}"] if "security.protocol" in settings else []
     if "sasl.username" in settings:
         mechanism = str(settings.get("sasl.mechanism") or settings.get("sasl.mechanisms") or "PLAIN").upper()

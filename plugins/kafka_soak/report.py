@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import charts, rundir
-from kafka_soak.evidence import RunEvidence
+from kafka_soak.evidence import RunEvidence, read_json
 from kafka_soak.pages import TEMPLATES
 
 REPORT = "report.html"
@@ -68,8 +68,8 @@ def render(run_dir: Path, airflow_url: str | None = None) -> str:
     return TEMPLATES.get_template("report.html.j2").render(
         e=evidence, verdict=evidence.verdict, rows=verdict_rows(evidence.verdict), steps=step_rows(evidence),
         replay=replay(evidence), files=evidence.files(), airflow_url=airflow_url,
-        limitations=(evidence.verdict or {}).get("backend", {}).get("limitations") or evidence.cluster.get("limitations", {}),
-        quotas=evidence.cluster.get("quotas", []), timeline_error=evidence.timeline.get("error"),
+        drain=read_json(run_dir / "drain.json") or {}, quotas=evidence.cluster.get("quotas", []),
+        timeline_error=evidence.timeline.get("error"),
         spec=json.dumps(charts.timeline_spec(evidence)) if has_timeline else None,
         bundle=vega_embed_bundle() if has_timeline else "", generated_at=time.time())
 

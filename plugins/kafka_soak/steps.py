@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kafka_soak.backends import Backend
 from kafka_soak.instances import Instances
 from kafka_soak.program import Step, render
-from kafka_soak.rundir import append_jsonl, write_json
+from kafka_soak.rundir import append_jsonl, journal, write_json
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,18 @@ def sleep_until(deadline: float) -> None:
         time.sleep(remaining - 0.002 if remaining > 0.004 else 0)
 
 
-def apply(step: Step, instances: Instances, by: dict[str, Any]) -> dict[str, Any]:
-    """Drive the step's instance or broker to the step's desired state now; returns the step's evidence."""
+def set_broker(kafka: Backend, run_dir: Path, broker: int, up: bool) -> str:
+    """Kill broker N or start it again, noted in the run's events. Only backend ``local`` started its brokers and
+    can (``params.check`` refuses ``bN±`` on the others)."""
+    state = kafka.set_broker(broker, up)
+    log.info("broker %d %s", broker, state)
+    journal(run_dir, f"broker-{state}", broker=broker)
+    return state
+
+
+def apply(step: Step, instances: Instances, kafka: Backend, by: dict[str, Any]) -> dict[str, Any]:
+    """Drive the step's instance (``instances``) or broker (the ``kafka`` backend) to the step's desired state
+    now; returns the step's evidence."""
     actual = time.time()
     outcome: dict[str, Any] = {"actual_at": actual, "jitter_ms": round((actual - step.planned_at) * 1000, 1),
                                "applied_by": by}
@@ -117,7 +128,7 @@ def apply(step: Step, instances: Instances, by: dict[str, Any]) -> dict[str, Any
     elif step.action == "resume":
         outcome["signalled"] = instances.resume(n)
     elif step.action in ("broker-down", "broker-up"):
-        outcome["broker"] = instances.set_broker(step.broker, up=step.action == "broker-up")
+        outcome["broker"] = set_broker(kafka, instances.run_dir, step.broker, up=step.action == "broker-up")
     if n and before is not None:
         outcome.update({"pid": before.pid, "log": before.log})
     outcome["took_s"] = round(time.time() - actual, 3)

@@ -63,9 +63,6 @@ class WorkerConfig:
     cache_entries: int = 0
     bug: str = "none"
     bug_every: int = 1000
-    # The embedded broker acknowledges offsets sent to a transaction but does not store them; on it the
-    # committed offsets are repeated with a plain commit after each transaction.
-    mirror_offsets: bool = False
 
 
 def stuck(what: str) -> None:
@@ -90,7 +87,7 @@ class Worker:
         self.processed = self.transactions = self.assertions = self.aborts = 0
         common = kafka_io.client_config(config.bootstrap)
         self.consumer = Consumer({
-            **common, **kafka_io.GROUP_SETTINGS, "group.id": config.app_id,
+            **common, "group.id": config.app_id,
             "client.id": f"{config.app_id}-{config.instance}", "isolation.level": "read_committed",
             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
         self.producer = Producer({
@@ -99,7 +96,6 @@ class Worker:
             "transaction.timeout.ms": 30000})
         self.changelog = ChangelogReader(config.bootstrap, config.app_id, config.changelog_topic)
         self.partitions = kafka_io.partition_count(config.bootstrap, config.input_topic)
-        self.unmirrored: dict[int, int] = {}
 
     def new_store(self, partition: int) -> PartitionStore:
         return PartitionStore(partition, self.partitions, self.config.cache_entries,
@@ -139,7 +135,6 @@ class Worker:
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # Every batch is committed before the next poll, so no transaction is open here.
-        self.mirror_offsets()
         numbers = sorted(tp.partition for tp in partitions)
         for p in numbers:
             store = self.active.pop(p, None)
@@ -190,9 +185,6 @@ class Worker:
                       self.consumer.consumer_group_metadata())
         self.txn_call("commit", self.producer.commit_transaction)
         self.transactions += 1
-        if self.config.mirror_offsets:
-            self.unmirrored.update(offsets)
-            self.mirror_offsets()
 
     @staticmethod
     def txn_call(what: str, call, *args) -> None:
@@ -211,17 +203,6 @@ class Worker:
                 log.warning("%s: %s; retrying (%d/%d)", what, error, attempt, TXN_ATTEMPTS)
             finally:
                 watchdog.cancel()
-
-    def mirror_offsets(self) -> None:
-        """Repeat the transaction's offsets as a plain commit (embedded broker only); retried on revoke."""
-        if not self.unmirrored:
-            return
-        try:
-            self.consumer.commit(offsets=[TopicPartition(self.config.input_topic, p, o)
-                                          for p, o in self.unmirrored.items()], asynchronous=False)
-            self.unmirrored.clear()
-        except KafkaException as exc:
-            log.warning("mirroring committed offsets failed (%s); retrying at the next commit or revoke", exc)
 
     def write_duplicates(self, duplicates: list[tuple[str, bytes, int]]) -> None:
         """Bug ``duplicate``: the same outputs again, in a transaction of their own."""
@@ -280,7 +261,6 @@ class Worker:
                 last_report, last_processed = now, self.processed
         log.info("stopping gracefully: processed %d records in %d transactions (%d aborted), %d assertions",
                  self.processed, self.transactions, self.aborts, self.assertions)
-        self.mirror_offsets()
         self.consumer.close()
         self.changelog.close()
         self.producer.flush(10)
@@ -305,14 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-entries", type=int, default=0)
     parser.add_argument("--bug", choices=BUGS, default="none")
     parser.add_argument("--bug-every", type=int, default=1000)
-    parser.add_argument("--mirror-offsets", action="store_true",
-                        help="repeat transactional offsets with a plain commit (for the embedded broker)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format=f"%(asctime)s %(levelname)s [instance {args.instance}] %(message)s")
     worker = Worker(WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
                                  args.changelog_topic, args.assertions_topic, args.step, args.standbys,
-                                 args.cache_entries, args.bug, args.bug_every, args.mirror_offsets))
+                                 args.cache_entries, args.bug, args.bug_every))
 
     def stop(signum: int, _frame) -> None:
         log.info("received %s", signal.Signals(signum).name)

@@ -15,11 +15,11 @@ class Cluster:
     backend: str
     bootstrap_servers: str
     topics: dict[str, str]
-    limitations: dict[str, str] = field(default_factory=dict)
-    control: str | None = None  # embedded: the broker's control address (broker down/up)
     conn_id: str | None = None  # external: the Airflow connection holding the client settings
     container: str | None = None  # docker: the broker container's id
     quotas: list[dict[str, Any]] = field(default_factory=list)  # as verified on the cluster at provisioning
+    brokers: int = 1  # local: nodes the run started
+    kafka_version: str | None = None  # local: the Apache Kafka release the nodes run
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

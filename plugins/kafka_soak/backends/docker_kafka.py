@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "apache/kafka:4.1.0"
 INTERNAL_BOOTSTRAP = "localhost:19092"
+KAFKA_CONFIGS = "/opt/kafka/bin/kafka-configs.sh"
 
 
 def free_port() -> int:
@@ -62,8 +63,6 @@ def broker_environment(port: int) -> dict[str, str]:
 
 class DockerKafkaBackend:
     name = "docker"
-    partition_capacity_bytes: int | None = None
-    limitations: dict[str, str] = {}
 
     def __init__(self, run_dir: Path, image: str = DEFAULT_IMAGE, quotas: list[soak_quotas.Quota] | None = None,
                  docker_url: str = DEFAULT_URL, docker_conn_id: str | None = None) -> None:
@@ -103,10 +102,10 @@ class DockerKafkaBackend:
             self.copy_log(container)
             self.api.remove_container(container, force=True)
             raise
-        return Cluster(self.name, bootstrap, names, {}, container=container, quotas=applied)
+        return Cluster(self.name, bootstrap, names, container=container, quotas=applied)
 
     def kafka_configs(self, container: str) -> soak_quotas.Runner:
-        return lambda command: exec_in(self.api, container, command)
+        return lambda args: exec_in(self.api, container, [KAFKA_CONFIGS, *args])
 
     def copy_log(self, container: str) -> None:
         path = self.run_dir / "logs" / "kafka-broker.log"

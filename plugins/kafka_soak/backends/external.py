@@ -13,20 +13,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from kafka_soak import kafka_io
 from kafka_soak import quotas as soak_quotas
+from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.runtime.docker import DEFAULT_URL, docker_api, ensure_image, run_once
 
 log = logging.getLogger(__name__)
 
 SECRET_WORDS = ("password", "secret", "key", "token", "jaas", "credential")
 # Our clients set these themselves; a connection made for a consumer may carry them.
 NOT_SECURITY = ("bootstrap.servers", "group.id", "client.id", "transactional.id")
+
+
+STDIN = "/dev/stdin"
 
 
 class KafkaConnectionError(ValueError):
@@ -86,29 +88,19 @@ def settings_in_env(settings: dict[str, Any]) -> Iterator[None]:
 
 class ExternalBackend:
     name = "external"
-    partition_capacity_bytes: int | None = None
-    limitations: dict[str, str] = {}
 
     def __init__(self, run_dir: Path, conn_id: str, quotas: list[soak_quotas.Quota] | None = None,
-                 keep_topics: bool = False, kafka_image: str = "", docker_url: str = DEFAULT_URL,
-                 docker_conn_id: str | None = None) -> None:
+                 keep_topics: bool = False, kafka_version: str = kafka_jars.DEFAULT_VERSION) -> None:
         self.run_dir, self.conn_id, self.quotas, self.keep_topics = run_dir, conn_id, quotas or [], keep_topics
-        self.kafka_image, self.docker_url, self.docker_conn_id = kafka_image, docker_url, docker_conn_id
-
-    @cached_property
-    def api(self) -> Any:
-        return docker_api(self.docker_url, self.docker_conn_id)
+        self.kafka_version = kafka_version
 
     def kafka_configs(self, settings: dict[str, Any]) -> soak_quotas.Runner:
-        """kafka-configs in a short-lived container of the Kafka image; the client properties reach it in an
-        environment variable and are written inside the container, never on this machine."""
-        ensure_image(self.api, self.kafka_image, "kafka_image")
+        """kafka-configs from the project's Kafka jars; the connection's client properties reach it on its
+        standard input (``--command-config /dev/stdin``): in no file and on no command line."""
         props = soak_quotas.properties(settings)
-        script = 'printf "%s" "$SOAK_COMMAND_CONFIG" > /tmp/client.properties && exec "$@"'
 
-        def run(command: list[str]) -> str:
-            return run_once(self.api, self.run_dir, self.kafka_image, ["sh", *command],
-                            {"SOAK_COMMAND_CONFIG": props}, entrypoint=["/bin/sh", "-c", script])
+        def run(args: list[str]) -> str:
+            return kafka_jars.run_tool(self.kafka_version, kafka_jars.CONFIG_COMMAND, args, stdin=props)
         return run
 
     def provision(self, topics: dict[str, int], prefix: str, timeout: float = 60.0) -> Cluster:
@@ -120,8 +112,8 @@ class ExternalBackend:
             kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()}, timeout=timeout)
             log.info("created topics on %s: %s", bootstrap, names)
             try:
-                applied = (soak_quotas.apply(self.quotas, self.kafka_configs(settings), bootstrap,
-                                             "/tmp/client.properties") if self.quotas else [])
+                applied = (soak_quotas.apply(self.quotas, self.kafka_configs(settings), bootstrap, STDIN)
+                           if self.quotas else [])
             except Exception:
                 kafka_io.delete_topics(bootstrap, list(names.values()))
                 raise
@@ -133,8 +125,7 @@ class ExternalBackend:
         settings = client_settings(cluster)
         with settings_in_env(settings):
             if self.quotas:
-                soak_quotas.remove(self.quotas, self.kafka_configs(settings), cluster.bootstrap_servers,
-                                   "/tmp/client.properties")
+                soak_quotas.remove(self.quotas, self.kafka_configs(settings), cluster.bootstrap_servers, STDIN)
             if self.keep_topics:
                 log.info("keeping the run's topics (param keep_topics): %s", sorted(cluster.topics.values()))
                 return

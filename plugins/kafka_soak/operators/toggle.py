@@ -8,7 +8,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from kafka_soak import rundir
+from kafka_soak import backends, rundir
 from kafka_soak.instances import Instances
 from kafka_soak.program import Step
 from kafka_soak.steps import StepBook, apply, read_steps, sleep_until
@@ -48,6 +48,7 @@ class ToggleStepOperator(BaseOperator):
         steps = read_steps(run_dir)
         mine = self.step["index"]
         instances = Instances.for_run(run_dir, self.cluster, self.plan, self.app_id)
+        kafka = backends.create(self.plan, run_dir)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
         while (pending := book.next_pending(self.last_step(steps, mine))) is not None:
             book.refuse_after_failure(pending)
@@ -61,7 +62,7 @@ class ToggleStepOperator(BaseOperator):
             sleep_until(step.planned_at)
             if book.claim(pending, me):
                 try:
-                    book.record(step, apply(step, instances, me))
+                    book.record(step, apply(step, instances, kafka, me))
                 except Exception as exc:
                     book.record(step, {"applied_by": me, "failed": f"{type(exc).__name__}: {exc}"})
                     raise

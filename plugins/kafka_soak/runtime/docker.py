@@ -75,24 +75,6 @@ def ensure_image(api: Any, image: str, param: str) -> None:
                                  f"{exc.explanation or exc}") from None
 
 
-def run_once(api: Any, run_dir: Path, image: str, command: list[str], environment: dict[str, str],
-             entrypoint: list[str] | None = None, timeout: float = 120.0) -> str:
-    """Run a short-lived tool container of the run on the host network; return its output, raise on failure.
-    The container is removed whatever happens."""
-    container = api.create_container(image, command=command, entrypoint=entrypoint, environment=environment,
-                                     labels=run_labels(run_dir, "tool"), detach=True,
-                                     host_config=api.create_host_config(network_mode="host"))
-    try:
-        api.start(container["Id"])
-        code = api.wait(container["Id"], timeout=timeout)["StatusCode"]
-        output = api.logs(container["Id"], stdout=True, stderr=True).decode(errors="replace")
-    finally:
-        api.remove_container(container["Id"], force=True)
-    if code != 0:
-        raise DockerRuntimeError(f"{command[:1]} in {image} exited with {code}: {output.strip()[-2000:]}")
-    return output
-
-
 def exec_in(api: Any, container: str, command: list[str]) -> str:
     """Run ``command`` inside a running container; return its output, raise on a non-zero exit."""
     exec_id = api.exec_create(container, command)["Id"]

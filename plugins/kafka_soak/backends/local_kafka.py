@@ -1,0 +1,265 @@
+"""The ``local`` Kafka backend (default): a real Apache Kafka KRaft cluster the run starts itself.
+
+Each node is a JVM running ``kafka.Kafka`` from the jars of ``kafka_version`` (``kafka_jars``), as broker and
+controller at once, listening on loopback ports of its own, with its data in the run directory
+(``kafka/node-<n>/``) and its log in ``logs/kafka-<n>.log``. One node, or three with replication factor 3 and
+``min.insync.replicas=2`` for the run's and the internal topics, as a production cluster would have. The nodes
+are registered in the run's process registry like every other process of the run, so a retried task finds
+them, the program's ``bN-`` kills node N (SIGKILL) and ``bN+`` starts it again on its data, and release stops
+them all. Quotas are set with Kafka's own ``ConfigCommand`` from the same jars.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import socket
+import subprocess
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kafka_soak import kafka_io
+from kafka_soak import quotas as soak_quotas
+from kafka_soak.backends import kafka_jars
+from kafka_soak.backends.cluster import Cluster
+from kafka_soak.runtime.local import LocalProcesses
+
+log = logging.getLogger(__name__)
+
+BROKER_HEAP = "512m"
+# Internal topics sized as Kafka's own integration tests size them (EmbeddedKafkaCluster): fewer partitions
+# than the production default of 50 make the first group join and transaction seconds faster on a small host.
+INTERNAL_TOPIC_PARTITIONS = 5
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on loopback now (held open together, so they are distinct)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def new_cluster_id() -> str:
+    """What ``kafka-storage random-uuid`` prints: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: int
+    port: int
+    controller_port: int
+
+    @property
+    def name(self) -> str:
+        return f"kafka-{self.node_id}"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The cluster a run starts: fixed at provision, kept in ``kafka/layout.json`` so a restarted node gets its
+    own ports and data back."""
+
+    version: str
+    cluster_id: str
+    nodes: tuple[Node, ...]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(node.address for node in self.nodes)
+
+    @property
+    def replication_factor(self) -> int:
+        return min(3, len(self.nodes))
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return 2 if len(self.nodes) >= 3 else 1
+
+    def server_properties(self, node: Node, data_dir: Path) -> dict[str, str]:
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        rf, isr = str(self.replication_factor), str(self.min_insync_replicas)
+        return {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(data_dir),
+            "default.replication.factor": rf,
+            "min.insync.replicas": isr,
+            "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": str(INTERNAL_TOPIC_PARTITIONS),
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": isr,
+            "transaction.state.log.num.partitions": str(INTERNAL_TOPIC_PARTITIONS),
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            "log.retention.ms": "-1",
+        }
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Layout:
+        return cls(data["version"], data["cluster_id"], tuple(Node(**n) for n in data["nodes"]))
+
+
+class LocalKafkaBackend:
+    name = "local"
+
+    def __init__(self, run_dir: Path, brokers: int = 1, version: str = kafka_jars.DEFAULT_VERSION,
+                 quotas: list[soak_quotas.Quota] | None = None) -> None:
+        self.run_dir, self.brokers, self.version, self.quotas = run_dir, brokers, version, quotas or []
+        self.home = run_dir / "kafka"
+        self.processes = LocalProcesses(run_dir)
+
+    # -- the cluster's shape and files ---------------------------------------------------------------
+    @property
+    def layout_file(self) -> Path:
+        return self.home / "layout.json"
+
+    def layout(self) -> Layout:
+        """The run's layout, made on first use (ports chosen now, kept for restarts)."""
+        if self.layout_file.exists():
+            return Layout.from_dict(json.loads(self.layout_file.read_text()))
+        ports = free_ports(2 * self.brokers)
+        layout = Layout(self.version, new_cluster_id(),
+                        tuple(Node(n, ports[2 * n - 2], ports[2 * n - 1]) for n in range(1, self.brokers + 1)))
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.layout_file.write_text(json.dumps(layout.as_dict(), indent=2))
+        return layout
+
+    def config_file(self, node: Node) -> Path:
+        return self.home / f"node-{node.node_id}" / "server.properties"
+
+    def log_file(self, node: Node) -> Path:
+        return self.run_dir / "logs" / f"{node.name}.log"
+
+    def prepare(self, layout: Layout, node: Node) -> subprocess.Popen | None:
+        """Write the node's server.properties; start formatting its storage unless it already is."""
+        config = self.config_file(node)
+        data = config.parent / "data"
+        if (data / "meta.properties").exists():
+            return None
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("".join(f"{k}={v}\n" for k, v in layout.server_properties(node, data).items()))
+        command = kafka_jars.java_command(layout.version, "kafka.tools.StorageTool", "format", "-t",
+                                          layout.cluster_id, "-c", str(config), "--ignore-formatted")
+        out = self.log_file(node)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("ab") as fh:
+            return subprocess.Popen(command, stdout=fh, stderr=subprocess.STDOUT)
+
+    def start_node(self, layout: Layout, node: Node) -> None:
+        command = kafka_jars.java_command(layout.version, "kafka.Kafka", str(self.config_file(node)),
+                                          heap=BROKER_HEAP)
+        self.processes.start(node.name, command, self.log_file(node))
+
+    # -- setup / teardown ----------------------------------------------------------------------------
+    def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0) -> Cluster:
+        """Start the nodes (or reattach to them on a retry), wait until every one serves, create
+        ``{role: partitions}`` topics, set and verify the quotas. On failure the nodes are stopped before the
+        error is raised: a teardown does not run after a failed setup."""
+        started = time.monotonic()
+        layout = self.layout()
+        try:
+            formatting = [(node, self.prepare(layout, node)) for node in layout.nodes]
+            for node, proc in formatting:
+                if proc is not None and proc.wait(120) != 0:
+                    raise BrokerStartError(f"formatting the storage of broker {node.node_id} failed; see "
+                                           f"{self.log_file(node)}")
+            for node in layout.nodes:
+                if not self.processes.is_alive(node.name):
+                    self.start_node(layout, node)
+            self.wait_until_serving(layout, start_timeout)
+            log.info("Apache Kafka %s: %d node(s) serving at %s after %.1f s (cluster id %s)", layout.version,
+                     len(layout.nodes), layout.bootstrap_servers, time.monotonic() - started, layout.cluster_id)
+            names = {role: f"{prefix}.{role}" for role in topics}
+            kafka_io.create_topics(layout.bootstrap_servers, {names[role]: n for role, n in topics.items()},
+                                   replication_factor=layout.replication_factor,
+                                   config={"min.insync.replicas": str(layout.min_insync_replicas)})
+            log.info("created topics %s (replication factor %d, min.insync.replicas %d)", sorted(names.values()),
+                     layout.replication_factor, layout.min_insync_replicas)
+            applied = soak_quotas.apply(self.quotas, self.config_command, layout.bootstrap_servers)
+        except Exception:
+            self.release(None)
+            raise
+        return Cluster(self.name, layout.bootstrap_servers, names, quotas=applied, brokers=len(layout.nodes),
+                       kafka_version=layout.version)
+
+    def wait_until_serving(self, layout: Layout, timeout: float) -> None:
+        """Until every node is registered with the controller and answers metadata requests."""
+        deadline = time.monotonic() + timeout
+        expected = {node.node_id for node in layout.nodes}
+        while True:
+            dead = [node for node in layout.nodes if not self.processes.is_alive(node.name)]
+            if dead:
+                raise BrokerStartError(f"broker {dead[0].node_id} exited while starting; its log: "
+                                       f"{self.log_file(dead[0])}\n{tail(self.log_file(dead[0]))}")
+            serving = kafka_io.live_brokers(layout.bootstrap_servers)
+            if serving >= expected:
+                return
+            if time.monotonic() > deadline:
+                raise BrokerStartError(f"Kafka did not serve within {timeout:.0f} s (brokers up: "
+                                       f"{sorted(serving) or 'none'} of {sorted(expected)}); see "
+                                       f"{self.run_dir / 'logs'}")
+            time.sleep(0.5)
+
+    def release(self, cluster: Cluster | None = None) -> None:
+        """Stop every node (SIGTERM, SIGKILL after 30 s); its data and log stay in the run directory. The quotas
+        lived in this cluster only and end with it."""
+        names = [name for name in self.processes.names() if name.startswith("kafka-")]
+        with ThreadPoolExecutor(max(1, len(names))) as pool:
+            codes = dict(zip(names, pool.map(lambda name: self.processes.stop(name, timeout=30), names),
+                             strict=True))
+        log.info("Kafka stopped: %s", ", ".join(f"{n} exit {c}" for n, c in codes.items() if c is not None) or
+                 "no node was running")
+
+    # -- faults ----------------------------------------------------------------------------------------
+    def set_broker(self, broker: int, up: bool) -> str:
+        """``bN-``: SIGKILL node N (no controlled shutdown); ``bN+``: start it again on its data."""
+        layout = self.layout()
+        node = next((n for n in layout.nodes if n.node_id == broker), None)
+        if node is None:
+            raise ValueError(f"broker {broker} does not exist: this cluster has brokers 1..{len(layout.nodes)}")
+        if up:
+            if not self.processes.is_alive(node.name):
+                self.start_node(layout, node)
+            return "up"
+        self.processes.kill(node.name)
+        return "down"
+
+    # -- tools -----------------------------------------------------------------------------------------
+    def config_command(self, args: list[str]) -> str:
+        """Kafka's ``ConfigCommand`` (what ``kafka-configs.sh`` runs) from this cluster's jars."""
+        return kafka_jars.run_tool(self.version, kafka_jars.CONFIG_COMMAND, args)
+
+    def transactions_command(self, args: list[str]) -> str:
+        """Kafka's ``TransactionsCommand`` (``kafka-transactions.sh``)."""
+        return kafka_jars.run_tool(self.version, kafka_jars.TRANSACTIONS_COMMAND, args)
+
+
+class BrokerStartError(RuntimeError):
+    pass
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
