@@ -58,7 +58,7 @@ system-deps:
 # Apache Kafka's jars of the default version (backends/kafka/pom.xml), cached in .cache/kafka/<version>/; another
 # kafka_version is fetched by the run that asks for it.
 kafka-jars: $(VENV)/.installed
-	@$(PY) -m kafka_soak.backends.kafka_jars resolve >/dev/null
+	@$(PY) -m kafka_soak.cli kafka-jars >/dev/null
 
 # The Docker runtime's tests run a real engine (started by the tests when none runs) and build a base image
 # with debootstrap, as no image can be pulled on machines without a registry. The report is looked at in

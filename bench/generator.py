@@ -1,6 +1,6 @@
 """Generator: records/s at full speed and rate accuracy, against a bare confluent-kafka loop, one broker.
 
-Every round produces into a fresh topic of the same embedded broker. Full speed: the generator
+Every round produces into a fresh topic of the same Apache Kafka broker (backend local). Full speed: the generator
 (``kafka_soak.generator.produce``) and a bare ``produce()`` loop with the same producer settings and
 values of the same size, alternating, so both see the same machine moment. Rate: the generator at a
 fixed rate, and the simplest rate limiter (``time.sleep(1 / rate)`` after each record); the rate is
@@ -18,7 +18,8 @@ from common import figure, parse_size, runs_dir, write_results
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_soak import generator, kafka_io
-from kafka_soak.backends.embedded import EmbeddedBackend
+from kafka_soak.backends import kafka_jars
+from kafka_soak.backends.local_kafka import LocalKafkaBackend
 
 PAYLOAD_BYTES, KEYS, PARTITIONS = 100, 500, 4
 SIZES = {"quick": {"records": 1_000_000, "rounds": 3, "rate_seconds": 10},
@@ -116,13 +117,13 @@ def main() -> None:
     work_dir = runs_dir("generator")
     topics = {f"{who}-{r}": PARTITIONS for who in ("generator", "bare") for r in range(plan["rounds"])}
     topics |= {f"{who}-rate-{rate}": PARTITIONS for who in ("generator", "bare") for rate in RATES}
-    backend = EmbeddedBackend(work_dir)
+    backend = LocalKafkaBackend(work_dir)
     try:
         cluster = backend.provision(topics, "bench")
         speeds = full_speed(cluster, plan["records"], plan["rounds"])
         rates = {rate: rate_accuracy(cluster, rate, plan["rate_seconds"]) for rate in RATES}
     finally:
-        backend.release()
+        backend.release(None)
     gen, bare = ({how: statistics.median(speeds[name][how]) for how in ("wall", "cpu")}
                  for name in ("generator", "bare loop"))
     figures = [figure("full speed", gen["wall"], "records/s", bare["wall"], f"≥ {SPEED_TARGET:g}× baseline",
@@ -135,7 +136,8 @@ def main() -> None:
                               abs(achieved["generator"] / rate - 1) * 100 <= RATE_TARGET_PCT))
     value_len = len(sample_value(plan["records"]))
     body = f"""
-One embedded broker (librdkafka mock cluster, {PARTITIONS} partitions per topic), a fresh topic per round.
+One Apache Kafka broker (backend `local`, Kafka {kafka_jars.DEFAULT_VERSION}, {PARTITIONS} partitions per topic),
+a fresh topic per round.
 Full speed: {plan['records']:,} records of {PAYLOAD_BYTES}-byte payloads ({value_len}-byte JSON values,
 {KEYS} keys) through `kafka_soak.generator.produce`, and a bare `Producer.produce()` loop with the same
 producer settings (`{generator.PRODUCER_SETTINGS}`) and {value_len}-byte values, {plan['rounds']} rounds each,

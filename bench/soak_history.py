@@ -1,4 +1,4 @@
-"""A soak run's history of N records, written straight to the embedded broker, with anomalies planted on purpose.
+"""A soak run's history of N records, written straight to a Kafka broker, with anomalies planted on purpose.
 
 The validation benchmark must not wait for a real soak of 10M records (the app processes a few thousand
 records/s), and its checkers must have something to find: so the input is produced as the generator does

@@ -3,7 +3,7 @@
     python bench/validation.py --size quick   # 1M input records and as many outputs
     python bench/validation.py --size large   # 1M, then 10M
 
-For each size: an embedded broker, a history with planted anomalies (``soak_history``), then the baseline
+For each size: an Apache Kafka broker (backend local), a history with planted anomalies (``soak_history``), then the baseline
 (``baseline_validator``) and the real Spark job (``spark-submit spark_jobs/validate_soak.py``, local[2], the
 conf of the DAG's validate task), one after the other. Both must report the planted anomalies exactly.
 Measured per checker: wall time, records/s, peak RSS of its process tree; for Spark also where the time
@@ -25,7 +25,7 @@ import common
 import process_meter
 import soak_history
 
-from kafka_soak.backends.embedded import EmbeddedBackend
+from kafka_soak.backends.local_kafka import LocalKafkaBackend
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 TARGET_RECORDS = 10_000_000  # the issue's target: faster than the baseline at 10M records
@@ -68,7 +68,7 @@ def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) 
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", *conf,
                "--name", "kafka-soak-validate-bench", "--py-files", ",".join(str(SPARK_JOBS / f) for f in PY_FILES),
                str(SPARK_JOBS / "validate_soak.py"), *topic_args(bootstrap, topics),
-               "--expected-records", str(records), "--out-dir", str(out), "--backend", "embedded"]
+               "--expected-records", str(records), "--out-dir", str(out), "--backend", "local"]
     measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
     verdict_file = out / "verdict.json"
     if measured.exit_code not in (0, 2, 3) or not verdict_file.exists():
@@ -91,7 +91,7 @@ def measure(records: int) -> dict[str, Any]:
     """One size: set the history up, run both checkers, check they agree with what was planted."""
     work = common.runs_dir(f"validation-{records}")
     history = soak_history.History.of(records)
-    backend = EmbeddedBackend(work)
+    backend = LocalKafkaBackend(work)
     try:
         cluster = backend.provision({"input": history.partitions, "output": history.partitions, "assertions": 1},
                                     prefix=f"bench-{records}")
@@ -105,7 +105,7 @@ def measure(records: int) -> dict[str, Any]:
         spark = run_spark(work, cluster.bootstrap_servers, cluster.topics, records)
         print(f"{records}: spark {spark['wall_s']:.1f} s ({spark['phases']})", flush=True)
     finally:
-        backend.release()
+        backend.release(None)
     for name, found in (("baseline", baseline["anomalies"]), ("spark", spark["anomalies"])):
         if found != history.planted:
             raise RuntimeError(f"{records}: the {name} checker found {found}, planted {history.planted}")
@@ -184,7 +184,7 @@ def body(runs: list[dict[str, Any]]) -> str:
                       f"baseline {r['baseline']['mean_load']}, during Spark {r['spark']['mean_load']}" for r in runs)
     fixed = ", ".join(f"{sum(r['spark']['phases'].get(k, 0.0) for k in ('launch', 'session', 'gx_setup')):.0f} s at "
                       f"{label(r['records'])}" for r in runs)
-    return f"""Both checkers read the same history from the embedded broker and reported exactly the planted anomalies
+    return f"""Both checkers read the same history from the Apache Kafka broker and reported exactly the planted anomalies
 (the benchmark stops otherwise). Spark: `spark-submit spark_jobs/validate_soak.py`, `local[2]`, the DAG's conf
 (default 1 GiB driver). Baseline: `bench/baseline_validator.py`, one Python process, confluent-kafka + dicts/sets.
 Peak RSS is the sum over each checker's process tree, sampled every {process_meter.SAMPLE_EVERY_S} s. The
@@ -200,7 +200,7 @@ What limits the figures:
 - Kafka read: both checkers read each partition from its low to its high watermark with confluent-kafka,
   the baseline one partition at a time, Spark two at a time (one task per partition on `local[2]`). Both
   set `fetch.wait.max.ms` to 10 ms: with the default 500 ms, each partition cost ~0.5 s more on the
-  embedded broker. Per record, Spark's Python workers do what the baseline does (consume, then hand the
+  librdkafka mock broker measured earlier. Per record, Spark's Python workers do what the baseline does (consume, then hand the
   bytes to Arrow instead of `json.loads`); the JVM then parses the JSON and builds the columnar cache.
 - Anomaly frames: two shuffles (2N rows by id, N rows by key) and their sorts in the default 1 GiB driver;
   what does not fit spills to disk. They are computed and cached once; the GX suites then only scan them,

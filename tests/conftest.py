@@ -1,7 +1,9 @@
-"""Shared fixtures: a private runs directory, a real embedded broker, process hygiene checks."""
+"""Shared fixtures: a private runs directory, a real Apache Kafka broker, process hygiene checks."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,15 +24,48 @@ def runs_dir(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def broker(tmp_path):
-    """A real embedded broker process (librdkafka's mock cluster behind the Kafka protocol on loopback)."""
-    from kafka_soak.backends.embedded import EmbeddedBackend
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory):
+    """One real Apache Kafka node (the ``local`` backend, default version) for the whole session."""
+    from kafka_soak.backends.local_kafka import LocalKafkaBackend
 
-    backend = EmbeddedBackend(tmp_path)
-    cluster = backend.provision({"input": 4, "output": 4, "changelog": 4, "assertions": 1}, "test")
-    yield cluster
-    backend.release()
+    backend = LocalKafkaBackend(tmp_path_factory.mktemp("kafka"))
+    cluster = backend.provision({}, "unused")
+    yield backend, cluster
+    backend.release(cluster)
+
+
+@pytest.fixture
+def broker(kafka, request):
+    """The session's broker with a run's topics of this test's own (``input``/``output``/``changelog`` with 4
+    partitions, ``assertions`` with 1)."""
+    from kafka_soak import kafka_io
+    from kafka_soak.backends.cluster import Cluster
+
+    _backend, cluster = kafka
+    prefix = f"test.{request.node.name}.{next(_topic_sets)}".replace("[", ".").replace("]", "")
+    prefix = "".join(c if c.isalnum() or c in "._-" else "_" for c in prefix)[:200]
+    topics = {role: f"{prefix}.{role}" for role in ("input", "output", "changelog", "assertions")}
+    kafka_io.create_topics(cluster.bootstrap_servers, {name: 1 if role == "assertions" else 4
+                                                       for role, name in topics.items()})
+    return Cluster("local", cluster.bootstrap_servers, topics, brokers=1, kafka_version=cluster.kafka_version)
+
+
+_topic_sets = itertools.count()
+
+
+SECRET = "s3cret-Pa55word-for-the-soak"
+
+
+@pytest.fixture
+def kafka_connection(monkeypatch, broker):
+    """A real Airflow connection of type kafka (from the environment, as Airflow reads it) to the session's broker,
+    with SASL settings that a PLAINTEXT listener ignores."""
+    extra = {"bootstrap.servers": broker.bootstrap_servers, "sasl.username": "soak", "sasl.password": SECRET,
+             "group.id": "from-the-connection"}
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_SECURED", json.dumps({"conn_type": "kafka", "extra": extra}))
+    monkeypatch.setenv("AIRFLOW_CONN_NOT_KAFKA", json.dumps({"conn_type": "http", "host": "example"}))
+    return "soak_secured"
 
 
 def live_processes(run_dir: Path) -> list[str]:

@@ -1,5 +1,5 @@
-"""Kafka backends other than the embedded one: the docker backend's broker container, the external backend's
-Airflow connection, and the rule that a connection's secrets reach no command line, XCom, log or run file."""
+"""Kafka backends: which one a run gets, the docker backend's broker container, the external backend's Airflow
+connection, and the rule that a connection's secrets reach no command line, XCom, log or run file."""
 
 from __future__ import annotations
 
@@ -8,26 +8,15 @@ import time
 
 import psutil
 import pytest
+from conftest import SECRET
 
 from kafka_soak import backends, kafka_io
 from kafka_soak import params as soak_params
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend, broker_environment
 from kafka_soak.backends.external import ExternalBackend, KafkaConnectionError, client_settings, connection_config
+from kafka_soak.backends.local_kafka import LocalKafkaBackend
 from kafka_soak.instances import Instances
-
-SECRET = "s3cret-Pa55word-for-the-soak"
-
-
-@pytest.fixture
-def kafka_connection(monkeypatch, broker):
-    """A real Airflow connection of type kafka (from the environment, as Airflow reads it) to the embedded broker,
-    with SASL settings that a PLAINTEXT listener ignores."""
-    extra = {"bootstrap.servers": broker.bootstrap_servers, "sasl.username": "soak", "sasl.password": SECRET,
-             "group.id": "from-the-connection"}
-    monkeypatch.setenv("AIRFLOW_CONN_SOAK_SECURED", json.dumps({"conn_type": "kafka", "extra": extra}))
-    monkeypatch.setenv("AIRFLOW_CONN_NOT_KAFKA", json.dumps({"conn_type": "http", "host": "example"}))
-    return "soak_secured"
 
 
 def test_docker_backend_broker_container(tmp_path):
@@ -38,7 +27,6 @@ def test_docker_backend_broker_container(tmp_path):
     spec = DockerKafkaBackend(run_dir, "apache/kafka:4.1.0").container_spec(41234)
     assert spec["image"] == "apache/kafka:4.1.0" and spec["name"] == "soak-soak_dag.run_1-kafka"
     assert spec["labels"]["io.kafka-soak.dag"] == "soak_dag" and spec["labels"]["io.kafka-soak.run"] == "run_1"
-    assert DockerKafkaBackend.partition_capacity_bytes is None and DockerKafkaBackend.limitations == {}
 
 
 def test_create_picks_the_backend_the_params_ask_for(tmp_path):
@@ -48,6 +36,8 @@ def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     assert isinstance(backend, ExternalBackend) and backend.conn_id == "x" and backend.keep_topics
     assert backend.quotas[0].producer_byte_rate == 35000
     assert isinstance(backends.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
+    local = backends.create(soak_params.check({"brokers": 3, "kafka_version": "4.1.1"}).as_dict(), tmp_path)
+    assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version) == (3, "4.1.1")
 
 
 def test_connection_errors_name_the_param(kafka_connection):
@@ -63,21 +53,14 @@ def test_client_settings_come_from_the_connection_and_are_masked(kafka_connectio
     settings = client_settings({"conn_id": kafka_connection})
     assert settings == {"sasl.username": "soak", "sasl.password": SECRET}, "our clients set bootstrap/group ids"
     assert SECRET not in str(redact(f"config {settings}"))
-    assert client_settings(Cluster("embedded", "b:1", {})) == {}
-
-
-def test_external_backend_reports_a_cluster_that_refuses_create_topics(kafka_connection, tmp_path):
-    """The embedded broker does not implement CreateTopics: the real AdminClient call fails, clearly."""
-    backend = ExternalBackend(tmp_path, kafka_connection)
-    with pytest.raises(Exception, match=r"could not create topics on 127\.0\.0\.1:\d+"):
-        backend.provision({"input": 2}, "soak.dag.run", timeout=5)
+    assert client_settings(Cluster("local", "b:1", {})) == {}
 
 
 def test_secrets_reach_instances_only_through_their_environment(kafka_connection, broker, tmp_path):
     """An instance of an app (any command: here Python printing what it was given) gets the connection's
     settings in SOAK_KAFKA_CONFIG; its command line, the cluster XCom and the run's files do not hold them."""
     run_dir = tmp_path / "soak_dag" / "run_1"
-    cluster = {**broker.as_dict(), "backend": "external", "limitations": {}, "control": None, "conn_id": kafka_connection}
+    cluster = {**broker.as_dict(), "backend": "external", "conn_id": kafka_connection}
     plan = soak_params.check({"app_command": ["python", "-c", "import os, sys, time; print(sorted(os.environ)); "
                                               "print(sys.argv); time.sleep(30)", "{bootstrap_servers}", "{instance}"]
                               }).as_dict()

@@ -93,13 +93,8 @@ def failing(anomaly: str, count: int) -> dict:
             "meta": {"anomaly": anomaly}, "result": {"unexpected_count": count}, "samples": []}
 
 
-def test_anomalies_the_backend_can_fake_under_faults_are_inconclusive_alone():
-    unreliable = {"duplicated": "the program kills instances and the backend shows aborted records"}
-    outcome = verdict.decide([failing("duplicated", 5)], truncated={}, unreliable=unreliable)
-    assert outcome["status"] == "inconclusive" and outcome["anomalies"]["duplicated"] == 5
-    assert outcome["inconclusive_reasons"] == [
-        "duplicated=5 may be the backend's doing, not the app's: the program kills instances and the backend "
-        "shows aborted records"]
-    assert verdict.decide([failing("duplicated", 5), failing("lost", 1)], {}, unreliable=unreliable)["status"] == \
-        "failed", "an anomaly the backend cannot fake still fails the run"
+def test_any_anomaly_fails_the_run_unless_the_evidence_has_gaps():
     assert verdict.decide([failing("duplicated", 5)], truncated={})["status"] == "failed"
+    assert verdict.decide([], truncated={})["status"] == "passed"
+    gap = verdict.decide([failing("lost", 3)], truncated={"t.input": {0: 10}})
+    assert gap["status"] == "inconclusive" and "evidence truncated: topic t.input" in gap["inconclusive_reasons"][0]

@@ -6,7 +6,6 @@ import sys
 import pytest
 
 from kafka_soak import params
-from kafka_soak.backends.mock_cluster import PARTITION_CAPACITY_BYTES
 
 
 def test_defaults_resolve_to_a_plan_spread_over_the_program():
@@ -14,7 +13,7 @@ def test_defaults_resolve_to_a_plan_spread_over_the_program():
     assert plan.program == ["1", "2", "1"] and plan.program_source == "given"
     assert plan.rate == pytest.approx(20_000 / 30)
     assert plan.phases == [{"records": 20_000, "at_s": 0, "rate": pytest.approx(20_000 / 30), "first_id": 1}]
-    assert plan.unreliable == {}
+    assert (plan.backend, plan.brokers, plan.kafka_version) == ("local", 1, "4.3.1")
 
 
 def test_empty_program_becomes_a_stored_random_program():
@@ -31,13 +30,6 @@ def test_every_problem_is_named():
     assert "instance 9 is out of range" in message
 
 
-def test_a_run_that_does_not_fit_the_embedded_partitions_is_refused_with_numbers():
-    with pytest.raises(params.ParamsError) as err:
-        params.check({"records": 2_000_000, "partitions": 4}, PARTITION_CAPACITY_BYTES)
-    assert "~75.0 MB per partition" in str(err.value) and "raise partitions" in str(err.value)
-    params.check({"records": 2_000_000, "partitions": 100}, PARTITION_CAPACITY_BYTES)
-
-
 def test_phases_get_consecutive_id_ranges_and_must_add_up():
     plan = params.check({"records": 63_000, "program": "1 2 2", "phases": [
         {"records": 3000, "at_s": 0}, {"records": 60_000, "after_step": 1, "rate": 5000}]})
@@ -47,15 +39,6 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
                                                                   {"records": 40, "after_step": 2}]})
     assert "phases: their records add up to 90 but param records is 100" in str(err.value)
     assert "phase 2 waits for step 2 but the program has 2 steps (0..1)" in str(err.value)
-
-
-def test_faults_on_a_backend_without_read_committed_make_duplicates_unreliable():
-    limits = {"read_committed": "aborted records are visible"}
-    assert params.check({"program": "1 2 1"}, limitations=limits).unreliable == {}
-    unreliable = params.check({"program": "1 2 k1"}, limitations=limits).unreliable
-    assert set(unreliable) == {"duplicated", "stale_state", "reordered"}
-    assert "kill" in unreliable["duplicated"] and "aborted records are visible" in unreliable["duplicated"]
-    assert params.check({"program": "1 2 k1"}, limitations={}).unreliable == {}
 
 
 @pytest.mark.parametrize("conf, fragment", [
@@ -68,8 +51,17 @@ def test_faults_on_a_backend_without_read_committed_make_duplicates_unreliable()
     ({"records": 0}, "param records: 0 is less than the minimum of 1"),
     ({"bug": "melt"}, "param bug: 'melt' is not one of"),
     ({"runtime": "kubernetes"}, "param runtime: 'kubernetes' is not one of ['local', 'docker']"),
-    ({"backend": "docker", "program": "1 b1- b1+"}, "program: ['b1-', 'b1+'] take brokers down/up, which only "
-                                                    "backend 'embedded' can do (backend is 'docker')"),
+    ({"backend": "docker", "program": "1 b1- b1+"}, "program: ['b1-', 'b1+'] kill and restart brokers, which only "
+                                                    "backend 'local' can do (backend is 'docker')"),
+    ({"program": "1 b2- b2+"}, "token 'b2-' at position 2: broker 2 is out of range: this run has 1 broker(s)"),
+    ({"brokers": 3, "program": "1 b4-"}, "broker 4 is out of range: this run has 3 broker(s) (param 'brokers')"),
+    ({"brokers": 2}, "param brokers: 2 is not one of [1, 3]"),
+    ({"kafka_version": "3.9.0"}, "param kafka_version: '3.9.0' does not match"),
+    ({"kafka_version": "4.0.99"}, "kafka_version: cannot fetch Apache Kafka 4.0.99's jars: Maven Central serves no "
+                                  "org.apache.kafka:kafka_2.13:4.0.99"),
+    ({"quotas": [{"client_id": "c", "producer_byte_rate": "fast"}]}, "param quotas:"),
+    ({"quotas": [{"client_id": "", "producer_byte_rate": 35000}]}, "param quotas:"),
+    ({"quotas": [{"client_id": "c", "producer_byte_rate": 0}]}, "param quotas:"),
     ({"app_image": "my/app:1"}, "app_image: is for runtime 'docker' (runtime is 'local')"),
     ({"app_command": ["java", "-jar", "app.jar", "{bootstrap}"]}, "app_command: '{bootstrap}' has a bad placeholder"),
     ({"quotas": [{"client_id": "c"}]}, "param quotas:"),
@@ -93,5 +85,5 @@ def test_deployment_params_travel_in_the_plan():
     assert (plan.runtime, plan.app_image, plan.backend, plan.kafka_conn_id) == ("docker", "my/app:1", "external",
                                                                                   "prod_kafka")
     assert plan.quotas == [{"client_id": "c", "producer_byte_rate": 35000}] and not plan.keep_topics
-    with pytest.raises(params.ParamsError, match="brokers: 3 brokers are for backend 'embedded'"):
+    with pytest.raises(params.ParamsError, match="brokers: 3 brokers are for backend 'local'"):
         params.check({"backend": "external", "brokers": 3})

@@ -1,11 +1,9 @@
-"""Client quotas: the kafka-configs command lines, reading back what the broker describes, and refusing a quota
-that did not take effect.
-
-No Apache Kafka broker can run on the machines these tests run on (no image registry, no Maven), so the tool
-itself is not run here: ``apply``/``remove`` are driven by a stand-in runner that answers like kafka-configs
-(the describe lines are the tool's format, ``Quota configs for client-id 'x' are producer_byte_rate=35000.0``)."""
+"""Client quotas: the kafka-configs arguments, reading back what the broker describes, refusing a quota that did
+not take effect, and Kafka's own tool setting, verifying, enforcing and removing quotas on a real broker."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -17,13 +15,13 @@ STREAMS = Quota("my-app-StreamThread-1-producer", producer_byte_rate=35000)
 
 def test_command_lines():
     assert quotas.alter_command(STREAMS, "localhost:19092") == [
-        "/opt/kafka/bin/kafka-configs.sh", "--bootstrap-server", "localhost:19092", "--alter", "--add-config",
+        "--bootstrap-server", "localhost:19092", "--alter", "--add-config",
         "producer_byte_rate=35000", "--entity-type", "clients", "--entity-name", "my-app-StreamThread-1-producer"]
     both = Quota("c", consumer_byte_rate=1000, request_percentage=12.5)
-    assert quotas.alter_command(both, "b:9092", "/tmp/client.properties")[3:7] == [
-        "--command-config", "/tmp/client.properties", "--alter", "--add-config"]
+    assert quotas.alter_command(both, "b:9092", "/dev/stdin")[2:6] == [
+        "--command-config", "/dev/stdin", "--alter", "--add-config"]
     assert "consumer_byte_rate=1000,request_percentage=12.5" in quotas.alter_command(both, "b:9092")
-    assert quotas.delete_command(both, "b:9092")[3:6] == ["--alter", "--delete-config",
+    assert quotas.delete_command(both, "b:9092")[2:5] == ["--alter", "--delete-config",
                                                           "consumer_byte_rate,request_percentage"]
     assert quotas.describe_command("c", "b:9092")[-5:] == ["--describe", "--entity-type", "clients",
                                                            "--entity-name", "c"]
@@ -49,45 +47,57 @@ def test_verify_names_what_did_not_take_effect():
         quotas.verify(STREAMS, {STREAMS.client_id: {"consumer_byte_rate": 35000.0}})
 
 
-class KafkaConfigs:
-    """Answers kafka-configs command lines from a dict of quotas, like the broker would (optionally dropping
-    one setting, as a broker that rejected it silently)."""
-
-    def __init__(self, ignore: str | None = None) -> None:
-        self.quotas: dict[str, dict[str, float]] = {}
-        self.ignore, self.calls = ignore, []
-
-    def __call__(self, command: list[str]) -> str:
-        self.calls.append(command)
-        client = command[command.index("--entity-name") + 1]
-        if "--add-config" in command:
-            for item in command[command.index("--add-config") + 1].split(","):
-                name, value = item.split("=")
-                if name != self.ignore:
-                    self.quotas.setdefault(client, {})[name] = float(value)
-            return f"Completed updating config for client {client}.\n"
-        if "--delete-config" in command:
-            for name in command[command.index("--delete-config") + 1].split(","):
-                self.quotas.get(client, {}).pop(name, None)
-            return f"Completed updating config for client {client}.\n"
-        configs = ", ".join(f"{k}={v}" for k, v in self.quotas.get(client, {}).items())
-        return f"Quota configs for client-id '{client}' are {configs}\n" if configs else ""
+def test_apply_sets_and_verifies_each_quota_on_a_real_broker_and_remove_deletes_them(kafka):
+    """Kafka's own ConfigCommand from the project's jars against the session's broker."""
+    backend, cluster = kafka
+    both = [Quota("soak-test-set", producer_byte_rate=35000), Quota("soak-test-c", consumer_byte_rate=500,
+                                                                   request_percentage=12.5)]
+    applied = quotas.apply(both, backend.config_command, cluster.bootstrap_servers)
+    assert applied == [{"client_id": "soak-test-set", "producer_byte_rate": 35000.0},
+                       {"client_id": "soak-test-c", "consumer_byte_rate": 500.0, "request_percentage": 12.5}]
+    quotas.remove(both, backend.config_command, cluster.bootstrap_servers)
+    for quota in both:
+        described = quotas.parse_describe(backend.config_command(
+            quotas.describe_command(quota.client_id, cluster.bootstrap_servers)))
+        assert described.get(quota.client_id, {}) == {}
 
 
-def test_apply_verifies_each_quota_and_remove_deletes_them():
-    tool = KafkaConfigs()
-    applied = quotas.apply([STREAMS, Quota("c", consumer_byte_rate=500)], tool, "localhost:19092")
-    assert applied == [{"client_id": STREAMS.client_id, "producer_byte_rate": 35000.0},
-                       {"client_id": "c", "consumer_byte_rate": 500.0}]
-    assert [c[3] for c in tool.calls] == ["--alter", "--describe", "--alter", "--describe"]
-    quotas.remove([STREAMS, Quota("c", consumer_byte_rate=500)], tool, "localhost:19092")
-    assert tool.quotas == {STREAMS.client_id: {}, "c": {}}
+def produced_bytes_per_s(bootstrap: str, topic: str, client_id: str, seconds: float, warmup_s: float) -> float:
+    """A producer writing 1 KB records as fast as the broker lets it (16 KB batches, a short queue); the byte rate
+    acknowledged after ``warmup_s`` (Kafka's quota lets a first request through before it throttles)."""
+    from confluent_kafka import Producer
+
+    acked: list[tuple[float, int]] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 5,
+                         "batch.size": 16384, "queue.buffering.max.messages": 64})
+    payload = b"x" * 1024
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        try:
+            producer.produce(topic, payload, on_delivery=lambda err, msg: err is None and acked.append(
+                (time.monotonic(), len(msg.value()))))
+        except BufferError:
+            producer.poll(0.05)
+        producer.poll(0)
+    producer.purge()
+    producer.flush(5)
+    steady = sum(size for t, size in acked if started + warmup_s <= t <= started + seconds)
+    return steady / (seconds - warmup_s)
 
 
-def test_apply_refuses_a_quota_the_broker_did_not_keep():
-    with pytest.raises(QuotaError, match="request_percentage=None"):
-        quotas.apply([Quota("c", producer_byte_rate=1, request_percentage=50)], KafkaConfigs(ignore="request_percentage"),
-                     "b:9092")
+def test_a_producer_quota_is_enforced(kafka, broker):
+    """What the quota is for: a client writing faster than its quota achieves at most the quota (plus the burst
+    Kafka's quota window allows); the same client id without the quota writes many times faster."""
+    backend, cluster = kafka
+    quota = Quota("soak-test-throttled", producer_byte_rate=35000)
+    free = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], "soak-test-free", 3, 1)
+    quotas.apply([quota], backend.config_command, cluster.bootstrap_servers)
+    try:
+        throttled = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], quota.client_id, 14, 4)
+    finally:
+        quotas.remove([quota], backend.config_command, cluster.bootstrap_servers)
+    assert free > 10 * 35000, free
+    assert 35000 * 0.5 <= throttled <= 35000 * 1.15, throttled
 
 
 def test_connection_settings_become_java_client_properties():

@@ -19,8 +19,8 @@ import psutil
 import pytest
 import uvicorn
 from airflow_stack import PROBE_DAG, AirflowStack
+from conftest import SECRET
 from fastapi import FastAPI
-from test_backends import SECRET, kafka_connection  # noqa: F401 (fixture)
 from test_report import browser  # noqa: F401 (fixture)
 
 from kafka_soak import params as soak_params
@@ -179,14 +179,14 @@ def test_a_run_without_a_report_yet_says_so(served, evidence):
     assert status == 404 and "no report yet" in body
 
 
-def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_connection, broker):  # noqa: F811
+def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_connection, broker):
     """A run on a secured external cluster (test_backends' connection, with a known SASL password) whose app prints
     the settings it was given into its log: no page the app serves (the listing, any file of the run) holds the
     password, though the log on disk does (the harness does not write the app's logs)."""
     run_id = "manual__2026-11-22T12:00:00+00:00"
     run_dir = evidence / "soak_secured" / rundir.safe_name(run_id)
     (run_dir / "logs").mkdir(parents=True)
-    cluster = {**broker.as_dict(), "backend": "external", "limitations": {}, "control": None, "conn_id": kafka_connection}
+    cluster = {**broker.as_dict(), "backend": "external", "conn_id": kafka_connection}
     plan = soak_params.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
     rundir.write_json(run_dir / "params.json", {"dag_id": "soak_secured", "run_id": run_id, "plan": plan.as_dict()})
     rundir.write_json(run_dir / "cluster.json", cluster)

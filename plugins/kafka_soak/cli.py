@@ -1,6 +1,7 @@
 """``make soak``: check the params, run a scenario DAG with ``airflow dags test``, print the verdict.
 
     python -m kafka_soak.cli soak SCENARIO [--conf JSON]
+    python -m kafka_soak.cli kafka-jars [VERSION]      # fetch Apache Kafka's jars into the cache (make setup)
 
 Bad params are refused here with one clear line (which param, what is allowed) before Airflow starts;
 the run's own log lines (program, generator, drain, verdict) are shown, the full Airflow output is kept
@@ -127,7 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     soak = sub.add_parser("soak", help="run a scenario DAG once on this machine")
     soak.add_argument("scenario")
     soak.add_argument("--conf", default="{}", help="params as JSON, e.g. '{\"program\": \"1 2 3 1\"}'")
+    jars = sub.add_parser("kafka-jars", help="fetch Apache Kafka's jars of a version into the checkout's cache")
+    jars.add_argument("version", nargs="?", default=None)
     args = parser.parse_args(argv)
+    if args.command == "kafka-jars":
+        from kafka_soak.backends import kafka_jars
+
+        try:
+            print(kafka_jars.resolve(args.version or kafka_jars.DEFAULT_VERSION))
+        except kafka_jars.KafkaVersionError as exc:
+            print(f"kafka-soak: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
         try:
             conf = json.loads(args.conf or "{}")

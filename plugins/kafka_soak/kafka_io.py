@@ -8,7 +8,30 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+import logging
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from tenacity import before_sleep_log, retry, retry_if_exception, stop_after_delay, wait_fixed
+
+log = logging.getLogger(__name__)
+
+# Errors a broker outage or a leader election causes for a while; a client retries them instead of failing.
+TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TRANSPORT,
+             KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT,
+             KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+             KafkaError.UNKNOWN_TOPIC_OR_PART}
+
+
+def is_transient(exc: BaseException) -> bool:
+    if not isinstance(exc, KafkaException) or not isinstance(exc.args[0], KafkaError):
+        return False
+    error: KafkaError = exc.args[0]
+    return error.retriable() or error.code() in TRANSIENT
+
+
+# A metadata or offset look-up retried through a broker outage or leader election (up to two minutes).
+retry_transient = retry(retry=retry_if_exception(is_transient), wait=wait_fixed(0.5), stop=stop_after_delay(120),
+                        reraise=True, before_sleep=before_sleep_log(log, logging.WARNING))
 
 # A cluster's security settings (SASL/SSL from an Airflow connection) reach the processes of a run in this
 # environment variable, as JSON: never on a command line, in XCom or in a file of the run.
@@ -37,6 +60,7 @@ def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
         consumer.close()
 
 
+@retry_transient
 def watermarks(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
     """``{partition: (low, high)}`` of a topic."""
     consumer = Consumer(client_config(bootstrap, {"group.id": "kafka-soak-metadata"}))
@@ -73,6 +97,7 @@ def last_values(bootstrap: str, topic: str, timeout: float = 30.0) -> dict[int, 
         consumer.close()
 
 
+@retry_transient
 def group_lag(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     """Per partition: records of ``topic`` the group has not committed yet."""
     marks = watermarks(bootstrap, topic)
@@ -106,6 +131,8 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
     ``replication_factor=-1`` takes the cluster's default."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    if not topics:
+        return
     admin = AdminClient(client_config(bootstrap))
     settings = {"retention.ms": "-1", **(config or {})}
     futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=settings)
@@ -113,6 +140,21 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
     errors = _failures(futures, timeout)
     if errors:
         raise KafkaException(f"could not create topics on {bootstrap}: {errors}")
+    wait_for_leaders(admin, set(topics), timeout)
+
+
+def wait_for_leaders(admin: Any, names: set[str], timeout: float) -> None:
+    """Until every partition of ``names`` has a leader: CreateTopics returns before the brokers serve them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        meta = admin.list_topics(timeout=10).topics
+        waiting = sorted(name for name in names if name not in meta or meta[name].error is not None
+                         or any(p.leader < 0 or p.error is not None for p in meta[name].partitions.values()))
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise KafkaException(f"topics {waiting} have partitions without a leader {timeout:.0f} s after creation")
+        time.sleep(0.1)
 
 
 def delete_topics(bootstrap: str, names: list[str], timeout: float = 60.0) -> dict[str, str]:

@@ -27,6 +27,7 @@ class ChangelogReader:
             "group.id": f"{app_id}-restore", "enable.auto.commit": False, "isolation.level": "read_committed"}))
         self.following: dict[int, PartitionStore] = {}
 
+    @kafka_io.retry_transient
     def end_offset(self, partition: int, timeout: float = 10.0) -> int:
         return self.consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=timeout)[1]
 

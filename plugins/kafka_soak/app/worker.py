@@ -235,7 +235,8 @@ class Worker:
         log.warning("transaction aborted (%s): rewinding to the committed offsets and restoring state", error)
         self.txn_call("abort", self.producer.abort_transaction)
         numbers = sorted(self.active)
-        committed = self.consumer.committed([TopicPartition(self.config.input_topic, p) for p in numbers], timeout=30)
+        committed = kafka_io.retry_transient(self.consumer.committed)(
+            [TopicPartition(self.config.input_topic, p) for p in numbers], timeout=30)
         for tp in committed:
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
         self.active.clear()

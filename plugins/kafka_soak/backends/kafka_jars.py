@@ -6,7 +6,7 @@ logging provider (the jars bring none: without one the broker says nothing). ``b
 lists them; ``mvn dependency:copy-dependencies`` copies the runtime classpath into
 ``.cache/kafka/<version>/`` with its Maven repository in ``.cache/m2``, so a second run needs no network.
 
-    python -m kafka_soak.backends.kafka_jars resolve [VERSION]     # what `make setup` does for the default
+    python -m kafka_soak.cli kafka-jars [VERSION]     # what `make setup` does for the default version
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -112,21 +111,3 @@ def run_tool(version: str, main_class: str, args: list[str], stdin: str | None =
 def java_executable() -> str:
     home = os.environ.get("JAVA_HOME")
     return str(Path(home) / "bin" / "java") if home else (shutil.which("java") or "java")
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] != "resolve" or len(args) > 2:
-        print("usage: python -m kafka_soak.backends.kafka_jars resolve [VERSION]", file=sys.stderr)
-        return 2
-    version = args[1] if len(args) == 2 else DEFAULT_VERSION
-    try:
-        print(resolve(version))
-    except KafkaVersionError as exc:
-        print(f"kafka-soak: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
