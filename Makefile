@@ -19,21 +19,30 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench setup system-deps kafka-jars test-deps lint env worker-image
+.PHONY: soak test bench setup system-deps kafka-jars test-deps lint env worker-image kafka-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
 
+# Two workers: an end-to-end run mostly waits (program steps, drain); tests that share the Docker engine stay on one.
 test: setup test-deps
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # Benchmarks against their baselines, written to docs/benchmarks.md (SIZE=quick: minutes; SIZE=large: longer).
 bench: setup
+	$(PY) bench/broker_start.py --size $(SIZE)
 	$(PY) bench/toggle.py --size $(SIZE)
 	$(PY) bench/generator.py --size $(SIZE)
 	$(PY) bench/validation.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/report.py
+
+# Apache Kafka from the project's jars as an image for backend=docker (BASE_IMAGE: see docker/kafka.Dockerfile).
+KAFKA_VERSION ?= $(shell $(PY) -c "from kafka_soak.backends.kafka_jars import DEFAULT_VERSION as v; print(v)" 2>/dev/null)
+kafka-image: setup
+	$(PY) -m kafka_soak.cli kafka-jars $(KAFKA_VERSION) >/dev/null
+	docker build -f docker/kafka.Dockerfile --build-arg KAFKA_VERSION=$(KAFKA_VERSION) \
+		-t kafka-soak-kafka:$(KAFKA_VERSION) .
 
 # The reference app as an image for runtime=docker (BASE_IMAGE/PIP_ARGS: see docker/worker.Dockerfile).
 worker-image:

@@ -135,6 +135,13 @@ def write_timeline(history: dict[str, DataFrame], frames: dict[str, DataFrame], 
     log.info("timeline for the report in %.1f s", time.monotonic() - started)
 
 
+def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
+    """What each quota did, as measured on the brokers when the app stopped (``quotas.json``; none: no quota or
+    not measurable on this backend)."""
+    path = run_dir / "quotas.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("bootstrap", "input-topic", "output-topic", "assertions-topic"):
@@ -180,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
                     "expected_input": args.expected_records, "distinct_keys": rows["key_ids"],
                     "distinct_assigned_ids": rows["assigned_ids"]},
-        "topics": topics, "backend": {"name": args.backend},
+        "topics": topics, "backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir),
         "data_docs": str(docs_dir / "index.html"), "validated_at": time.time(),
         "validation_seconds": round(time.monotonic() - started, 1)})
     args.out_dir.mkdir(parents=True, exist_ok=True)

@@ -5,15 +5,38 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 sys.path.insert(0, str(ROOT / "plugins"))
 sys.path.insert(0, str(ROOT / "spark_jobs"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist every worker runs ``airflow dags test`` on its own copy of Airflow's SQLite database
+    (made by ``make setup``): two runs writing one file would lock each other out."""
+    worker, home = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("AIRFLOW_HOME")
+    if worker and home and Path(home, "airflow.db").exists():
+        private = Path(tempfile.mkdtemp(prefix=f"kafka-soak-airflow-{worker}-"))
+        shutil.copytree(home, private, dirs_exist_ok=True, ignore=shutil.ignore_patterns("logs"))
+        os.environ["AIRFLOW_HOME"] = str(private)
+        config.stash[PRIVATE_HOME] = private
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    private = config.stash.get(PRIVATE_HOME, None)
+    if private is not None:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+PRIVATE_HOME = pytest.StashKey[Path]()
 
 
 @pytest.fixture(scope="session")
@@ -108,3 +131,31 @@ def docker_engine(tmp_path_factory):
     finally:
         if started is not None:
             docker_engine.stop_dockerd(started)
+
+
+@pytest.fixture(scope="session")
+def kafka_image(docker_engine) -> str:
+    """Apache Kafka from the project's jars as an image (docker/kafka.Dockerfile), for backend=docker: no registry
+    serves apache/kafka here."""
+    docker_engine.build_kafka_image()
+    return docker_engine.KAFKA_IMAGE
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium, offline: no background network, no driver download (the driver path is given)."""
+    os.environ["SE_OFFLINE"] = "true"
+    from selenium import webdriver
+
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    assert not missing, f"{missing} missing: `make test` installs Debian's chromium and chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,2400"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()

@@ -1,9 +1,10 @@
 """A real Docker engine for the tests, and the reference app's image built on it without a registry.
 
 No image can be pulled on the machines these tests run on, but Debian's docker.io runs as root. So:
-start ``dockerd`` when none answers (and stop it afterwards), build a Debian base image with
+start ``dockerd`` when none answers (and stop it afterwards), build Debian base images with
 ``debootstrap`` + ``docker import``, download the worker's wheels on the host and build
-docker/worker.Dockerfile on that base with ``--no-index``. Images are kept between runs as a cache.
+docker/worker.Dockerfile on one with ``--no-index``, and docker/kafka.Dockerfile (Kafka from the project's
+jars) on one with Java 17. Images are kept between runs as a cache.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOCKET = "unix:///var/run/docker.sock"
 BASE_IMAGE = "kafka-soak-test-base:bookworm"
+JRE_IMAGE = "kafka-soak-test-jre:bookworm"
 WORKER_IMAGE = "kafka-soak-worker:test"
+KAFKA_IMAGE = "kafka-soak-kafka:test"
 MIRROR = os.environ.get("SOAK_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
@@ -78,19 +81,34 @@ def has_image(name: str) -> bool:
         return False
 
 
-def build_base_image() -> None:
-    """A minimal Debian bookworm (Python 3.11 with venv) as a local image."""
-    if has_image(BASE_IMAGE):
+def debootstrap_image(name: str, packages: list[str]) -> None:
+    """A minimal Debian bookworm with ``packages`` as a local image (kept between runs as a cache)."""
+    if has_image(name):
         return
     if shutil.which("debootstrap") is None:
         raise Unavailable("debootstrap is not installed (make test installs it)")
     with tempfile.TemporaryDirectory(prefix="soak-rootfs-") as tmp:
         rootfs, tarball = Path(tmp) / "rootfs", Path(tmp) / "rootfs.tar"
-        subprocess.run(["debootstrap", "--variant=minbase", "--include=python3,python3-venv", "bookworm",
+        subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", "bookworm",
                         str(rootfs), MIRROR], check=True, capture_output=True)
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
-        repository, tag = BASE_IMAGE.split(":")
+        repository, tag = name.split(":")
         client().api.import_image_from_file(str(tarball), repository=repository, tag=tag)
+
+
+def build_base_image() -> None:
+    """Python 3.11 with venv, for the reference app's image."""
+    debootstrap_image(BASE_IMAGE, ["python3", "python3-venv"])
+
+
+def build_kafka_image() -> None:
+    """docker/kafka.Dockerfile (Apache Kafka from the project's jars) on a local Debian with Java 17."""
+    from kafka_soak.backends import kafka_jars
+
+    debootstrap_image(JRE_IMAGE, ["openjdk-17-jre-headless"])
+    kafka_jars.resolve(kafka_jars.DEFAULT_VERSION)
+    client().images.build(path=str(ROOT), dockerfile="docker/kafka.Dockerfile", tag=KAFKA_IMAGE, rm=True,
+                          buildargs={"BASE_IMAGE": JRE_IMAGE, "KAFKA_VERSION": kafka_jars.DEFAULT_VERSION})
 
 
 def build_worker_image() -> None:

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 from aiosmtpd.controller import Controller
-from test_e2e import SHORT, soak
+from soak_runs import SHORT, soak
 
 from kafka_soak import alerting
 from kafka_soak.backends.docker_kafka import free_port

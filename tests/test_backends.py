@@ -80,3 +80,14 @@ def test_secrets_reach_instances_only_through_their_environment(kafka_connection
     assert SECRET not in json.dumps(cluster)
     files = [p for p in run_dir.rglob("*") if p.is_file()]
     assert files and not [p for p in files if SECRET in p.read_text(errors="replace")]
+
+
+def test_cluster_ids_are_what_kafka_storage_accepts():
+    """Base64 of 16 random bytes, never starting with '-' (StorageTool would read it as an option)."""
+    import base64
+
+    from kafka_soak.backends.local_kafka import new_cluster_id
+
+    ids = [new_cluster_id() for _ in range(2000)]
+    assert len(set(ids)) == 2000 and not [i for i in ids if i.startswith("-")]
+    assert all(len(base64.urlsafe_b64decode(i + "==")) == 16 for i in ids)

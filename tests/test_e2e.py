@@ -10,46 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
-import psutil
 import pytest
-from conftest import live_processes
-
-DAG_ID = "soak_eos_id_assignment"
-SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}
-# soak_stale_state_standby with its default program on 12 partitions: after "1 2 3" instance 1 owns 0-3
-# and is standby for 4-11; stopping 2 hands 4-5 back to it.
-STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12}
-# soak_id_assignment_rebalance with its default program "1 2 2": the second phase still flows when
-# instance 2 stops and partition 1 goes back to instance 1, its standby.
-REBALANCE_SHORT = {"interval_s": 8, "records": 27000, "keys": 27000, "phases": [
-    {"records": 3000, "at_s": 0}, {"records": 24000, "after_step": 1, "rate": 2000}]}
-
-
-def soak(runs_dir: Path, dag_id: str = DAG_ID, **conf) -> tuple[int, Path, dict | None]:
-    """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None)."""
-    env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
-    base = SHORT if dag_id == DAG_ID else {}
-    proc = subprocess.run(["airflow", "dags", "test", dag_id, "-c", json.dumps({**base, **conf})], env=env,
-                          capture_output=True, text=True, timeout=900)
-    run_dir = (runs_dir / dag_id / "latest").resolve()
-    (run_dir / "dags-test.log").write_text(proc.stdout + proc.stderr)
-    verdict_path = run_dir / "verdict.json"
-    verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
-    assert not live_processes(run_dir), "brokers, generator and instances must be stopped after the run"
-    assert not kafka_jvms(run_dir), "no Kafka JVM of the run may outlive it"
-    return proc.returncode, run_dir, verdict
-
-
-def kafka_jvms(run_dir: Path) -> list[int]:
-    """Processes whose command line names a file of this run (a broker's server.properties)."""
-    return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(run_dir) in part for part in p.info["cmdline"] or [])]
-
-
-def last_alert(runs_dir: Path) -> dict:
-    return json.loads((runs_dir / "alerts.jsonl").read_text().splitlines()[-1])
+from conftest import SECRET, live_processes
+from soak_runs import DAG_ID, REBALANCE_SHORT, SHORT, STALE_SHORT, kafka_jvms, last_alert, soak
 
 
 def test_healthy_app_passes(runs_dir):
@@ -94,7 +63,9 @@ def test_stale_state_standby_healthy_passes_and_hands_partitions_back_to_their_s
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and verdict["records"]["output"] == STALE_SHORT["records"]
     instance_1 = (run_dir / "logs" / "soak_stale_state_standby-app-1.0.log").read_text()
-    assert "assigned partitions [4, 5]: [4, 5] from standby replicas" in instance_1
+    # the classic protocol revokes everything at each rebalance: after "1 2 3 2" instance 1 takes 0-5 back from
+    # its standby replicas, 4-5 of them from instance 2
+    assert "assigned partitions [0, 1, 2, 3, 4, 5]: [0, 1, 2, 3, 4, 5] from standby replicas" in instance_1
 
 
 def test_stale_cache_bug_is_caught_and_the_alert_quotes_an_assertion(runs_dir):
@@ -166,3 +137,65 @@ def test_a_drain_that_times_out_says_why(runs_dir):
     assert alert["failed_task"] == "drain" and alert["details"][0] == summary.splitlines()[0]
     report = (run_dir / "report.html").read_text()
     assert "the lag did not move" in report
+
+
+@pytest.fixture(scope="module")
+def secured_cluster(tmp_path_factory):
+    """A real SASL_PLAINTEXT + SCRAM-SHA-512 Kafka node standing in for a team's secured cluster."""
+    from secured_kafka import ScramKafka
+
+    cluster = ScramKafka(tmp_path_factory.mktemp("secured"), SECRET)
+    cluster.provision({}, "unused")
+    yield cluster
+    cluster.release(None)
+
+
+def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everything(runs_dir, secured_cluster,
+                                                                                    monkeypatch):
+    """backend=external on a SCRAM-SHA-512 cluster from an Airflow connection: provision, program, quotas set and
+    verified with Kafka's tool and removed at release, validation; the password is in no file of the run (logs,
+    report and the Airflow output included), no alert and nothing Airflow stored (XCom, rendered fields)."""
+    from kafka_soak import quotas
+    from kafka_soak.backends import kafka_jars
+
+    extra = {"bootstrap.servers": secured_cluster.bootstrap_servers, **secured_cluster.client_settings()}
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_SCRAM", json.dumps({"conn_type": "kafka", "extra": extra}))
+    quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
+    code, run_dir, verdict = soak(runs_dir, backend="external", kafka_conn_id="soak_scram", quotas=[quota])
+    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["status"] == "passed" and verdict["records"]["output"] == SHORT["records"]
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert cluster["quotas"] == [{"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0}]
+    described = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, kafka_jars.CONFIG_COMMAND, quotas.describe_command(
+        quota["client_id"], secured_cluster.bootstrap_servers, "/dev/stdin"),
+        stdin=quotas.properties(secured_cluster.client_settings()))
+    assert quotas.parse_describe(described).get(quota["client_id"], {}) == {}, "release removes the run's quota"
+    leaks = [p for p in run_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert not leaks
+    alerts = runs_dir / "alerts.jsonl"
+    assert not alerts.exists() or SECRET not in alerts.read_text()
+    stored = list(Path(os.environ["AIRFLOW_HOME"]).glob("airflow.db*"))
+    assert stored and not [p for p in stored if SECRET.encode() in p.read_bytes()]
+
+
+def test_an_interrupted_make_soak_leaves_no_process_behind(runs_dir):
+    """SIGTERM (or Ctrl-C) to `make soak` mid-program: no teardown runs under an interrupted `airflow dags test`,
+    so the command itself stops every process the run registered (Kafka JVMs included) and keeps the evidence."""
+    env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
+    latest = runs_dir / DAG_ID / "latest"
+    before = latest.resolve() if latest.exists() else None
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_soak.cli", "soak", DAG_ID, "--conf",
+                             json.dumps({**SHORT, "interval_s": 20})], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while not (latest.exists() and latest.resolve() != before and (latest / "program" / "step-0.json").exists()):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run did not reach its first step"
+        time.sleep(0.5)
+    run_dir = latest.resolve()
+    assert kafka_jvms(run_dir), "the run's broker runs while the program does"
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 130, output[-3000:]
+    assert f"interrupted: stopping what the run started ({run_dir})" in output
+    assert not live_processes(run_dir) and not kafka_jvms(run_dir)
+    assert (run_dir / "dags-test.log").exists() and (run_dir / "logs" / "kafka-1.log").exists()

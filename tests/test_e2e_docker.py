@@ -14,7 +14,10 @@ import subprocess
 import sys
 
 import pytest
-from test_e2e import DAG_ID, SHORT, last_alert, soak
+from soak_runs import DAG_ID, SHORT, last_alert, soak
+
+# One Docker engine for the session: its tests run on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("docker")
 
 
 @pytest.fixture
@@ -60,3 +63,17 @@ def test_an_image_the_engine_cannot_get_is_refused_before_anything_starts(docker
     assert proc.returncode == 2
     assert "image 'kafka-soak-absent:none' (param app_image) is not on the Docker engine and cannot be pulled" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout and not any(tmp_path.iterdir())
+
+
+def test_the_docker_backend_runs_the_broker_as_a_container_with_quotas(docker_engine, kafka_image, runs_dir):
+    """backend=docker with a broker image built from the project's jars (the official image's conventions):
+    provision, program, quotas set and verified inside the container with kafka-configs, validation, release."""
+    quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
+    code, run_dir, verdict = soak(runs_dir, backend="docker", kafka_image=kafka_image, quotas=[quota])
+    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["status"] == "passed" and verdict["records"]["output"] == SHORT["records"]
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert cluster["backend"] == "docker" and cluster["quotas"] == [
+        {"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0}]
+    assert "Kafka Server started" in (run_dir / "logs" / "kafka-broker.log").read_text()
+    assert docker_engine.run_containers(run_dir) == []

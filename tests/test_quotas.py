@@ -8,7 +8,9 @@ import time
 import pytest
 
 from kafka_soak import quotas
+from kafka_soak.backends import quota_meter
 from kafka_soak.quotas import Quota, QuotaError
+from kafka_soak.runtime.local import LocalProcesses
 
 STREAMS = Quota("my-app-StreamThread-1-producer", producer_byte_rate=35000)
 
@@ -85,19 +87,31 @@ def produced_bytes_per_s(bootstrap: str, topic: str, client_id: str, seconds: fl
     return steady / (seconds - warmup_s)
 
 
-def test_a_producer_quota_is_enforced(kafka, broker):
+def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, tmp_path):
     """What the quota is for: a client writing faster than its quota achieves at most the quota (plus the burst
-    Kafka's quota window allows); the same client id without the quota writes many times faster."""
+    Kafka's quota window allows), the same client id without a quota writes many times faster, and the quota
+    meter (JmxTool on the broker's JMX) reports the rate the broker measured and that it throttled the client,
+    while an idle client's quota is reported as never bitten."""
     backend, cluster = kafka
-    quota = Quota("soak-test-throttled", producer_byte_rate=35000)
+    quota, idle = Quota("soak-test-throttled", producer_byte_rate=35000), Quota("soak-test-idle", consumer_byte_rate=1000)
     free = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], "soak-test-free", 3, 1)
-    quotas.apply([quota], backend.config_command, cluster.bootstrap_servers)
+    quotas.apply([quota, idle], backend.config_command, cluster.bootstrap_servers)
+    layout = backend.layout()
+    meter = LocalProcesses(tmp_path)
+    quota_meter.start(meter, layout.version, {n.node_id: n.jmx_port for n in layout.nodes}, [quota, idle], tmp_path)
     try:
         throttled = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], quota.client_id, 14, 4)
     finally:
-        quotas.remove([quota], backend.config_command, cluster.bootstrap_servers)
+        quota_meter.stop(meter)
+        quotas.remove([quota, idle], backend.config_command, cluster.bootstrap_servers)
     assert free > 10 * 35000, free
     assert 35000 * 0.5 <= throttled <= 35000 * 1.15, throttled
+    used, unused = quota_meter.summarize([quota, idle], tmp_path, [n.node_id for n in layout.nodes])
+    assert (used["client_id"], used["setting"], used["quota"], used["measured"]) == (
+        quota.client_id, "producer_byte_rate", 35000.0, "byte-rate")
+    assert used["bit"] and used["throttle_ms_max"] > 0 and used["per_broker"]["1"]["samples"] >= 8, used
+    assert 35000 * 0.5 <= used["achieved"] <= 35000 * 1.3, used
+    assert (unused["achieved"], unused["bit"], unused["per_broker"]) == (None, False, {}), unused
 
 
 def test_connection_settings_become_java_client_properties():

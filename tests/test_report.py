@@ -12,34 +12,13 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_e2e import SHORT, soak
+from soak_runs import SHORT, soak
 
 from kafka_soak import history, report
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ARTIFACTS = Path(os.environ.get("SOAK_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 LOST = SHORT["records"] // 1000
 APP_ID = "soak_eos_id_assignment-app"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium, offline: no background network, no driver download (the driver path is given)."""
-    os.environ["SE_OFFLINE"] = "true"
-    from selenium import webdriver
-
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
-    assert not missing, f"{missing} missing: `make test` installs Debian's chromium and chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1280,2400"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,9 @@ import pytest
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.runtime.docker import DockerContainers, DockerRuntimeError, docker_api, run_labels
 
+# One Docker engine for the session: its tests run on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("docker")
+
 # A stand-in app: prints a line a second and says goodbye on SIGTERM (Python in the Debian base image).
 APP = ["python3", "-u", "-c", "import signal, sys, time\n"
        "signal.signal(signal.SIGTERM, lambda *a: (print('bye'), sys.exit(0)))\n"

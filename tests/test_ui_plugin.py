@@ -21,7 +21,6 @@ import uvicorn
 from airflow_stack import PROBE_DAG, AirflowStack
 from conftest import SECRET
 from fastapi import FastAPI
-from test_report import browser  # noqa: F401 (fixture)
 
 from kafka_soak import params as soak_params
 from kafka_soak import rundir, ui
@@ -210,7 +209,7 @@ def test_only_requests_with_an_airflow_token_are_served(served):
     assert get(port, url, token, cookie=True)[:1] == (200,), "the UI's session cookie is enough"
 
 
-def test_a_dag_run_page_of_the_airflow_ui_shows_its_report(browser, tmp_path):  # noqa: F811
+def test_a_dag_run_page_of_the_airflow_ui_shows_its_report(browser, tmp_path):
     """The real UI (API server with the plugin, headless Chromium): a DAG run's page has the "Soak report" tab,
     it shows the run's report, whose links open inside it; Browse → Soak reports lists the run."""
     from selenium.webdriver.common.by import By

@@ -15,6 +15,7 @@ import copy
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -79,22 +80,54 @@ def show(line: str) -> None:
 
 def run(scenario: str, conf: dict[str, Any]) -> int:
     airflow = shutil.which("airflow") or str(Path(sys.executable).parent / "airflow")
-    before = (rundir.runs_root() / scenario / "latest").resolve() if (rundir.runs_root() / scenario / "latest").exists() else None
+    latest = rundir.runs_root() / scenario / "latest"
+    before = latest.resolve() if latest.exists() else None
+
+    def this_run() -> Path | None:
+        return latest.resolve() if latest.exists() and latest.resolve() != before else None
+
     with tempfile.NamedTemporaryFile("w+", prefix="dags-test-", suffix=".log", delete=False) as full_log:
         proc = subprocess.Popen([airflow, "dags", "test", scenario, "-c", json.dumps(conf)], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, bufsize=1)
-        for line in proc.stdout:
-            full_log.write(line)
-            if SHOWN.search(line):
-                show(line)
-        code = proc.wait()
-    latest = rundir.runs_root() / scenario / "latest"
-    run_dir = latest.resolve() if latest.exists() and latest.resolve() != before else None
+        previous = signal.signal(signal.SIGTERM, interrupted)
+        try:
+            for line in proc.stdout:
+                full_log.write(line)
+                if SHOWN.search(line):
+                    show(line)
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait(60)
+            run_dir = this_run()
+            print(f"\ninterrupted: stopping what the run started{f' ({run_dir})' if run_dir else ''}", flush=True)
+            if run_dir is not None:
+                reap(run_dir)
+                shutil.move(full_log.name, run_dir / "dags-test.log")
+            return 130
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    run_dir = this_run()
     if run_dir is None:
         print(f"\nno run directory was created; full Airflow output: {full_log.name}")
         return code or 1
     shutil.move(full_log.name, run_dir / "dags-test.log")
     return summarize(run_dir, code)
+
+
+def interrupted(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def reap(run_dir: Path) -> None:
+    """Stop every process the run registered (brokers, instances, generator, meters): an interrupted
+    ``airflow dags test`` runs no teardown. The run directory is kept."""
+    from kafka_soak.runtime.local import LocalProcesses
+
+    processes = LocalProcesses(run_dir)
+    for name in processes.names():
+        code = processes.stop(name, timeout=15)
+        print(f"  stopped {name} (exit code {code})", flush=True)
 
 
 def summarize(run_dir: Path, dags_test_code: int) -> int:

@@ -209,9 +209,15 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
 
         @teardown
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-            """Stop every instance gracefully (and the generator); runs even when something failed."""
+            """Stop every instance gracefully (and the generator); runs even when something failed. The quotas'
+            measurement ends with the app (``quotas.json``)."""
             codes = _instances(plan, cluster, app_id).stop_all()
             log.info("stopped: %s", codes or "nothing was running")
+            for usage in backends.create(plan, _run_dir()).quota_usage():
+                log.info("quota %s %s=%g %s: the broker measured %s %s (median; peak %s) and throttled it up to %s "
+                         "ms%s", usage["client_id"], usage["setting"], usage["quota"], usage["unit"],
+                         usage["measured"], usage["achieved"], usage["peak"], usage["throttle_ms_max"],
+                         "" if usage["bit"] else " (the quota never bit)")
             return codes
 
         @teardown

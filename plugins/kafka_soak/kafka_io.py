@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Mapping
 from typing import Any
-
-import logging
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from tenacity import before_sleep_log, retry, retry_if_exception, stop_after_delay, wait_fixed

@@ -62,13 +62,20 @@ def replay(evidence: RunEvidence) -> dict[str, str]:
             "airflow": f"airflow dags trigger {evidence.dag_id} --conf '{all_params}'"}
 
 
+def quota_rows(verified: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per quota setting, as verified on the broker (``cluster.json``: client id and its settings)."""
+    return [{"client_id": q["client_id"], "setting": k, "value": v} for q in verified for k, v in q.items()
+            if k != "client_id"]
+
+
 def render(run_dir: Path, airflow_url: str | None = None) -> str:
     evidence = RunEvidence.load(run_dir)
     has_timeline = bool(evidence.events or evidence.steps)
     return TEMPLATES.get_template("report.html.j2").render(
         e=evidence, verdict=evidence.verdict, rows=verdict_rows(evidence.verdict), steps=step_rows(evidence),
         replay=replay(evidence), files=evidence.files(), airflow_url=airflow_url,
-        drain=read_json(run_dir / "drain.json") or {}, quotas=evidence.cluster.get("quotas", []),
+        drain=read_json(run_dir / "drain.json") or {}, quotas=quota_rows(evidence.cluster.get("quotas", [])),
+        quota_usage={(u["client_id"], u["setting"]): u for u in read_json(run_dir / "quotas.json") or []},
         timeline_error=evidence.timeline.get("error"),
         spec=json.dumps(charts.timeline_spec(evidence)) if has_timeline else None,
         bundle=vega_embed_bundle() if has_timeline else "", generated_at=time.time())

@@ -26,6 +26,7 @@ class ChangelogReader:
         self.consumer = Consumer(kafka_io.client_config(bootstrap, {
             "group.id": f"{app_id}-restore", "enable.auto.commit": False, "isolation.level": "read_committed"}))
         self.following: dict[int, PartitionStore] = {}
+        self.assigned_at: dict[int, int] = {}  # the offset each followed partition was assigned at
 
     @kafka_io.retry_transient
     def end_offset(self, partition: int, timeout: float = 10.0) -> int:
@@ -36,6 +37,7 @@ class ChangelogReader:
         offset = OFFSET_BEGINNING if from_start else store.changelog_position
         self.consumer.incremental_assign([TopicPartition(self.topic, store.partition, offset)])
         self.following[store.partition] = store
+        self.assigned_at[store.partition] = 0 if from_start else offset
 
     def unfollow(self, partition: int) -> PartitionStore | None:
         store = self.following.pop(partition, None)
@@ -66,9 +68,11 @@ class ChangelogReader:
         applied, started, reported = 0, time.monotonic(), time.monotonic()
         while pending:
             applied += self.poll(timeout=0.5)
-            # Positions, not record offsets: transaction markers occupy offsets after the last record.
+            # Positions, not record offsets: transaction markers occupy offsets after the last record. A partition
+            # that has delivered nothing since its assignment has no position yet: it is where it was assigned.
             for tp in self.consumer.position([TopicPartition(self.topic, p) for p in pending]):
-                if tp.offset >= ends[tp.partition]:
+                position = tp.offset if tp.offset >= 0 else self.assigned_at.get(tp.partition, 0)
+                if position >= ends[tp.partition]:
                     pending.discard(tp.partition)
             if pending and time.monotonic() - reported > report_every_s:
                 reported = time.monotonic()

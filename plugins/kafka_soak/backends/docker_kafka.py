@@ -104,6 +104,10 @@ class DockerKafkaBackend:
             raise
         return Cluster(self.name, bootstrap, names, container=container, quotas=applied)
 
+    def quota_usage(self) -> list[dict]:
+        """What the quotas did is measured on the ``local`` backend only (it reads its own brokers' JMX)."""
+        return []
+
     def kafka_configs(self, container: str) -> soak_quotas.Runner:
         return lambda args: exec_in(self.api, container, [KAFKA_CONFIGS, *args])
 

@@ -103,6 +103,10 @@ class ExternalBackend:
             return kafka_jars.run_tool(self.kafka_version, kafka_jars.CONFIG_COMMAND, args, stdin=props)
         return run
 
+    def quota_usage(self) -> list[dict]:
+        """What the quotas did is measured on the ``local`` backend only (it reads its own brokers' JMX)."""
+        return []
+
     def provision(self, topics: dict[str, int], prefix: str, timeout: float = 60.0) -> Cluster:
         """Create the run's topics on the cluster and apply the quotas; on failure, delete what was created."""
         settings = client_settings({"conn_id": self.conn_id})

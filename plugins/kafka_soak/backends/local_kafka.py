@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kafka_soak import kafka_io
+from kafka_soak import kafka_io, rundir
 from kafka_soak import quotas as soak_quotas
-from kafka_soak.backends import kafka_jars
+from kafka_soak.backends import kafka_jars, quota_meter
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.runtime.local import LocalProcesses
 
@@ -49,8 +49,12 @@ def free_ports(count: int) -> list[int]:
 
 
 def new_cluster_id() -> str:
-    """What ``kafka-storage random-uuid`` prints: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """What ``kafka-storage random-uuid`` prints: 16 random bytes, URL-safe base64 without padding, drawn again
+    when it starts with "-" (as Kafka's ``Uuid.randomUuid`` does: the tools would take it for an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Node:
     node_id: int
     port: int
     controller_port: int
+    jmx_port: int  # loopback only: the quota meter reads the broker's quota metrics there
 
     @property
     def name(self) -> str:
@@ -140,9 +145,9 @@ class LocalKafkaBackend:
         """The run's layout, made on first use (ports chosen now, kept for restarts)."""
         if self.layout_file.exists():
             return Layout.from_dict(json.loads(self.layout_file.read_text()))
-        ports = free_ports(2 * self.brokers)
+        ports = iter(free_ports(3 * self.brokers))
         layout = Layout(self.version, new_cluster_id(),
-                        tuple(Node(n, ports[2 * n - 2], ports[2 * n - 1]) for n in range(1, self.brokers + 1)))
+                        tuple(Node(n, next(ports), next(ports), next(ports)) for n in range(1, self.brokers + 1)))
         self.home.mkdir(parents=True, exist_ok=True)
         self.layout_file.write_text(json.dumps(layout.as_dict(), indent=2))
         return layout
@@ -153,6 +158,14 @@ class LocalKafkaBackend:
     def log_file(self, node: Node) -> Path:
         return self.run_dir / "logs" / f"{node.name}.log"
 
+    def properties(self, layout: Layout, node: Node, data_dir: Path) -> dict[str, str]:
+        """The node's ``server.properties`` (a subclass adds listeners, e.g. a secured one)."""
+        return layout.server_properties(node, data_dir)
+
+    def format_options(self) -> list[str]:
+        """Extra ``StorageTool format`` options (e.g. ``--add-scram`` credentials of a secured listener)."""
+        return []
+
     def prepare(self, layout: Layout, node: Node) -> subprocess.Popen | None:
         """Write the node's server.properties; start formatting its storage unless it already is."""
         config = self.config_file(node)
@@ -160,9 +173,10 @@ class LocalKafkaBackend:
         if (data / "meta.properties").exists():
             return None
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text("".join(f"{k}={v}\n" for k, v in layout.server_properties(node, data).items()))
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties(layout, node, data).items()))
         command = kafka_jars.java_command(layout.version, "kafka.tools.StorageTool", "format", "-t",
-                                          layout.cluster_id, "-c", str(config), "--ignore-formatted")
+                                          layout.cluster_id, "-c", str(config), "--ignore-formatted",
+                                          *self.format_options())
         out = self.log_file(node)
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("ab") as fh:
@@ -170,7 +184,7 @@ class LocalKafkaBackend:
 
     def start_node(self, layout: Layout, node: Node) -> None:
         command = kafka_jars.java_command(layout.version, "kafka.Kafka", str(self.config_file(node)),
-                                          heap=BROKER_HEAP)
+                                          heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port))
         self.processes.start(node.name, command, self.log_file(node))
 
     # -- setup / teardown ----------------------------------------------------------------------------
@@ -199,6 +213,8 @@ class LocalKafkaBackend:
             log.info("created topics %s (replication factor %d, min.insync.replicas %d)", sorted(names.values()),
                      layout.replication_factor, layout.min_insync_replicas)
             applied = soak_quotas.apply(self.quotas, self.config_command, layout.bootstrap_servers)
+            quota_meter.start(self.processes, layout.version, {n.node_id: n.jmx_port for n in layout.nodes},
+                              self.quotas, self.meter_dir)
         except Exception:
             self.release(None)
             raise
@@ -226,12 +242,28 @@ class LocalKafkaBackend:
     def release(self, cluster: Cluster | None = None) -> None:
         """Stop every node (SIGTERM, SIGKILL after 30 s); its data and log stay in the run directory. The quotas
         lived in this cluster only and end with it."""
+        quota_meter.stop(self.processes)
         names = [name for name in self.processes.names() if name.startswith("kafka-")]
         with ThreadPoolExecutor(max(1, len(names))) as pool:
             codes = dict(zip(names, pool.map(lambda name: self.processes.stop(name, timeout=30), names),
                              strict=True))
         log.info("Kafka stopped: %s", ", ".join(f"{n} exit {c}" for n, c in codes.items() if c is not None) or
                  "no node was running")
+
+    # -- what the quotas did ---------------------------------------------------------------------------
+    @property
+    def meter_dir(self) -> Path:
+        return self.run_dir / "quotas"
+
+    def quota_usage(self) -> list[dict]:
+        """Stop measuring the quotas (the app has stopped) and say what each did (``quota_meter.summarize``),
+        also into ``quotas.json``."""
+        if not self.quotas:
+            return []
+        quota_meter.stop(self.processes)
+        usage = quota_meter.summarize(self.quotas, self.meter_dir, [n.node_id for n in self.layout().nodes])
+        rundir.write_json(self.run_dir / "quotas.json", usage)
+        return usage
 
     # -- faults ----------------------------------------------------------------------------------------
     def set_broker(self, broker: int, up: bool) -> str:

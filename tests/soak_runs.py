@@ -1,0 +1,46 @@
+"""Scenario DAG runs for the end-to-end tests: ``airflow dags test`` in a subprocess with a private runs directory,
+programs shortened for CI, and what a run must leave behind (no process, no Kafka JVM)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import psutil
+from conftest import live_processes
+
+DAG_ID = "soak_eos_id_assignment"
+SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}
+# soak_stale_state_standby with its default program on 12 partitions: after "1 2 3" instance 1 owns 0-3
+# and keeps standby replicas of 4-11; stopping 2 hands 4-5 back to it.
+STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12}
+# soak_id_assignment_rebalance with its default program "1 2 2": the second phase still flows when
+# instance 2 stops and partition 1 goes back to instance 1, its standby.
+REBALANCE_SHORT = {"interval_s": 8, "records": 27000, "keys": 27000, "phases": [
+    {"records": 3000, "at_s": 0}, {"records": 24000, "after_step": 1, "rate": 2000}]}
+
+
+def soak(runs_dir: Path, dag_id: str = DAG_ID, **conf) -> tuple[int, Path, dict | None]:
+    """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None)."""
+    env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
+    base = SHORT if dag_id == DAG_ID else {}
+    proc = subprocess.run(["airflow", "dags", "test", dag_id, "-c", json.dumps({**base, **conf})], env=env,
+                          capture_output=True, text=True, timeout=900)
+    run_dir = (runs_dir / dag_id / "latest").resolve()
+    (run_dir / "dags-test.log").write_text(proc.stdout + proc.stderr)
+    verdict_path = run_dir / "verdict.json"
+    verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
+    assert not live_processes(run_dir), "brokers, generator and instances must be stopped after the run"
+    assert not kafka_jvms(run_dir), "no Kafka JVM of the run may outlive it"
+    return proc.returncode, run_dir, verdict
+
+
+def kafka_jvms(run_dir: Path) -> list[int]:
+    """Processes whose command line names a file of this run (a broker's server.properties)."""
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(run_dir) in part for part in p.info["cmdline"] or [])]
+
+
+def last_alert(runs_dir: Path) -> dict:
+    return json.loads((runs_dir / "alerts.jsonl").read_text().splitlines()[-1])
