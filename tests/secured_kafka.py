@@ -36,6 +36,9 @@ class ScramKafka(LocalKafkaBackend):
             "advertised.listeners": f"{props['advertised.listeners']},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
             "listener.security.protocol.map": f"{props['listener.security.protocol.map']},SASL_PLAINTEXT:SASL_PLAINTEXT",
             "sasl.enabled.mechanisms": MECHANISM,
+            # the server side of SCRAM needs a login module, not a password: users are in the metadata log
+            f"listener.name.sasl_plaintext.{MECHANISM.lower()}.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
         })
         return props
 

@@ -1,6 +1,6 @@
 """The reference app's state: write-back cache, changelog, restoration and standby replicas.
 
-The store tests are plain logic; the replication tests run against a real embedded broker.
+The store tests are plain logic; the replication tests run against a real Apache Kafka broker.
 """
 
 import json

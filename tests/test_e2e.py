@@ -100,8 +100,11 @@ def test_id_assignment_rebalance(runs_dir, bug):
 def test_faults_on_three_brokers_leave_evidence_and_a_healthy_app_passes(runs_dir):
     """kill -9, pause/resume and a broker of three killed and restarted while load flows: every step is recorded
     with the PID it acted on, the drain waits out the dead member's session, and the verdict is conclusive."""
-    code, run_dir, verdict = soak(runs_dir, brokers=3, program="1 2 k1 p2 b2- r2 b2+ 1")
-    steps = {s["token"]: s for s in map(json.loads, (run_dir / "program.jsonl").read_text().splitlines())}
+    quota = {"client_id": f"{DAG_ID}-app-2-producer", "producer_byte_rate": 10_000_000}
+    code, run_dir, verdict = soak(runs_dir, brokers=3, program="1 2 k1 p2 b2- r2 b2+ 1", quotas=[quota])
+    steps = {}
+    for step in map(json.loads, (run_dir / "program.jsonl").read_text().splitlines()):
+        steps.setdefault(step["token"], step)  # the first "1" starts instance 1
     assert steps["k1"]["pid"] == steps["1"]["pid"] and steps["k1"]["running_after"] == [2]
     assert steps["p2"]["paused_after"] == [2] and steps["r2"]["paused_after"] == []
     assert steps["b2-"]["broker"] == "down" and steps["b2+"]["broker"] == "up"
@@ -114,16 +117,20 @@ def test_faults_on_three_brokers_leave_evidence_and_a_healthy_app_passes(runs_di
     assert "session times out" in (run_dir / "report.html").read_text()
     assert [p.name for p in sorted((run_dir / "logs").glob("kafka-*.log"))] == ["kafka-1.log", "kafka-2.log",
                                                                                 "kafka-3.log"]
+    # a quota that never binds: set and verified on three brokers, measured, and said to have never bitten
+    [used] = verdict["quotas"]
+    assert (used["client_id"], used["quota"], used["bit"]) == (quota["client_id"], 10_000_000.0, False), used
+    assert used["achieved"] > 0 and set(used["per_broker"]) <= {"1", "2", "3"}, used
+    assert "(never bit)" in (run_dir / "report.html").read_text()
 
 
 def test_a_drain_that_times_out_says_why(runs_dir):
     """An app that joins the group and never commits: the task log, the alert and the report name the lag per
     partition, that it did not move, who owns what, and the open transactions."""
-    stuck = ["python", "-c", "import sys, time; from confluent_kafka import Consumer; "
-             "c = Consumer({'bootstrap.servers': sys.argv[1], 'group.id': sys.argv[2], 'client.id': sys.argv[3], "
-             "'enable.auto.commit': False}); c.subscribe([sys.argv[4]]); "
-             "[c.poll(0.5) for _ in iter(int, 1)]", "{bootstrap_servers}", "{app_id}", "{app_id}-{instance}",
-             "{input_topic}"]
+    stuck = ["python", "-c", "import sys; from confluent_kafka import Consumer; "
+             "c = Consumer(dict(zip(['bootstrap.servers', 'group.id', 'client.id', 'enable.auto.commit'], "
+             "[*sys.argv[1:4], False]))); c.subscribe([sys.argv[4]]); [c.poll(0.5) for _ in iter(int, 1)]",
+             "{bootstrap_servers}", "{app_id}", "{app_id}-{instance}", "{input_topic}"]
     code, run_dir, verdict = soak(runs_dir, program="1", interval_s=3, records=2000, drain_timeout_s=10,
                                   app_command=stuck)
     assert code == 1 and verdict is None

@@ -1,4 +1,4 @@
-"""The generator against a real embedded broker: contract fields, and exact resume after a crash."""
+"""The generator against a real Apache Kafka broker: contract fields, and exact resume after a crash."""
 
 import json
 import signal

@@ -90,7 +90,7 @@ def produced_bytes_per_s(bootstrap: str, topic: str, client_id: str, seconds: fl
 def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, tmp_path):
     """What the quota is for: a client writing faster than its quota achieves at most the quota (plus the burst
     Kafka's quota window allows), the same client id without a quota writes many times faster, and the quota
-    meter (JmxTool on the broker's JMX) reports the rate the broker measured and that it throttled the client,
+    meter (the broker's own metrics over JMX) reports the rate the broker measured and that it throttled the client,
     while an idle client's quota is reported as never bitten."""
     backend, cluster = kafka
     quota, idle = Quota("soak-test-throttled", producer_byte_rate=35000), Quota("soak-test-idle", consumer_byte_rate=1000)
@@ -98,7 +98,7 @@ def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, 
     quotas.apply([quota, idle], backend.config_command, cluster.bootstrap_servers)
     layout = backend.layout()
     meter = LocalProcesses(tmp_path)
-    quota_meter.start(meter, layout.version, {n.node_id: n.jmx_port for n in layout.nodes}, [quota, idle], tmp_path)
+    quota_meter.start(meter, {n.node_id: n.jmx_port for n in layout.nodes}, [quota, idle], tmp_path)
     try:
         throttled = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], quota.client_id, 14, 4)
     finally:

@@ -98,7 +98,11 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
             code = proc.wait()
         except KeyboardInterrupt:
             proc.terminate()
-            proc.wait(60)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:  # a task waiting for a trigger does not always heed SIGTERM
+                proc.kill()
+                proc.wait(20)
             run_dir = this_run()
             print(f"\ninterrupted: stopping what the run started{f' ({run_dir})' if run_dir else ''}", flush=True)
             if run_dir is not None:

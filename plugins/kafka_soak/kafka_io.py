@@ -117,7 +117,8 @@ def group_members(bootstrap: str, group: str, topic: str, timeout: float = 10.0)
     """The group's members now: client id, host and the partitions of ``topic`` each owns."""
     from confluent_kafka.admin import AdminClient
 
-    description = AdminClient(client_config(bootstrap)).describe_consumer_groups([group])[group].result(timeout)
+    admin = AdminClient(client_config(bootstrap))  # kept alive until the future resolves: it serves it
+    description = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout)
     return [{"client_id": member.client_id, "host": member.host,
              "partitions": sorted(tp.partition for tp in (member.assignment.topic_partitions if member.assignment
                                                           else []) if tp.topic == topic)}
@@ -160,7 +161,8 @@ def delete_topics(bootstrap: str, names: list[str], timeout: float = 60.0) -> di
     """Delete topics; returns ``{name: error}`` for those that could not be deleted."""
     from confluent_kafka.admin import AdminClient
 
-    return _failures(AdminClient(client_config(bootstrap)).delete_topics(names, request_timeout=timeout), timeout)
+    admin = AdminClient(client_config(bootstrap))  # kept alive until the futures resolve: it serves them
+    return _failures(admin.delete_topics(names, request_timeout=timeout), timeout)
 
 
 def _failures(futures: Mapping[str, Any], timeout: float) -> dict[str, str]:

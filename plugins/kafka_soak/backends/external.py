@@ -121,7 +121,7 @@ class ExternalBackend:
             except Exception:
                 kafka_io.delete_topics(bootstrap, list(names.values()))
                 raise
-        return Cluster(self.name, bootstrap, names, {}, conn_id=self.conn_id, quotas=applied)
+        return Cluster(self.name, bootstrap, names, conn_id=self.conn_id, quotas=applied)
 
     def release(self, cluster: Cluster | None) -> None:
         if cluster is None:

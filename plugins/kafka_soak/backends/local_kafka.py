@@ -213,8 +213,8 @@ class LocalKafkaBackend:
             log.info("created topics %s (replication factor %d, min.insync.replicas %d)", sorted(names.values()),
                      layout.replication_factor, layout.min_insync_replicas)
             applied = soak_quotas.apply(self.quotas, self.config_command, layout.bootstrap_servers)
-            quota_meter.start(self.processes, layout.version, {n.node_id: n.jmx_port for n in layout.nodes},
-                              self.quotas, self.meter_dir)
+            quota_meter.start(self.processes, {n.node_id: n.jmx_port for n in layout.nodes}, self.quotas,
+                              self.meter_dir)
         except Exception:
             self.release(None)
             raise

@@ -2,17 +2,18 @@
 
 A broker keeps, per client id, the rate its quota is judged on (``byte-rate`` of the Produce or Fetch sensor,
 ``request-time`` of the Request sensor) and how long it throttled the client (``throttle-time``), as JMX MBeans.
-The ``local`` backend's nodes serve JMX on loopback; Kafka's own ``JmxTool`` samples each quota'd client's
-MBean on each node once a second, from provision until the app's last instance stopped, into
-``quotas/<n>.broker-<id>.csv``. ``summarize`` turns the samples into what the verdict and the report show next
-to each quota: the rate the broker measured (median and peak of the samples while the client was active) and
-its throttle time, so a quota that was set but never bit is visible. Quotas apply per broker: each broker's
+The ``local`` backend's nodes serve JMX on loopback; ``kafka/QuotaMeter.java`` (run by ``java`` in source-file
+mode: no build) reads every quota'd client's MBeans on each node once a second, from provision until the app's
+last instance stopped, into ``quotas/broker-<id>.csv``. Kafka's ``JmxTool`` would be the tool made for it, but it
+resolves its MBeans once and gives up after 10 s on a client that has not connected yet. ``summarize`` turns
+the samples into what the verdict and the report show next to each quota: the rate the broker measured
+(median and peak of the samples while the client was active) and its throttle time, so a quota that was set
+but never bit is visible. Quotas apply per broker: each broker's
 figures are kept, and the worst is the one compared with the quota.
 """
 
 from __future__ import annotations
 
-import csv
 import statistics
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from kafka_soak.runtime.local import LocalProcesses
 SENSORS = {"producer_byte_rate": ("Produce", "byte-rate", "B/s"), "consumer_byte_rate": ("Fetch", "byte-rate", "B/s"),
            "request_percentage": ("Request", "request-time", "%")}
 PREFIX = "quota-meter-"
-JMX_TOOL = "org.apache.kafka.tools.JmxTool"
+METER = kafka_jars.RESOURCES / "QuotaMeter.java"
 
 
 def jmx_properties(port: int) -> dict[str, str]:
@@ -37,26 +38,20 @@ def jmx_properties(port: int) -> dict[str, str]:
 
 
 def readings(quotas: list[Quota]) -> list[tuple[Quota, str]]:
-    """Every (quota, setting) pair a run measures, in a fixed order (their index names their files)."""
+    """Every (quota, setting) pair a run measures."""
     return [(quota, setting) for quota in quotas for setting in quota.settings()]
 
 
-def start(processes: LocalProcesses, version: str, brokers: dict[int, int], quotas: list[Quota], out_dir: Path) -> None:
-    """One JmxTool per quota setting and broker (``brokers``: node id -> JMX port); each waits for its MBean, which
-    the broker creates when the client first connects."""
-    for n, (quota, setting) in enumerate(readings(quotas)):
-        sensor, attribute, _unit = SENSORS[setting]
-        for node, port in brokers.items():
-            name = f"{PREFIX}{n}-broker-{node}"
-            if processes.is_alive(name):
-                continue
-            command = kafka_jars.java_command(
-                version, JMX_TOOL, "--jmx-url", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{port}/jmxrmi",
-                "--object-name", f"kafka.server:type={sensor},client-id={quota.client_id}",
-                "--attributes", f"{attribute},throttle-time", "--wait", "--reporting-interval", "1000",
-                "--date-format", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX", heap="64m",
-                properties={"kafka.soak.log.level": "WARN"})
-            processes.start(name, command, out_dir / f"{n}.broker-{node}.csv")
+def start(processes: LocalProcesses, brokers: dict[int, int], quotas: list[Quota], out_dir: Path) -> None:
+    """One meter per broker (``brokers``: node id -> JMX port) for every quota'd client's sensors."""
+    wanted = [f"{SENSORS[setting][0]}:{quota.client_id}" for quota, setting in readings(quotas)]
+    if not wanted:
+        return
+    for node, port in brokers.items():
+        name = f"{PREFIX}broker-{node}"
+        if not processes.is_alive(name):
+            processes.start(name, [kafka_jars.java_executable(), "-Xmx64m", str(METER), str(port), *wanted],
+                            out_dir / f"broker-{node}.csv")
 
 
 def stop(processes: LocalProcesses) -> None:
@@ -65,19 +60,18 @@ def stop(processes: LocalProcesses) -> None:
             processes.stop(name, timeout=10)
 
 
-def samples(path: Path) -> list[tuple[float, float]]:
-    """(rate, throttle ms) per second from a JmxTool CSV (its first lines may be the tool's own messages)."""
+def samples(path: Path, sensor: str, client_id: str) -> list[tuple[float, float]]:
+    """(value, throttle ms) per second of one client's sensor from a broker's meter output."""
     if not path.exists():
         return []
-    lines = path.read_text(errors="replace").splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"time"')), None)
-    if start is None:
-        return []
     rows = []
-    for row in csv.reader(lines[start + 1:]):
+    for line in path.read_text(errors="replace").splitlines():
+        parts = line.split(",")
+        if len(parts) < 5 or parts[1] != sensor or ",".join(parts[2:-2]) != client_id:
+            continue
         try:
-            rows.append((float(row[1]), float(row[2])))
-        except (IndexError, ValueError):
+            rows.append((float(parts[-2]), float(parts[-1])))
+        except ValueError:
             continue
     return rows
 
@@ -86,17 +80,18 @@ def summarize(quotas: list[Quota], out_dir: Path, brokers: list[int]) -> list[di
     """Per quota setting: the limit, and per broker the measured rate (median and peak while the client was
     active) and throttle time; ``bit`` says whether any broker throttled the client."""
     result = []
-    for n, (quota, setting) in enumerate(readings(quotas)):
-        _sensor, attribute, unit = SENSORS[setting]
+    for quota, setting in readings(quotas):
+        sensor, attribute, unit = SENSORS[setting]
         limit = quota.settings()[setting]
         per_broker = {}
         for node in brokers:
-            active = [(rate, throttle) for rate, throttle in samples(out_dir / f"{n}.broker-{node}.csv") if rate > 0]
+            active = [(value, throttle) for value, throttle in samples(out_dir / f"broker-{node}.csv", sensor,
+                                                                       quota.client_id) if value > 0]
             if active:
-                rates = [rate for rate, _ in active]
+                values = [value for value, _ in active]
                 per_broker[str(node)] = {
-                    "samples": len(active), "median": round(statistics.median(rates), 1), "peak": round(max(rates), 1),
-                    "throttle_ms_mean": round(statistics.fmean(t for _, t in active), 1),
+                    "samples": len(active), "median": round(statistics.median(values), 1),
+                    "peak": round(max(values), 1), "throttle_ms_mean": round(statistics.fmean(t for _, t in active), 1),
                     "throttle_ms_max": round(max(t for _, t in active), 1)}
         worst = max(per_broker.values(), key=lambda b: b["median"], default=None)
         result.append({"client_id": quota.client_id, "setting": setting, "quota": limit, "unit": unit,

@@ -1,7 +1,7 @@
 """Start a command detached from the caller (new session, not our child) and print its PID.
 
 A task process is short-lived and an Airflow worker may reap or kill its children, so instances,
-the generator and the embedded broker are started through this tiny intermediate: it starts the
+the generator and the Kafka brokers are started through this tiny intermediate: it starts the
 command in a new session with output to a log file, prints the PID and exits, leaving the command
 to init. ``python -m kafka_soak.runtime.spawn LOG -- CMD...``
 """
