@@ -17,7 +17,7 @@ import pytest
 from soak_runs import DAG_ID, SHORT, last_alert, soak
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
-pytestmark = pytest.mark.xdist_group("docker")
+pytestmark = pytest.mark.xdist_group(name="docker")
 
 
 @pytest.fixture

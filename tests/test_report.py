@@ -17,7 +17,7 @@ from soak_runs import SHORT, soak
 from kafka_soak import history, report
 
 # Its tests share one soak run (a module fixture): one pytest-xdist worker runs them all.
-pytestmark = pytest.mark.xdist_group("report")
+pytestmark = pytest.mark.xdist_group(name="report")
 
 ARTIFACTS = Path(os.environ.get("SOAK_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 LOST = SHORT["records"] // 1000

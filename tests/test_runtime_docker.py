@@ -12,7 +12,7 @@ from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.runtime.docker import DockerContainers, DockerRuntimeError, docker_api, run_labels
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
-pytestmark = pytest.mark.xdist_group("docker")
+pytestmark = pytest.mark.xdist_group(name="docker")
 
 # A stand-in app: prints a line a second and says goodbye on SIGTERM (Python in the Debian base image).
 APP = ["python3", "-u", "-c", "import signal, sys, time\n"
@@ -68,7 +68,7 @@ def test_lifecycle_of_an_instance_container(docker_engine, run_dir):
         wait_for_output(containers, "instance-1", "tick")
         assert containers.kill("instance-1") == 137
     finally:
-        containers.remove_all()
+        containers.clean_up()
     assert docker_engine.run_containers(run_dir) == []
     assert log_path.exists(), "logs stay in the run directory"
 
@@ -86,12 +86,12 @@ def test_teardown_removes_every_container_of_the_run_and_only_those(docker_engin
         # a container of the run that no registry knows (its task died between create and record)
         mine.api.create_container(docker_engine.BASE_IMAGE, command=["true"], labels=run_labels(run_dir, "orphan"))
         assert len(docker_engine.run_containers(run_dir)) == 3
-        assert len(mine.remove_all()) == 1  # the orphan
+        assert len(mine.clean_up()) == 1  # the orphan
         assert docker_engine.run_containers(run_dir) == []
         assert len(docker_engine.run_containers(other_dir)) == 1
         assert "tick" in (run_dir / "logs" / "b.log").read_text()
     finally:
-        other.remove_all()
+        other.clean_up()
 
 
 def test_clear_errors_for_an_unreachable_engine_and_a_missing_image(docker_engine, run_dir):

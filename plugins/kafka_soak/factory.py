@@ -29,6 +29,7 @@ from kafka_soak.deadline import overdue_alert
 from kafka_soak.drain import DrainTimeout, diagnose, fault_grace_s, open_transactions, restore_service, wait_for_zero_lag
 from kafka_soak.generator import Phase
 from kafka_soak.instances import REFERENCE_IMAGE, Instances
+from kafka_soak.load import Load
 from kafka_soak.operators.toggle import ToggleStepOperator
 from kafka_soak.operators.validate import ValidateOperator
 from kafka_soak.steps import read_t0, write_program
@@ -153,26 +154,25 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         def start_generator(plan: dict[str, Any], cluster: dict[str, Any], steps: list[dict[str, Any]]) -> None:
             """Start the load in its own process so it flows through the whole program (from T0 on)."""
             ti = get_current_context()["ti"]
-            _instances(plan, cluster, app_id).start_generator(start_at=steps[0]["planned_at"], attempt=ti.try_number)
+            Load(_run_dir(), cluster, plan).start(start_at=steps[0]["planned_at"], attempt=ti.try_number)
 
         @task
         def await_generator(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Wait for the generator; if it died, restart it (it resumes without duplicating an id)."""
-            instances = _instances(plan, cluster, app_id)
+            load = Load(_run_dir(), cluster, plan)
             attempt = 1
             while True:
-                progress_file = instances.generator_progress_file
-                state = json.loads(progress_file.read_text()) if progress_file.exists() else {}
+                state = load.progress()
                 if state.get("done"):
                     log.info("generator done: %d records, %.0f records/s", state["produced"], state["rate_per_s"])
                     return state
-                if not instances.generator_running():
+                if not load.running():
                     attempt += 1
                     if attempt > 3:
                         raise RuntimeError(f"the generator stopped before producing {plan['records']} records "
                                            f"three times; see {_run_dir() / 'logs'}")
                     log.warning("generator not running and not done (%s): restarting it to resume", state or "no progress")
-                    instances.start_generator(start_at=read_t0(_run_dir()), attempt=attempt)
+                    load.start(start_at=read_t0(_run_dir()), attempt=attempt)
                 elif state:
                     log.info("generator: %d/%d records, %.0f records/s", state["produced"], state["records"],
                              state["rate_per_s"])
@@ -212,7 +212,9 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Stop every instance gracefully (and the generator); runs even when something failed. The quotas'
             measurement ends with the app (``quotas.json``)."""
             codes = _instances(plan, cluster, app_id).stop_all()
-            log.info("stopped: %s", codes or "nothing was running")
+            generator = Load(_run_dir(), cluster, plan).stop()
+            log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
+                     or "nothing was running")
             for usage in backends.create(plan, _run_dir()).quota_usage():
                 log.info("quota %s %s=%g %s: the broker measured %s %s (median; peak %s) and throttled it up to %s "
                          "ms%s", usage["client_id"], usage["setting"], usage["quota"], usage["unit"],

@@ -1,7 +1,7 @@
-"""The app instances of a run: start/stop instance *n* on the run's runtime, and the generator.
+"""The app instances of a run: start/stop/kill/pause/resume instance *n* on the run's runtime.
 
-Instances run where param ``runtime`` says: ``local`` processes or ``docker`` containers; the generator is
-part of the harness and always a local process. One log per instance per program step
+Instances run where param ``runtime`` says: ``local`` processes or ``docker`` containers, both behind the same
+``Runtime`` interface (the load generator is the harness's, in ``load.py``). One log per instance per program step
 (``logs/<app_id>-<n>.<step>.log``), as in the multi-runner reproduction, so what an instance did between
 two toggles can be read on its own.
 
@@ -13,7 +13,6 @@ name another one. Whatever it is, it learns the run from the data contract's env
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,12 @@ from kafka_soak import kafka_io
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings
 from kafka_soak.rundir import journal
+from kafka_soak.runtime import ProcessRecord, Runtime
 from kafka_soak.runtime.docker import DockerContainers
-from kafka_soak.runtime.local import LocalProcesses, ProcessRecord, python_command
+from kafka_soak.runtime.local import LocalProcesses, python_command
 
 log = logging.getLogger(__name__)
 
-GENERATOR = "generator"
 REFERENCE_IMAGE = "kafka-soak-worker:latest"
 
 
@@ -44,11 +43,9 @@ class Instances:
                  client_settings: dict[str, Any] | None = None) -> None:
         self.run_dir, self.cluster, self.plan, self.app_id = run_dir, cluster, plan, app_id
         self.client_env = kafka_io.settings_env(client_settings)
-        self.processes = LocalProcesses(run_dir)  # the generator, and the instances with runtime=local
-        self.runtime: LocalProcesses | DockerContainers = self.processes
-        if plan["runtime"] == "docker":
-            self.runtime = DockerContainers(run_dir, plan["app_image"] or REFERENCE_IMAGE, plan["app_env"],
-                                            plan["docker_url"], plan["docker_conn_id"] or None)
+        self.runtime: Runtime = (
+            DockerContainers(run_dir, plan["app_image"] or REFERENCE_IMAGE, plan["app_env"], plan["docker_url"],
+                             plan["docker_conn_id"] or None) if plan["runtime"] == "docker" else LocalProcesses(run_dir))
 
     @classmethod
     def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: dict[str, Any], app_id: str) -> Instances:
@@ -125,10 +122,8 @@ class Instances:
         return self.runtime.record(self.name(instance))
 
     def sync_logs(self) -> None:
-        """Copy the output of the instances' containers into their step logs (local processes write there)."""
-        if isinstance(self.runtime, DockerContainers):
-            for name in self.runtime.names():
-                self.runtime.copy_log(name)
+        """Bring the instances' output so far into their step logs (containers keep it inside)."""
+        self.runtime.collect_logs()
 
     def running(self) -> list[int]:
         """Instances alive (paused ones included)."""
@@ -138,37 +133,11 @@ class Instances:
         return [n for n in self.running() if self.runtime.is_paused(self.name(n))]
 
     def stop_all(self, timeout: float = 30.0) -> dict[str, int | None]:
-        """Stop the generator and every instance still running; returns their exit codes. With Docker, every
-        container of the run is then removed (logs copied first), whatever state it is in."""
-        runtimes = [self.processes] if self.runtime is self.processes else [self.processes, self.runtime]
-        codes = {name: runtime.stop(name, timeout) for runtime in runtimes for name in runtime.names()
-                 if (name == GENERATOR or name.startswith("instance-")) and runtime.is_alive(name)}
+        """Stop every instance still running; returns their exit codes. Then whatever is left of them (with
+        Docker: every container of the run, logs copied first) is removed."""
+        codes = {name: self.runtime.stop(name, timeout) for name in self.runtime.names()
+                 if name.startswith("instance-") and self.runtime.is_alive(name)}
         for name, code in codes.items():
-            if name.startswith("instance-"):
-                journal(self.run_dir, "stop", instance=int(name.removeprefix("instance-")), exit_code=code)
-        if isinstance(self.runtime, DockerContainers):
-            self.runtime.remove_all()
+            journal(self.run_dir, "stop", instance=int(name.removeprefix("instance-")), exit_code=code)
+        self.runtime.clean_up()
         return codes
-
-    def generator_command(self, start_at: float) -> list[str]:
-        plan = self.plan
-        return python_command(
-            "kafka_soak.generator", "--bootstrap", self.cluster.bootstrap_servers, "--topic",
-            self.cluster.topics["input"], "--records", str(plan["records"]), "--keys", str(plan["keys"]),
-            "--phases", json.dumps(plan["phases"]), "--payload-bytes", str(plan["payload_bytes"]),
-            "--seed", str(plan["seed"]), "--start-at", str(start_at), "--steps-dir", str(self.run_dir / "program"),
-            "--progress-file", str(self.generator_progress_file))
-
-    @property
-    def generator_progress_file(self) -> Path:
-        return self.run_dir / "generator.json"
-
-    def start_generator(self, start_at: float, attempt: int) -> ProcessRecord | None:
-        if self.processes.process(GENERATOR) is not None:
-            log.info("generator already running")
-            return self.processes.record(GENERATOR)
-        return self.processes.start(GENERATOR, self.generator_command(start_at),
-                                    self.run_dir / "logs" / f"generator.{attempt}.log", extra_env=self.client_env)
-
-    def generator_running(self) -> bool:
-        return self.processes.process(GENERATOR) is not None

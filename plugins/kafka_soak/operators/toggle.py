@@ -10,6 +10,7 @@ from airflow.sdk import BaseOperator
 
 from kafka_soak import backends, rundir
 from kafka_soak.instances import Instances
+from kafka_soak.load import Load
 from kafka_soak.program import Step
 from kafka_soak.steps import StepBook, apply, read_steps, sleep_until
 from kafka_soak.triggers import StepCountdownTrigger
@@ -57,7 +58,7 @@ class ToggleStepOperator(BaseOperator):
             if wait > self.defer_above_s:
                 self.log.info("%s in %.1f s (deferring until %.0f s before)", step.label, wait, self.wake_early_s)
                 self.defer(trigger=StepCountdownTrigger(step.planned_at - self.wake_early_s, step.label,
-                                                        str(instances.generator_progress_file)),
+                                                        str(Load(run_dir, self.cluster, self.plan).progress_file)),
                            method_name="advance")
             sleep_until(step.planned_at)
             if book.claim(pending, me):

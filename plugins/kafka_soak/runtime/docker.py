@@ -11,16 +11,14 @@ instance is started again or at teardown, after its log was copied.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
-from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from kafka_soak.runtime.local import ProcessRecord
+from kafka_soak.runtime import ProcessRecord, Registry
 
 log = logging.getLogger(__name__)
 
@@ -103,19 +101,14 @@ class DockerContainers:
         self.run_key = f"{run_dir.parent.name}.{run_dir.name}"
         self.image, self.environment = image, environment or {}
         self.docker_url, self.docker_conn_id = docker_url, docker_conn_id
-        self.registry = run_dir / "processes"
-        self.registry.mkdir(parents=True, exist_ok=True)
+        self.registry = Registry(run_dir)
 
     @cached_property
     def api(self) -> Any:
         return docker_api(self.docker_url, self.docker_conn_id)
 
-    def _record_path(self, name: str) -> Path:
-        return self.registry / f"{name}.json"
-
     def record(self, name: str) -> ProcessRecord | None:
-        path = self._record_path(name)
-        return ProcessRecord(**json.loads(path.read_text())) if path.exists() else None
+        return self.registry.record(name)
 
     def _state(self, name: str) -> dict[str, Any] | None:
         rec = self.record(name)
@@ -150,9 +143,7 @@ class DockerContainers:
         state = self.api.inspect_container(container["Id"])["State"]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         rec = ProcessRecord(name, state.get("Pid") or 0, 0.0, str(log_path), time.time(), container=container["Id"])
-        tmp = self._record_path(name).with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(rec), indent=2))
-        tmp.replace(self._record_path(name))
+        self.registry.write(rec)
         log.info("started %s: container %s (%s, image %s), log %s", name, cname, container["Id"][:12], self.image,
                  log_path)
         return rec
@@ -231,9 +222,14 @@ class DockerContainers:
             pass
 
     def names(self) -> list[str]:
-        return sorted(p.stem for p in self.registry.glob("*.json") if self.record(p.stem).container)
+        return self.registry.names(containers=True)
 
-    def remove_all(self) -> list[str]:
+    def collect_logs(self) -> None:
+        """Copy every container's output so far into its log file (a container keeps its output inside)."""
+        for name in self.names():
+            self.copy_log(name)
+
+    def clean_up(self) -> list[str]:
         """Teardown: copy the logs of this run's containers and remove them all, and only them."""
         for name in self.names():
             self.remove(name)

@@ -7,33 +7,22 @@ psutil. This runtime assumes every task of the run executes on the same machine.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
 import kafka_soak
+from kafka_soak.runtime import ProcessRecord, Registry
 
 log = logging.getLogger(__name__)
 
 PLUGINS_DIR = Path(kafka_soak.__file__).resolve().parent.parent
-
-
-@dataclass
-class ProcessRecord:
-    name: str
-    pid: int
-    create_time: float
-    log: str
-    started_at: float
-    container: str | None = None  # set by the Docker runtime
 
 
 def python_command(module: str, *args: str) -> list[str]:
@@ -52,15 +41,10 @@ class LocalProcesses:
     """Named detached processes of one run, registered under ``<run_dir>/processes/``."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.registry = run_dir / "processes"
-        self.registry.mkdir(parents=True, exist_ok=True)
-
-    def _record_path(self, name: str) -> Path:
-        return self.registry / f"{name}.json"
+        self.registry = Registry(run_dir)
 
     def record(self, name: str) -> ProcessRecord | None:
-        path = self._record_path(name)
-        return ProcessRecord(**json.loads(path.read_text())) if path.exists() else None
+        return self.registry.record(name)
 
     def process(self, name: str) -> psutil.Process | None:
         """The live process registered as ``name``, or None (exited, zombie, or PID reused)."""
@@ -85,9 +69,7 @@ class LocalProcesses:
                              env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)
         pid = int(out.stdout.strip())
         rec = ProcessRecord(name, pid, psutil.Process(pid).create_time(), str(log_path), time.time())
-        tmp = self._record_path(name).with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(rec), indent=2))
-        tmp.replace(self._record_path(name))
+        self.registry.write(rec)
         log.info("started %s: pid %d, log %s", name, pid, log_path)
         return rec
 
@@ -142,4 +124,11 @@ class LocalProcesses:
         return True
 
     def names(self) -> list[str]:
-        return sorted(p.stem for p in self.registry.glob("*.json") if not self.record(p.stem).container)
+        return self.registry.names(containers=False)
+
+    def collect_logs(self) -> None:
+        """Nothing to do: a local process writes its log file itself."""
+
+    def clean_up(self) -> list[str]:
+        """Nothing is left of a stopped process."""
+        return []
