@@ -91,3 +91,18 @@ def test_cluster_ids_are_what_kafka_storage_accepts():
     ids = [new_cluster_id() for _ in range(2000)]
     assert len(set(ids)) == 2000 and not [i for i in ids if i.startswith("-")]
     assert all(len(base64.urlsafe_b64decode(i + "==")) == 16 for i in ids)
+
+
+def test_another_served_kafka_version_is_fetched_and_runs(tmp_path):
+    """kafka_version picks the release: its jars are fetched on first use (Maven Central) and its broker serves."""
+    from kafka_soak.backends import kafka_jars
+
+    backend = LocalKafkaBackend(tmp_path, version="4.1.1")
+    cluster = backend.provision({"input": 2}, "soak.version")
+    try:
+        assert kafka_jars.is_resolved("4.1.1") and cluster.kafka_version == "4.1.1"
+        assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2
+        assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
+    finally:
+        backend.release(cluster)
+    assert not backend.processes.is_alive("kafka-1")
