@@ -124,3 +124,21 @@ def test_a_broken_channel_does_not_silence_the_others(monkeypatch, webhook_serve
     assert [p["body"]["text"] for p in posts] == ["soak d did not reach a verdict: task provision failed (run r); "
                                                   "logs: /runs/d/r\nrun dir: /runs/d/r"]
     assert json.loads((runs_dir / "alerts.jsonl").read_text().splitlines()[-1])["message"] == alert["message"]
+
+
+def test_a_run_without_a_verdict_says_which_task_failed_first_and_why(tmp_path):
+    """The tasks' failure callback keeps why each failed (failures.jsonl); the alert leads with the earliest."""
+    run_dir = tmp_path / "d" / "r"
+    run_dir.mkdir(parents=True)
+    rows = [{"task_id": "validate", "map_index": -1, "try": 1, "error": "upstream failed", "at": 20.0},
+            {"task_id": "provision", "map_index": -1, "try": 1, "at": 10.0,
+             "error": "BrokerStartError: broker 1 exited while starting\n[kafka-1.log] Address already in use"}]
+    (run_dir / "failures.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    alert = alerting.compose("d", "r", run_dir, failed_task="validate")
+    assert alert["status"] == "no_verdict" and alert["failed_task"] == "provision"
+    assert alert["message"] == (f"soak d did not reach a verdict: task provision failed: BrokerStartError: broker 1 "
+                                f"exited while starting (run r); logs: {run_dir}")
+    assert alert["details"] == ["[kafka-1.log] Address already in use"]
+    (run_dir / "failures.jsonl").unlink()
+    assert alerting.compose("d", "r", run_dir, failed_task="drain")["message"] == (
+        f"soak d did not reach a verdict: task drain failed (run r); logs: {run_dir}")

@@ -1,7 +1,8 @@
 """Alerting: one message per broken run that a person can act on, and one when a scenario recovers.
 
 A failed verdict names scenario, run, anomaly counts, the first samples and where the evidence is; a run
-that never reached a verdict says so and names the task where it stopped; the first passing run after
+that never reached a verdict says so, names the task where it stopped and why (``failures.jsonl``, written by
+every task's failure callback); the first passing run after
 failures sends a recovery message. Every message goes to the task log and ``$SOAK_RUNS_DIR/alerts.jsonl``,
 and through the providers' notifiers to each channel that has an Airflow connection:
 ``soak_alert_smtp`` (SMTP; recipients in its extra ``to``, else ``SOAK_ALERT_TO``) and
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseNotifier
+from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import rundir
+from kafka_soak import evidence, rundir
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +50,27 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
             alert["message"] = (f"soak {dag_id} INCONCLUSIVE: {'; '.join(verdict['inconclusive_reasons'])} "
                                 f"(run {run_id}); evidence: {run_dir}")
     else:
-        alert.update(status="no_verdict", failed_task=failed_task)
-        alert["message"] = (f"soak {dag_id} did not reach a verdict: task {failed_task or 'unknown'} failed "
-                            f"(run {run_id}); logs: {run_dir}")
-        drain_path = run_dir / "drain.json"
-        drain = json.loads(drain_path.read_text()) if drain_path.exists() else {}
-        if drain.get("summary"):  # the drain says why it gave up: lag, owners, open transactions
-            alert["details"] = drain["summary"].splitlines()
+        failure = evidence.first_failure(run_dir)
+        task = failure["task_id"] if failure else failed_task
+        why = failure["error"].splitlines() if failure else []
+        alert.update(status="no_verdict", failed_task=task)
+        alert["message"] = (f"soak {dag_id} did not reach a verdict: task {task or 'unknown'} failed"
+                            f"{': ' + why[0] if why else ''} (run {run_id}); logs: {run_dir}")
+        alert["details"] = why[1:]  # e.g. the drain's lag per partition, owners and open transactions
     return alert
+
+
+def record_task_failure(context: Any) -> None:
+    """Every task's ``on_failure_callback``: why it failed, into the run's ``failures.jsonl``. A DAG-level callback
+    knows which task failed but not why; the alert and the report say why in their first lines."""
+    try:
+        ti, exc = context["ti"], context.get("exception")
+        error = (str(exc) if isinstance(exc, AirflowFailException) else f"{type(exc).__name__}: {exc}") if exc else \
+            "no exception was given"
+        rundir.append_jsonl(rundir.for_context(context) / evidence.FAILURES, {
+            "task_id": ti.task_id, "map_index": ti.map_index, "try": ti.try_number, "error": error, "at": time.time()})
+    except Exception:  # a callback must not hide the failure it reports
+        log.exception("could not record why the task failed")
 
 
 def quote_assertion(sample: dict[str, Any]) -> str:

@@ -133,3 +133,11 @@ class RunEvidence:
         if logs.is_dir():
             present += sorted(f"logs/{p.name}" for p in logs.iterdir() if p.is_file())
         return present
+
+
+FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
+
+
+def first_failure(run_dir: Path) -> dict[str, Any] | None:
+    """The earliest task failure of the run (the others usually follow from it)."""
+    return min(_jsonl(run_dir / FAILURES), key=lambda row: row["at"], default=None)

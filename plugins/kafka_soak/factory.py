@@ -22,7 +22,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from kafka_soak import backends, preflight, rundir
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
-from kafka_soak.alerting import SoakAlertNotifier
+from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.deadline import overdue_alert
@@ -99,7 +99,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         tags=["kafka-soak", *scenario.get("tags", [])],
         params=params,
         deadline=overdue_alert(scenario, {name: param.value for name, param in params.items()}, lead_s),
-        default_args={"retries": 0},
+        default_args={"retries": 0, "on_failure_callback": record_task_failure},
         on_failure_callback=[SoakAlertNotifier()],
         on_success_callback=[SoakAlertNotifier(on="success")],
         user_defined_macros={"soak_run_dir": lambda run_id: str(rundir.run_dir(dag_id, run_id))},

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import charts, rundir
-from kafka_soak.evidence import RunEvidence, read_json
+from kafka_soak.evidence import RunEvidence, first_failure, read_json
 from kafka_soak.pages import TEMPLATES
 
 REPORT = "report.html"
@@ -74,7 +74,8 @@ def render(run_dir: Path, airflow_url: str | None = None) -> str:
     return TEMPLATES.get_template("report.html.j2").render(
         e=evidence, verdict=evidence.verdict, rows=verdict_rows(evidence.verdict), steps=step_rows(evidence),
         replay=replay(evidence), files=evidence.files(), airflow_url=airflow_url,
-        drain=read_json(run_dir / "drain.json") or {}, quotas=quota_rows(evidence.cluster.get("quotas", [])),
+        drain=read_json(run_dir / "drain.json") or {}, failure=first_failure(run_dir),
+        quotas=quota_rows(evidence.cluster.get("quotas", [])),
         quota_usage={(u["client_id"], u["setting"]): u for u in read_json(run_dir / "quotas.json") or []},
         timeline_error=evidence.timeline.get("error"),
         spec=json.dumps(charts.timeline_spec(evidence)) if has_timeline else None,
