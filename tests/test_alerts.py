@@ -82,8 +82,9 @@ def body(message: Message) -> str:
     return part.get_payload(decode=True).decode()
 
 
-def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(channels, runs_dir, monkeypatch):
+def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(channels, tmp_path, monkeypatch):
     mails, posts = channels
+    runs_dir = tmp_path / "runs"  # its own: the recovery counts the scenario's broken runs since the last pass
     monkeypatch.setenv("AIRFLOW__API__BASE_URL", "http://127.0.0.1:8080")  # where the UI is: messages link to it
     code, run_dir, verdict = soak(runs_dir, bug="drop")
     assert code == 1 and verdict["anomalies"]["lost"] == SHORT["records"] // 1000
