@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# What a person may want to open, in the order the report lists it; logs/ is added file by file.
+# What a person may want to open, in the order the report lists it; logs/ and quotas/ are added file by file.
+FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
 EVIDENCE_FILES = ("verdict.json", "data_docs/index.html", "params.json", "program.json", "program.jsonl",
-                  "events.jsonl", "cluster.json", "timeline.json", "generator.json", "dags-test.log")
+                  "events.jsonl", "cluster.json", "drain.json", FAILURES, "quotas.json", "timeline.json",
+                  "generator.json", "dags-test.log")
 
 
 def read_json(path: Path) -> Any:
@@ -129,13 +131,10 @@ class RunEvidence:
     def files(self) -> list[str]:
         """Evidence files present in the run directory, relative to it (so links resolve wherever it is served)."""
         present = [name for name in EVIDENCE_FILES if (self.run_dir / name).is_file()]
-        logs = self.run_dir / "logs"
-        if logs.is_dir():
-            present += sorted(f"logs/{p.name}" for p in logs.iterdir() if p.is_file())
+        for folder in ("logs", "quotas"):
+            if (self.run_dir / folder).is_dir():
+                present += sorted(f"{folder}/{p.name}" for p in (self.run_dir / folder).iterdir() if p.is_file())
         return present
-
-
-FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
 
 
 def first_failure(run_dir: Path) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ figures are kept, and the worst is the one compared with the quota.
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -70,9 +71,11 @@ def samples(path: Path, sensor: str, client_id: str) -> list[tuple[float, float]
         if len(parts) < 5 or parts[1] != sensor or ",".join(parts[2:-2]) != client_id:
             continue
         try:
-            rows.append((float(parts[-2]), float(parts[-1])))
+            value, throttle = float(parts[-2]), float(parts[-1])
         except ValueError:
             continue
+        if not math.isnan(value):  # an average over no samples is NaN: nothing measured, nothing throttled
+            rows.append((value, 0.0 if math.isnan(throttle) else throttle))
     return rows
 
 
