@@ -243,12 +243,11 @@ class LocalKafkaBackend:
         """Stop every node (SIGTERM, SIGKILL after 30 s); its data and log stay in the run directory. The quotas
         lived in this cluster only and end with it."""
         quota_meter.stop(self.processes)
-        names = [name for name in self.processes.names() if name.startswith("kafka-")]
-        with ThreadPoolExecutor(max(1, len(names))) as pool:
-            codes = dict(zip(names, pool.map(lambda name: self.processes.stop(name, timeout=30), names),
-                             strict=True))
-        log.info("Kafka stopped: %s", ", ".join(f"{n} exit {c}" for n, c in codes.items() if c is not None) or
-                 "no node was running")
+        running = [name for name in self.processes.names() if name.startswith("kafka-")
+                   and self.processes.is_alive(name)]
+        with ThreadPoolExecutor(max(1, len(running))) as pool:
+            list(pool.map(lambda name: self.processes.stop(name, timeout=30), running))
+        log.info("Kafka stopped: %s", ", ".join(running) or "no node was running")
 
     # -- what the quotas did ---------------------------------------------------------------------------
     @property
@@ -284,14 +283,11 @@ class LocalKafkaBackend:
         """Kafka's ``ConfigCommand`` (what ``kafka-configs.sh`` runs) from this cluster's jars."""
         return kafka_jars.run_tool(self.version, kafka_jars.CONFIG_COMMAND, args)
 
-    def transactions_command(self, args: list[str]) -> str:
-        """Kafka's ``TransactionsCommand`` (``kafka-transactions.sh``)."""
-        return kafka_jars.run_tool(self.version, kafka_jars.TRANSACTIONS_COMMAND, args)
-
 
 class BrokerStartError(RuntimeError):
-    pass
+    """A node that could not be formatted or did not come up; the message quotes the end of its log."""
 
 
 def tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a log, for an error message that says why without opening it."""
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
