@@ -148,7 +148,7 @@ OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 def open_transactions(version: str, bootstrap: str, settings: dict[str, Any]) -> list[dict[str, Any]]:
     """Transactions the cluster holds open now, from Kafka's own ``kafka-transactions list`` (confluent-kafka has
     no ListTransactions); a secured cluster's settings reach the tool on its standard input."""
-    args = ["--bootstrap-server", bootstrap, *(["--command-config", "/dev/stdin"] if settings else []), "list"]
+    args = ["--bootstrap-server", bootstrap, *(["--command-config", kafka_jars.STDIN_CONFIG] if settings else []), "list"]
     output = kafka_jars.run_tool(version, kafka_jars.TRANSACTIONS_COMMAND, args,
                                  stdin=quotas.properties(settings) if settings else None)
     rows = [line.split() for line in output.splitlines() if line.strip()]

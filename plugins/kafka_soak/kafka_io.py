@@ -188,15 +188,8 @@ def live_brokers(bootstrap: str, timeout: float = 5.0) -> set[int]:
 
 def wait_until_reachable(bootstrap: str, timeout: float) -> None:
     """Block until a broker at ``bootstrap`` answers a metadata request."""
-    from confluent_kafka.admin import AdminClient
-
     deadline = time.monotonic() + timeout
-    admin = AdminClient(client_config(bootstrap))
-    while True:
-        try:
-            admin.list_topics(timeout=5)
-            return
-        except KafkaException:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
+    while not live_brokers(bootstrap):
+        if time.monotonic() > deadline:
+            raise KafkaException(f"no broker at {bootstrap} answered within {timeout:.0f} s")
+        time.sleep(1)

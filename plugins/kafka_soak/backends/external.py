@@ -28,9 +28,6 @@ SECRET_WORDS = ("password", "secret", "key", "token", "jaas", "credential")
 NOT_SECURITY = ("bootstrap.servers", "group.id", "client.id", "transactional.id")
 
 
-STDIN = "/dev/stdin"
-
-
 class KafkaConnectionError(ValueError):
     """A kafka connection that cannot serve a soak run."""
 
@@ -116,7 +113,8 @@ class ExternalBackend:
             kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()}, timeout=timeout)
             log.info("created topics on %s: %s", bootstrap, names)
             try:
-                applied = (soak_quotas.apply(self.quotas, self.kafka_configs(settings), bootstrap, STDIN)
+                applied = (soak_quotas.apply(self.quotas, self.kafka_configs(settings), bootstrap,
+                                             kafka_jars.STDIN_CONFIG)
                            if self.quotas else [])
             except Exception:
                 kafka_io.delete_topics(bootstrap, list(names.values()))
@@ -129,7 +127,8 @@ class ExternalBackend:
         settings = client_settings(cluster)
         with settings_in_env(settings):
             if self.quotas:
-                soak_quotas.remove(self.quotas, self.kafka_configs(settings), cluster.bootstrap_servers, STDIN)
+                soak_quotas.remove(self.quotas, self.kafka_configs(settings), cluster.bootstrap_servers,
+                                   kafka_jars.STDIN_CONFIG)
             if self.keep_topics:
                 log.info("keeping the run's topics (param keep_topics): %s", sorted(cluster.topics.values()))
                 return

@@ -29,6 +29,9 @@ LOG_CONFIG = RESOURCES / "log4j2.properties"
 RESOLVED = ".resolved"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"  # kafka-transactions.sh
+# A tool's --command-config read from its standard input (run_tool's ``stdin``): a secured cluster's client
+# properties in no file and on no command line.
+STDIN_CONFIG = "/dev/stdin"
 
 
 class KafkaVersionError(ValueError):
