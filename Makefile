@@ -19,7 +19,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench setup system-deps kafka-jars test-deps lint env worker-image kafka-image
+.PHONY: soak test bench setup system-deps kafka-jars streams-app test-deps lint env worker-image kafka-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
@@ -57,7 +57,7 @@ env:
 		PYTHONPATH PATH PYSPARK_PYTHON SPARK_LOCAL_IP; do printf "export %s=%q\n" $$v "$${!v}"; done
 	@printf "export AIRFLOW_CONN_SPARK_DEFAULT=%q\n" '$(AIRFLOW_CONN_SPARK_DEFAULT)'
 
-setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db kafka-jars
+setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db kafka-jars streams-app
 
 # Kafka and Spark need Java 17; Maven fetches Kafka's jars; everything else comes from PyPI.
 system-deps:
@@ -68,6 +68,11 @@ system-deps:
 # kafka_version is fetched by the run that asks for it.
 kafka-jars: $(VENV)/.installed
 	@$(PY) -m kafka_soak.cli kafka-jars >/dev/null
+
+# The Kafka Streams reference app (apps/streams) built against the default Kafka Streams version, cached in
+# .cache/apps/streams/<version>-<source hash>/; another streams_version is built by the run that asks for it.
+streams-app: $(VENV)/.installed
+	@$(PY) -m kafka_soak.cli streams-app
 
 # The Docker runtime's tests run a real engine (started by the tests when none runs) and build a base image
 # with debootstrap, as no image can be pulled on machines without a registry. The report is looked at in

@@ -48,7 +48,6 @@ def test_fault_operations_and_what_a_toggle_means_after_them():
         ("pause", 2), ("resume", 2), ("pause", 2), ("stop", 2),  # toggling a paused instance stops it
         ("broker-down", 1), ("broker-up", 1)]
     assert [s.label for s in steps[2:3] + steps[8:9]] == ["step 2: kill -9 instance 1", "step 8: broker 1 down"]
-    assert program.faults(program.parse("1 2 k1 1 p2 r2 b1- b1+", 2)) == ["kill", "pause", "broker-down"]
     assert program.brokers_left_down(["1", "b1-"]) == {1}
     assert program.brokers_left_down(["1", "b1-", "b1+"]) == set()
 
@@ -80,3 +79,16 @@ def test_random_program_is_seeded_and_valid():
     assert first == program.random_program(seed=7, instances=3)
     assert first != program.random_program(seed=8, instances=3)
     assert len(first) == 6 and program.parse(first, 3) == first
+
+
+def test_drain_grace_covers_faults_and_streams_closes() -> None:
+    """Kills, pauses and broker outages earn the drain extra time; so does a graceful stop of a Kafka Streams
+    instance, which keeps its partitions until its session times out (it does not leave its group)."""
+    from kafka_soak.drain import FAULT_GRACE_S, STREAMS_CLOSE_GRACE_S, fault_grace_s
+
+    assert fault_grace_s(["1", "2", "1"]) == (0.0, "")
+    grace, why = fault_grace_s(program.parse("1 2 k1 1 p2 r2 b1- b1+", 2))
+    assert grace == max(FAULT_GRACE_S.values()) and "broker-down, kill, pause" in why
+    grace, why = fault_grace_s(["1", "2", "1"], stop_leaves_group=False)
+    assert grace == STREAMS_CLOSE_GRACE_S and "does not leave its group" in why
+    assert fault_grace_s(["1", "2"], stop_leaves_group=False) == (0.0, "")  # nothing stops

@@ -2,6 +2,7 @@
 
     python -m kafka_soak.cli soak SCENARIO [--conf JSON]
     python -m kafka_soak.cli kafka-jars [VERSION]      # fetch Apache Kafka's jars into the cache (make setup)
+    python -m kafka_soak.cli streams-app [VERSION]     # build the Kafka Streams app against VERSION (make setup)
 
 Bad params are refused here with one clear line (which param, what is allowed) before Airflow starts;
 the run's own log lines (program, generator, drain, verdict) are shown, the full Airflow output is kept
@@ -159,6 +160,24 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
     return 0 if verdict["status"] == "passed" else 1
 
 
+def build_cached(what: str, version: str | None) -> int:
+    """``kafka-jars``/``streams-app``: fetch or build into the checkout's cache; print where it is."""
+    from kafka_soak.app import streams
+    from kafka_soak.backends import kafka_jars
+    from kafka_soak.maven import BuildError
+
+    try:
+        if what == "kafka-jars":
+            print(kafka_jars.resolve(version or kafka_jars.DEFAULT_VERSION))
+        else:
+            target, seconds = streams.build(version or streams.DEFAULT_VERSION)
+            print(f"{target}" + (f" (built in {seconds:.1f} s)" if seconds else " (cached)"))
+    except BuildError as exc:
+        print(f"kafka-soak: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kafka-soak", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -167,16 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     soak.add_argument("--conf", default="{}", help="params as JSON, e.g. '{\"program\": \"1 2 3 1\"}'")
     jars = sub.add_parser("kafka-jars", help="fetch Apache Kafka's jars of a version into the checkout's cache")
     jars.add_argument("version", nargs="?", default=None)
+    app = sub.add_parser("streams-app", help="build the Kafka Streams reference app against a Kafka Streams version")
+    app.add_argument("version", nargs="?", default=None)
     args = parser.parse_args(argv)
-    if args.command == "kafka-jars":
-        from kafka_soak.backends import kafka_jars
-
-        try:
-            print(kafka_jars.resolve(args.version or kafka_jars.DEFAULT_VERSION))
-        except kafka_jars.KafkaVersionError as exc:
-            print(f"kafka-soak: {exc}", file=sys.stderr)
-            return 2
-        return 0
+    if args.command in ("kafka-jars", "streams-app"):
+        return build_cached(args.command, args.version)
     try:
         try:
             conf = json.loads(args.conf or "{}")

@@ -59,17 +59,25 @@ def keep_one_running(instances: Instances) -> bool:
 # keeps its partitions until its session times out (session.timeout.ms, 45 s), and its open transaction blocks
 # read_committed readers until it is aborted (transaction.timeout.ms, 60 s, checked every 10 s).
 FAULT_GRACE_S = {"kill": 45.0 + 70.0, "pause": 45.0 + 70.0, "broker-down": 30.0}
+STREAMS_CLOSE_GRACE_S = 45.0
 
 
-def fault_grace_s(program: list[str]) -> tuple[float, str]:
-    """Extra seconds the drain grants a program with faults, and why (empty without faults)."""
-    faults = sorted(set(programs.faults(program)))
-    if not faults:
+def fault_grace_s(program: list[str], stop_leaves_group: bool = True) -> tuple[float, str]:
+    """Extra seconds the drain grants a program with faults, and why (empty without faults). A Kafka Streams
+    instance does not leave its group when it closes (``stop_leaves_group=False``), so there a graceful stop
+    holds its partitions for a session timeout as a kill does."""
+    actions = {s.action for s in programs.steps(program)}
+    faults = sorted(actions & set(FAULT_GRACE_S))
+    waits = [f"the program has {', '.join(faults)}: a dead or paused member keeps its partitions until its session "
+             "times out and its open transaction until it is aborted"] if faults else []
+    grace = max((FAULT_GRACE_S[f] for f in faults), default=0.0)
+    if not stop_leaves_group and "stop" in actions:
+        grace = max(grace, STREAMS_CLOSE_GRACE_S)
+        waits.append("a Kafka Streams instance that closes does not leave its group, so its partitions wait for its "
+                     "session to time out")
+    if not waits:
         return 0.0, ""
-    grace = max(FAULT_GRACE_S[f] for f in faults)
-    return grace, (f"the program has {', '.join(faults)}: a dead or paused member keeps its partitions until its "
-                   f"session times out and its open transaction until it is aborted, so the drain waits up to "
-                   f"{grace:.0f} s longer than drain_timeout_s")
+    return grace, f"{'; '.join(waits)}: the drain waits up to {grace:.0f} s longer than drain_timeout_s"
 
 
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,

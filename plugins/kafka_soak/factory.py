@@ -19,7 +19,7 @@ import yaml
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import backends, preflight, rundir
+from kafka_soak import backends, health, preflight, rundir
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
@@ -185,7 +185,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             run_dir = _run_dir()
             instances = _instances(plan, cluster, app_id)
             restored = restore_service(instances, backends.create(plan, run_dir), plan["program"])
-            grace_s, grace_reason = fault_grace_s(plan["program"])
+            grace_s, grace_reason = fault_grace_s(plan["program"],
+                                                  stop_leaves_group=plan["app"] != "streams" or bool(plan["app_command"]))
             if grace_reason:
                 log.info("drain: %s", grace_reason)
             bootstrap, topic = cluster["bootstrap_servers"], cluster["topics"]["input"]
@@ -210,11 +211,16 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         @teardown
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Stop every instance gracefully (and the generator); runs even when something failed. The quotas'
-            measurement ends with the app (``quotas.json``)."""
+            measurement ends with the app (``quotas.json``); how the instances fared is judged (``health.json``)."""
             codes = _instances(plan, cluster, app_id).stop_all()
             generator = Load(_run_dir(), cluster, plan).stop()
             log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
                      or "nothing was running")
+            app_health = health.assess(_run_dir(), plan["health_allowance"])
+            rundir.write_json(_run_dir() / "health.json", app_health)
+            log.info("app health: %s", health.summary(app_health))
+            for incident in app_health["incidents"][:10]:
+                log.warning("  %s", incident["what"])
             for usage in backends.create(plan, _run_dir()).quota_usage():
                 log.info("quota %s %s=%g %s: the broker measured %s %s (median; peak %s) and throttled it up to %s "
                          "ms%s", usage["client_id"], usage["setting"], usage["quota"], usage["unit"],

@@ -5,8 +5,8 @@ Instances run where param ``runtime`` says: ``local`` processes or ``docker`` co
 (``logs/<app_id>-<n>.<step>.log``), as in the multi-runner reproduction, so what an instance did between
 two toggles can be read on its own.
 
-The app under test is the reference worker unless params ``app_command`` (and, with Docker, ``app_image``)
-name another one. Whatever it is, it learns the run from the data contract's environment variables
+The app under test is a reference app (param ``app``: the Python worker, or the Kafka Streams app of
+``streams_version`` as a JVM) unless params ``app_command`` (and, with Docker, ``app_image``) name another one. Whatever it is, it learns the run from the data contract's environment variables
 (``SOAK_BOOTSTRAP_SERVERS``, ``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as
 ``{placeholders}`` in its command.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import kafka_io
+from kafka_soak.app import streams
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings
 from kafka_soak.rundir import journal
@@ -67,11 +68,14 @@ class Instances:
                 "--bug", plan["bug"], "--bug-every", str(plan["bug_every"])]
 
     def command(self, instance: int, step: int | str) -> list[str]:
-        """``app_command`` with its placeholders filled, or the reference worker (the image's entrypoint
-        with Docker, this interpreter locally)."""
+        """``app_command`` with its placeholders filled, or the reference app: the Kafka Streams app's JVM, or
+        the worker (the image's entrypoint with Docker, this interpreter locally)."""
         if self.plan["app_command"]:
             values = contract(self.cluster, self.app_id, instance, step)
             return [part.format_map(values) for part in self.plan["app_command"]]
+        if self.plan["app"] == "streams":
+            return streams.command(self.plan, self.plan["streams_version"],
+                                   self.run_dir / "state" / self.name(instance))
         if self.plan["runtime"] == "docker":
             return self.worker_args(instance, step)
         return python_command("kafka_soak.app.worker", *self.worker_args(instance, step))
@@ -92,21 +96,27 @@ class Instances:
         log_path = self.run_dir / "logs" / f"{self.app_id}-{instance}.{step}.log"
         record = self.runtime.start(self.name(instance), self.command(instance, step), log_path, step=str(step),
                                     extra_env=self.environment(instance, step))
-        journal(self.run_dir, "start", instance=instance, step=str(step), log=log_path.name)
+        journal(self.run_dir, "start", instance=instance, step=str(step), log=log_path.name, pid=record.pid)
         return record
 
     def stop(self, instance: int, timeout: float = 30.0) -> int | None:
         if not self.is_running(instance):
             log.info("instance %d already stopped", instance)
             return None
+        pid = self.pid(instance)
         code = self.runtime.stop(self.name(instance), timeout)
-        journal(self.run_dir, "stop", instance=instance, exit_code=code)
+        journal(self.run_dir, "stop", instance=instance, exit_code=code, pid=pid)
         return code
 
     def kill(self, instance: int) -> int | None:
+        pid = self.pid(instance)
         code = self.runtime.kill(self.name(instance))
-        journal(self.run_dir, "kill", instance=instance, exit_code=code)
+        journal(self.run_dir, "kill", instance=instance, exit_code=code, pid=pid)
         return code
+
+    def pid(self, instance: int) -> int | None:
+        record = self.runtime.record(self.name(instance))
+        return record.pid if record else None
 
     def pause(self, instance: int) -> bool:
         signalled = self.runtime.pause(self.name(instance))
@@ -135,9 +145,11 @@ class Instances:
     def stop_all(self, timeout: float = 30.0) -> dict[str, int | None]:
         """Stop every instance still running; returns their exit codes. Then whatever is left of them (with
         Docker: every container of the run, logs copied first) is removed."""
-        codes = {name: self.runtime.stop(name, timeout) for name in self.runtime.names()
-                 if name.startswith("instance-") and self.runtime.is_alive(name)}
-        for name, code in codes.items():
-            journal(self.run_dir, "stop", instance=int(name.removeprefix("instance-")), exit_code=code)
+        codes = {}
+        for name in self.runtime.names():
+            if name.startswith("instance-") and self.runtime.is_alive(name):
+                instance, pid = int(name.removeprefix("instance-")), self.runtime.record(name).pid
+                        codes[name] = self.runtime.stop(name, timeout)
+                journal(self.run_dir, "stop", instance=instance, exit_code=codes[name], pid=pid)
         self.runtime.clean_up()
         return codes

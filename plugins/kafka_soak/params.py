@@ -12,12 +12,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kafka_soak import program as programs
+from kafka_soak.app.streams import DEFAULT_VERSION as DEFAULT_STREAMS_VERSION
+from kafka_soak.app.streams import VERSION_PATTERN as STREAMS_VERSION_PATTERN
 from kafka_soak.app.worker import BUGS
 from kafka_soak.backends import NAMES as BACKENDS
 from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE as DEFAULT_KAFKA_IMAGE
 from kafka_soak.backends.kafka_jars import DEFAULT_VERSION as DEFAULT_KAFKA_VERSION
 from kafka_soak.backends.kafka_jars import VERSION_PATTERN as KAFKA_VERSION_PATTERN
 from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
+
+APPS = ("worker", "streams")
 
 PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "program": {"type": ["string", "array"], "items": {"type": ["integer", "string"]},
@@ -40,13 +44,31 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                       "description": "backend=local: the Apache Kafka release the run's brokers run (any 4.x that "
                                      "Maven Central serves; fetched on first use and cached). Its tools also set "
                                      "quotas on backend=external."},
-    "standbys": {"type": "integer", "minimum": 0, "maximum": 1,
-                 "description": "Standby replicas of the reference app: 1 = an instance keeps a warm copy of every "
-                                "partition it loses by tailing its changelog (Kafka Streams places a standby on the "
-                                "previous owner); 0 = state is dropped on revoke and restored on the next assignment."},
+    "app": {"type": "string", "enum": list(APPS),
+            "description": "The reference app under test: worker (kafka-soak's Python EOS worker, with bug switches "
+                           "to prove the checker) or streams (the id-assignment topology on Kafka Streams "
+                           "streams_version, as in the KAFKA-14172/14624 reproductions). app_command names your own."},
+    "streams_version": {"type": "string", "pattern": STREAMS_VERSION_PATTERN,
+                        "description": "app=streams: the Kafka Streams release the app is built against (any 3.x or "
+                                       "4.x that Maven Central serves; built on first use and cached)."},
+    "threads": {"type": "integer", "minimum": 1, "maximum": 32,
+                "description": "app=streams: stream threads per instance (num.stream.threads)."},
+    "acceptable_recovery_lag": {"type": "integer", "minimum": 0,
+                                "description": "app=streams: acceptable.recovery.lag, the changelog lag below which "
+                                               "an instance counts as caught up and may take an active task at once."},
+    "max_warmup_replicas": {"type": "integer", "minimum": 1, "maximum": 64,
+                            "description": "app=streams: max.warmup.replicas, extra replicas warming up for a task "
+                                           "that moves."},
+    "commit_interval_ms": {"type": "integer", "minimum": 1, "maximum": 600_000,
+                           "description": "app=streams: commit.interval.ms (each commit is a transaction under EOS)."},
+    "standbys": {"type": "integer", "minimum": 0, "maximum": 8,
+                 "description": "Standby replicas: Kafka Streams' num.standby.replicas with app=streams; the reference "
+                                "worker keeps 0 or 1 (1 = an instance keeps a warm copy of every partition it loses by "
+                                "tailing its changelog; 0 = state is restored on the next assignment)."},
     "cache_entries": {"type": "integer", "minimum": 0, "maximum": 10_000_000,
-                      "description": "Entries of the reference app's write-back cache per partition store "
-                                     "(flushed to the store and changelog at each commit); 0 disables caching."},
+                      "description": "Entries of the write-back cache per partition store (flushed to the store and "
+                                     "changelog at each commit); 0 disables caching. app=streams: the instance's "
+                                     "statestore.cache.max.bytes is cache_entries x partitions x 2 stores x 128 B."},
     "phases": {"type": "array", "items": {
         "type": "object", "additionalProperties": False, "required": ["records"],
         "properties": {"records": {"type": "integer", "minimum": 1}, "at_s": {"type": "number", "minimum": 0},
@@ -65,6 +87,10 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "bug_every": {"type": "integer", "minimum": 1,
                   "description": "The switches drop/duplicate act on every input id divisible by this."},
     "seed": {"type": "integer", "minimum": 0, "description": "Seed of the random program and the payloads."},
+    "health_allowance": {"type": "integer", "minimum": 0,
+                         "description": "App-health incidents a run tolerates before anomaly app_health fails it: "
+                                        "instance exits nobody asked for plus error-level log events of the app "
+                                        "(stream thread deaths included)."},
     "drain_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
                         "description": "How long the drain waits for the app to catch up before failing."},
     "backend": {"type": "string", "enum": list(BACKENDS),
@@ -91,7 +117,8 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                   {"required": ["request_percentage"]}]},
         "description": "Client quotas for the run, e.g. [{\"client_id\": \"my-app-StreamThread-1-producer\", "
                        "\"producer_byte_rate\": 35000}]; verified after setting, removed at release. The reference "
-                       "app's producer is <app_id>-<instance>-producer."},
+                       "worker's producer is <app_id>-<instance>-producer, the Kafka Streams app's "
+                       "<app_id>-<instance>-StreamThread-<thread>-producer."},
     "app_image": {"type": "string",
                   "description": "runtime=docker: image of the app under test; empty = the reference app, "
                                  "kafka-soak-worker:latest (make worker-image)."},
@@ -110,8 +137,9 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
 DEFAULTS: dict[str, Any] = {
     "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
     "brokers": 1, "kafka_version": DEFAULT_KAFKA_VERSION,
-    "standbys": 0, "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
-    "bug": "none", "bug_every": 1000, "seed": 0, "drain_timeout_s": 180,
+    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "threads": 1, "acceptable_recovery_lag": 10_000,
+    "max_warmup_replicas": 2, "commit_interval_ms": 100, "standbys": 0, "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
+    "bug": "none", "bug_every": 1000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
     "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
     "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_env": {},
     "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
@@ -119,6 +147,9 @@ DEFAULTS: dict[str, Any] = {
 # Params that configure where a run happens rather than what it does (RunPlan.deployment).
 DEPLOYMENT = ("backend", "kafka_version", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
               "app_command", "app_env", "docker_url", "docker_conn_id")
+# Params of the Kafka Streams app (RunPlan fields of the same names).
+APP_SETTINGS = ("app", "streams_version", "threads", "acceptable_recovery_lag", "max_warmup_replicas",
+                "commit_interval_ms")
 PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
                 "assertions_topic")
 
@@ -138,6 +169,12 @@ class RunPlan:
     partitions: int
     instances: int
     brokers: int
+    app: str
+    streams_version: str
+    threads: int
+    acceptable_recovery_lag: int
+    max_warmup_replicas: int
+    commit_interval_ms: int
     standbys: int
     cache_entries: int
     phases: list[dict[str, Any]]  # each: records, first_id, rate, and at_s or after_step
@@ -146,6 +183,7 @@ class RunPlan:
     bug: str
     bug_every: int
     seed: int
+    health_allowance: int
     drain_timeout_s: int
     backend: str
     kafka_version: str
@@ -208,16 +246,35 @@ def check(params: dict[str, Any]) -> RunPlan:
     rate = float(values["rate"]) or values["records"] / duration
     phases, phase_errors = resolve_phases(values, len(program), rate)
     errors.extend(phase_errors if program else [])
+    errors.extend(app_errors(values))
     errors.extend(deployment_errors(values, program))
     if errors:
         raise ParamsError("; ".join(errors))
     return RunPlan(program=program, program_source=source, interval_s=float(values["interval_s"]),
                    records=values["records"], keys=values["keys"], partitions=values["partitions"],
-                   instances=values["instances"], brokers=values["brokers"], standbys=values["standbys"],
+                   instances=values["instances"], brokers=values["brokers"],
+                   **{name: values[name] for name in APP_SETTINGS}, standbys=values["standbys"],
                    cache_entries=values["cache_entries"], phases=phases, rate=rate,
                    payload_bytes=values["payload_bytes"], bug=values["bug"], bug_every=values["bug_every"],
-                   seed=values["seed"], drain_timeout_s=values["drain_timeout_s"],
+                   seed=values["seed"], health_allowance=values["health_allowance"],
+                   drain_timeout_s=values["drain_timeout_s"],
                    **{name: values[name] for name in DEPLOYMENT})
+
+
+def app_errors(values: dict[str, Any]) -> list[str]:
+    """Settings the chosen reference app does not have."""
+    if values["app_command"]:
+        return []
+    if values["app"] == "worker" and values["standbys"] > 1:
+        return [f"standbys: the reference worker keeps 0 or 1 standby replicas (got {values['standbys']}); "
+                "app=streams takes any number"]
+    if values["app"] == "streams" and values["runtime"] == "docker" and not values["app_image"]:
+        return ["runtime: 'docker' runs the reference worker's image; for app=streams give app_image, an image of "
+                "the Kafka Streams app (make streams-image), or run it with runtime 'local'"]
+    if values["app"] == "streams" and values["bug"] != "none":
+        return [f"bug: {values['bug']!r} is a switch of the reference worker (app=worker); app=streams runs Kafka "
+                "Streams as released (leave bug at 'none')"]
+    return []
 
 
 def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:

@@ -1,23 +1,28 @@
-"""What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the external
+"""What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
+app built against ``streams_version``, the external
 cluster's connection, and the images of the Docker runtime and backend on the engine. Checked by
 ``check_params`` and by ``make soak`` itself, so
 a run that cannot start is refused with one line, before any broker, topic or container exists."""
 
 from __future__ import annotations
 
+from kafka_soak.app import streams
 from kafka_soak.backends.external import KafkaConnectionError, connection_config
-from kafka_soak.backends.kafka_jars import KafkaVersionError, resolve
+from kafka_soak.backends.kafka_jars import resolve
+from kafka_soak.maven import BuildError
 from kafka_soak.instances import REFERENCE_IMAGE
 from kafka_soak.params import RunPlan
 from kafka_soak.runtime.docker import DockerRuntimeError, docker_api, ensure_image
 
-ERRORS = (KafkaVersionError, KafkaConnectionError, DockerRuntimeError)
+ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError)
 
 
 def check(plan: RunPlan) -> None:
     """Raise one of ``ERRORS`` naming the param when something the plan needs is not there."""
     if plan.backend == "local" or (plan.backend == "external" and plan.quotas):
         resolve(plan.kafka_version)  # fetched now (cached after), so a version nobody serves is refused here
+    if plan.app == "streams" and not plan.app_command:
+        streams.build(plan.streams_version)  # built now (cached after), timed in the log
     if plan.backend == "external":
         connection_config(plan.kafka_conn_id)
     images = {**({"app_image": plan.app_image or REFERENCE_IMAGE} if plan.runtime == "docker" else {}),

@@ -26,8 +26,6 @@ from typing import Any
 
 INSTANCE_ACTIONS = ("start", "stop", "kill", "pause", "resume")
 BROKER_ACTIONS = ("broker-down", "broker-up")
-# Operations that leave work half-done (no commit, no leave-group, an unreachable broker).
-FAULTS = ("kill", "pause", "broker-down")
 
 TOKEN = re.compile(r"^(?:(?P<toggle>\d+)|(?P<op>[kpr])(?P<instance>\d+)|b(?P<broker>\d+)(?P<dir>[+-]))$")
 
@@ -139,11 +137,6 @@ def brokers_left_down(program: list[str]) -> set[int]:
         elif step.action == "broker-up":
             down.discard(step.broker)
     return down
-
-
-def faults(program: list[str]) -> list[str]:
-    """The fault operations a program contains (kills, pauses, broker outages), in order."""
-    return [s.action for s in steps(program) if s.action in FAULTS]
 
 
 def render(program: list[str]) -> str:

@@ -15,10 +15,9 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from kafka_soak.rundir import PROJECT_ROOT
+from kafka_soak import maven
 
 DEFAULT_VERSION = "4.3.1"
 # 4.x: KRaft only, Java 17, the storage tool and config names this backend writes.
@@ -26,7 +25,6 @@ VERSION_PATTERN = r"^4\.\d+\.\d+$"
 RESOURCES = Path(__file__).resolve().parent / "kafka"
 POM = RESOURCES / "pom.xml"
 LOG_CONFIG = RESOURCES / "log4j2.properties"
-RESOLVED = ".resolved"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"  # kafka-transactions.sh
 # A tool's --command-config read from its standard input (run_tool's ``stdin``): a secured cluster's client
@@ -34,7 +32,7 @@ TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"  # kafka-tra
 STDIN_CONFIG = "/dev/stdin"
 
 
-class KafkaVersionError(ValueError):
+class KafkaVersionError(maven.BuildError):
     """A Kafka version that cannot be had (malformed, or not served by Maven Central)."""
 
 
@@ -42,16 +40,12 @@ class ToolError(RuntimeError):
     """One of Kafka's command-line tools failed; the message has what it said."""
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SOAK_CACHE_DIR", PROJECT_ROOT / ".cache"))
-
-
 def jars_dir(version: str) -> Path:
-    return cache_root() / "kafka" / version
+    return maven.cache_root() / "kafka" / version
 
 
 def is_resolved(version: str) -> bool:
-    return (jars_dir(version) / RESOLVED).exists()
+    return maven.is_built(jars_dir(version))
 
 
 def resolve(version: str = DEFAULT_VERSION, timeout: float = 600.0) -> Path:
@@ -62,31 +56,12 @@ def resolve(version: str = DEFAULT_VERSION, timeout: float = 600.0) -> Path:
         raise KafkaVersionError(f"kafka_version: {version!r} is not an Apache Kafka 4.x release number "
                                 "(allowed: 4.MINOR.PATCH, e.g. 4.1.1 or 4.3.1)")
     target = jars_dir(version)
-    if is_resolved(version):
-        return target
-    if shutil.which("mvn") is None:
-        raise KafkaVersionError("kafka_version: Maven (mvn) is needed to fetch Kafka's jars and is not installed "
-                                "(make setup installs it)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=target.parent))
-    command = ["mvn", "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-Dmaven.repo.local={cache_root() / 'm2'}",
-               f"-Dkafka.version={version}", "dependency:copy-dependencies", "-DincludeScope=runtime",
-               f"-DoutputDirectory={staging}"]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        missing = re.search(r"artifacts? could not be resolved: ([^:]+:[^:]+:jar:[^\s,]+)", proc.stdout)
-        if missing:
-            reason = f"Maven Central serves no {missing[1].replace(':jar:', ':')}"
-        else:
-            errors = [line.split("[ERROR]", 1)[1].strip() for line in proc.stdout.splitlines() if "[ERROR]" in line]
-            reason = next(filter(None, errors), proc.stderr.strip()[-300:] or f"mvn exited {proc.returncode}")
-        raise KafkaVersionError(f"kafka_version: cannot fetch Apache Kafka {version}'s jars: {reason[:400]}")
-    (staging / RESOLVED).write_text(" ".join(command) + "\n")
     try:
-        staging.rename(target)
-    except OSError:  # resolved meanwhile by another process
-        shutil.rmtree(staging, ignore_errors=True)
+        maven.build(target, lambda staging: ["-f", str(POM), f"-Dkafka.version={version}", "dependency:copy-dependencies",
+                                             "-DincludeScope=runtime", f"-DoutputDirectory={staging}"],
+                    "kafka_version", f"fetch Apache Kafka {version}'s jars", timeout)
+    except maven.BuildError as exc:
+        raise KafkaVersionError(str(exc)) from None
     return target
 
 

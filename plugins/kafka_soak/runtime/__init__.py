@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
+from kafka_soak.rundir import append_jsonl
+
 
 @dataclass
 class ProcessRecord:
@@ -41,6 +43,19 @@ class Registry:
         tmp = self.path / f".{record.name}.tmp"
         tmp.write_text(json.dumps(asdict(record), indent=2))
         tmp.replace(self.path / f"{record.name}.json")
+
+    @property
+    def exits_file(self) -> Path:
+        """How the run's processes ended, one JSON line each (``{"pid", "code", "signal", "at"}``; the Docker
+        runtime adds ``container``)."""
+        return self.path / "exits.jsonl"
+
+    def exits(self) -> list[dict]:
+        path = self.exits_file
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+    def add_exit(self, record: dict) -> None:
+        append_jsonl(self.exits_file, record)
 
     def names(self, containers: bool) -> list[str]:
         """Registered names of containers (``True``) or of local processes (``False``)."""

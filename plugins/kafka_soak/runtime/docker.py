@@ -92,6 +92,17 @@ def remove_run_containers(api: Any, run_dir: Path) -> list[str]:
     return removed
 
 
+def finished_at(stamp: str) -> float:
+    """Docker's ``FinishedAt`` (RFC 3339 with nanoseconds) as epoch seconds."""
+    import datetime as dt
+
+    head, _, rest = stamp.rstrip("Z").partition(".")
+    try:
+        return dt.datetime.fromisoformat(head).replace(tzinfo=dt.UTC).timestamp() + float(f"0.{rest[:6] or 0}")
+    except ValueError:
+        return time.time()
+
+
 class DockerContainers:
     """Named containers of one run, registered under ``<run_dir>/processes/`` like local processes."""
 
@@ -209,13 +220,18 @@ class DockerContainers:
         return True
 
     def remove(self, name: str) -> None:
-        """Remove the container registered as ``name`` after copying its log."""
+        """Remove the container registered as ``name`` after copying its log and recording how it ended."""
         rec = self.record(name)
         if rec is None or not rec.container:
             return
         from docker.errors import NotFound
 
         self.copy_log(name)
+        state = self._state(name)
+        if state is not None and not state["Running"]:
+            self.registry.add_exit({"pid": rec.pid, "code": state.get("ExitCode"), "signal": None,
+                                    "at": finished_at(state.get("FinishedAt", "")), "container": rec.container,
+                                    "oom_killed": bool(state.get("OOMKilled"))})
         try:
             self.api.remove_container(rec.container, force=True)
         except NotFound:

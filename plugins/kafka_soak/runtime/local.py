@@ -65,7 +65,8 @@ class LocalProcesses:
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
               extra_env: dict[str, str] | None = None) -> ProcessRecord:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        out = subprocess.run(python_command("kafka_soak.runtime.spawn", str(log_path), "--", *command),
+        out = subprocess.run(python_command("kafka_soak.runtime.spawn", str(log_path), str(self.registry.exits_file),
+                                            "--", *command),
                              env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)
         pid = int(out.stdout.strip())
         rec = ProcessRecord(name, pid, psutil.Process(pid).create_time(), str(log_path), time.time())
@@ -82,12 +83,14 @@ class LocalProcesses:
         proc.send_signal(signal.SIGCONT)
         proc.send_signal(signal.SIGTERM)
         try:
-            code = proc.wait(timeout)
+            proc.wait(timeout)
+            code = self.exit_code(proc.pid)
             log.info("stopped %s (pid %d) gracefully, exit code %s", name, proc.pid, code)
         except psutil.TimeoutExpired:
             log.warning("%s (pid %d) ignored SIGTERM for %.0f s: killing it", name, proc.pid, timeout)
             proc.kill()
-            code = proc.wait(10)
+            proc.wait(10)
+            code = self.exit_code(proc.pid)
         return code
 
     def kill(self, name: str) -> int | None:
@@ -96,9 +99,21 @@ class LocalProcesses:
         if proc is None:
             return None
         proc.kill()
-        code = proc.wait(10)
+        proc.wait(10)
+        code = self.exit_code(proc.pid)
         log.info("killed %s (pid %d), exit code %s", name, proc.pid, code)
         return code
+
+    def exit_code(self, pid: int, wait_s: float = 2.0) -> int | None:
+        """The exit code its supervisor recorded (negative: the signal that ended it); None if not recorded."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            ended = [e for e in self.registry.exits() if e["pid"] == pid]
+            if ended:
+                return ended[-1]["code"] if ended[-1]["code"] is not None else -signal.Signals[ended[-1]["signal"]]
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
 
     def pause(self, name: str) -> bool:
         """SIGSTOP, returning once the process is stopped; False when it is not alive."""

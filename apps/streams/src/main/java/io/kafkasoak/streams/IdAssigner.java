@@ -1,0 +1,100 @@
+package io.kafkasoak.streams;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Assigns each key a stable id, {@code counter * partitions + partition}, as the originals of KAFKA-14172 and
+ * KAFKA-14624 did: the per-partition counter lives in one store, the key's id and last seq in another, both
+ * changelogged and (with a cache size above 0) cached. Every input record must carry the seq after the one the
+ * store holds for its key; when it does not, the state read back is older than what was written, and the
+ * processor writes an assertion record and logs {@code !!! BROKEN !!! Expected X but found Y partition: P}.
+ */
+final class IdAssigner implements Processor<String, String, String, String> {
+    static final String IDS_STORE = "ids";
+    static final String COUNTER_STORE = "counter";
+    static final String OUTPUT = "output";
+    static final String ASSERTIONS = "assertions";
+    static final AtomicLong PROCESSED = new AtomicLong();
+    static final AtomicLong BROKEN = new AtomicLong();
+
+    private static final Logger LOG = LoggerFactory.getLogger(IdAssigner.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String COUNTER_KEY = "counter";
+
+    private final int partitions;
+    private final int instance;
+    private final String step;
+    private ProcessorContext<String, String> context;
+    private KeyValueStore<String, String> ids;
+    private KeyValueStore<String, Long> counter;
+
+    IdAssigner(int partitions, int instance, String step) {
+        this.partitions = partitions;
+        this.instance = instance;
+        this.step = step;
+    }
+
+    @Override
+    public void init(ProcessorContext<String, String> context) {
+        this.context = context;
+        this.ids = context.getStateStore(IDS_STORE);
+        this.counter = context.getStateStore(COUNTER_STORE);
+    }
+
+    @Override
+    public void process(Record<String, String> record) {
+        JsonNode input = read(record.value());
+        String key = record.key();
+        long seq = input.get("seq").asLong();
+        RecordMetadata where = context.recordMetadata().orElseThrow();
+        int partition = where.partition();
+
+        String stored = ids.get(key);
+        long assigned;
+        long storedSeq;
+        if (stored == null) {
+            Long last = counter.get(COUNTER_KEY);
+            long next = last == null ? 0 : last + 1;
+            counter.put(COUNTER_KEY, next);
+            assigned = next * partitions + partition;
+            storedSeq = 0;
+        } else {
+            int colon = stored.indexOf(':');
+            assigned = Long.parseLong(stored.substring(0, colon));
+            storedSeq = Long.parseLong(stored.substring(colon + 1));
+        }
+        if (seq != storedSeq + 1) {
+            BROKEN.incrementAndGet();
+            LOG.error("!!! BROKEN !!! Expected {} but found {} partition: {} key: {}", storedSeq + 1, seq, partition, key);
+            ObjectNode assertion = JSON.createObjectNode()
+                .put("kind", "stale_state").put("key", key).put("expected", storedSeq + 1).put("found", seq)
+                .put("partition", partition).put("instance", instance).put("step", step)
+                .put("ts", System.currentTimeMillis());
+            context.forward(record.withValue(assertion.toString()), ASSERTIONS);
+        }
+        ids.put(key, assigned + ":" + seq);
+        ObjectNode output = JSON.createObjectNode()
+            .put("id", input.get("id").asLong()).put("key", key).put("seq", seq).put("assigned_id", assigned)
+            .put("instance", instance).put("in_partition", partition).put("in_offset", where.offset());
+        context.forward(record.withValue(output.toString()), OUTPUT);
+        PROCESSED.incrementAndGet();
+    }
+
+    private static JsonNode read(String value) {
+        try {
+            return JSON.readTree(value);
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("input record is not the data contract's JSON: " + value, e);
+        }
+    }
+}

@@ -1,0 +1,157 @@
+package io.kafkasoak.streams;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TaskMetadata;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Kafka Streams reference app of kafka-soak: the id-assignment topology of the KAFKA-14172 and KAFKA-14624
+ * reproductions, under exactly_once_v2, in whatever Kafka Streams version it was built against.
+ *
+ * <p>The run's names come from the data contract's environment ({@code SOAK_BOOTSTRAP_SERVERS}, {@code SOAK_APP_ID},
+ * {@code SOAK_INSTANCE}, {@code SOAK_STEP}, {@code SOAK_INPUT_TOPIC}, {@code SOAK_OUTPUT_TOPIC},
+ * {@code SOAK_ASSERTIONS_TOPIC}); what the originals varied comes as options. SIGTERM is a graceful stop
+ * ({@code KafkaStreams.close()}); every state transition and the tasks each thread holds are logged, and a
+ * progress line every five seconds.
+ */
+public final class IdAssignmentApp {
+    private static final Logger LOG = LoggerFactory.getLogger(IdAssignmentApp.class);
+    private static final long REPORT_EVERY_MS = 5_000;
+    private static final Map<String, String> DEFAULTS = Map.of(
+        "threads", "1", "standbys", "0", "cache-max-bytes", "0", "acceptable-recovery-lag", "10000",
+        "max-warmup-replicas", "2", "commit-interval-ms", "100", "partitions", "1", "state-dir", "state");
+
+    private IdAssignmentApp() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = options(args);
+        int instance = Integer.parseInt(env("SOAK_INSTANCE"));
+        String step = System.getenv().getOrDefault("SOAK_STEP", "0");
+        int partitions = Integer.parseInt(options.get("partitions"));
+
+        KafkaStreams streams = new KafkaStreams(topology(partitions, instance, step, options), config(options));
+        CountDownLatch closed = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            LOG.info("state {} -> {}{}", before, now, now == KafkaStreams.State.RUNNING ? tasks(streams) : "");
+            if (now == KafkaStreams.State.NOT_RUNNING || now == KafkaStreams.State.ERROR) {
+                closed.countDown();
+            }
+        });
+        streams.setUncaughtExceptionHandler(error -> {
+            LOG.error("stream thread {} died: {}; replacing it", Thread.currentThread().getName(), error, error);
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            LOG.info("stopping gracefully: KafkaStreams.close()");
+            boolean done = streams.close(Duration.ofSeconds(60));
+            LOG.info("closed {}: processed {} records, {} assertions", done ? "cleanly" : "after the 60 s timeout",
+                IdAssigner.PROCESSED.get(), IdAssigner.BROKEN.get());
+        }, "soak-shutdown"));
+
+        LOG.info("instance {} of {} started at step {}: Kafka Streams {}, {}", instance, env("SOAK_APP_ID"), step,
+            org.apache.kafka.common.utils.AppInfoParser.getVersion(), options);
+        streams.start();
+        long lastCount = 0;
+        long lastAt = System.currentTimeMillis();
+        while (!closed.await(REPORT_EVERY_MS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+            long count = IdAssigner.PROCESSED.get();
+            long at = System.currentTimeMillis();
+            LOG.info("processed {} records ({} records/s), state {}", count,
+                (count - lastCount) * 1000 / Math.max(1, at - lastAt), streams.state());
+            lastCount = count;
+            lastAt = at;
+        }
+        if (streams.state() == KafkaStreams.State.ERROR) {
+            LOG.error("Kafka Streams is in state ERROR: every stream thread is gone");
+            System.exit(1);
+        }
+    }
+
+    static Topology topology(int partitions, int instance, String step, Map<String, String> options) {
+        boolean cached = Long.parseLong(options.get("cache-max-bytes")) > 0;
+        Topology topology = new Topology();
+        topology.addSource("input", Serdes.String().deserializer(), Serdes.String().deserializer(),
+            env("SOAK_INPUT_TOPIC"));
+        topology.addProcessor("assign", () -> new IdAssigner(partitions, instance, step), "input");
+        topology.addStateStore(cached(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore(IdAssigner.IDS_STORE), Serdes.String(), Serdes.String()), cached), "assign");
+        topology.addStateStore(cached(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore(IdAssigner.COUNTER_STORE), Serdes.String(), Serdes.Long()), cached), "assign");
+        topology.addSink(IdAssigner.OUTPUT, env("SOAK_OUTPUT_TOPIC"), Serdes.String().serializer(),
+            Serdes.String().serializer(), "assign");
+        topology.addSink(IdAssigner.ASSERTIONS, env("SOAK_ASSERTIONS_TOPIC"), Serdes.String().serializer(),
+            Serdes.String().serializer(), "assign");
+        return topology;
+    }
+
+    private static <T extends KeyValueStore<?, ?>> StoreBuilder<T> cached(StoreBuilder<T> builder, boolean cached) {
+        return cached ? builder.withCachingEnabled() : builder.withCachingDisabled();
+    }
+
+    static Properties config(Map<String, String> options) throws java.io.IOException {
+        Properties props = ClientSettings.fromEnvironment();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, env("SOAK_APP_ID"));
+        props.put(StreamsConfig.CLIENT_ID_CONFIG, env("SOAK_APP_ID") + "-" + env("SOAK_INSTANCE"));
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, env("SOAK_BOOTSTRAP_SERVERS"));
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, options.get("state-dir"));
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, options.get("threads"));
+        props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, options.get("standbys"));
+        props.put(StreamsConfig.ACCEPTABLE_RECOVERY_LAG_CONFIG, options.get("acceptable-recovery-lag"));
+        props.put(StreamsConfig.MAX_WARMUP_REPLICAS_CONFIG, options.get("max-warmup-replicas"));
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, options.get("commit-interval-ms"));
+        // Renamed in 3.4 (KIP-863); the old name is gone in 4.0.
+        String cacheConfig = StreamsConfig.configDef().names().contains("statestore.cache.max.bytes")
+            ? "statestore.cache.max.bytes" : "cache.max.bytes.buffering";
+        props.put(cacheConfig, options.get("cache-max-bytes"));
+        props.put("consumer.auto.offset.reset", "earliest");
+        return props;
+    }
+
+    private static String tasks(KafkaStreams streams) {
+        TreeSet<String> active = new TreeSet<>();
+        TreeSet<String> standby = new TreeSet<>();
+        for (ThreadMetadata thread : streams.metadataForLocalThreads()) {
+            thread.activeTasks().stream().map(TaskMetadata::taskId).map(Object::toString).forEach(active::add);
+            thread.standbyTasks().stream().map(TaskMetadata::taskId).map(Object::toString).forEach(standby::add);
+        }
+        return ": active tasks " + active + ", standby tasks " + standby;
+    }
+
+    private static Map<String, String> options(String[] args) {
+        Map<String, String> options = new HashMap<>(DEFAULTS);
+        for (int i = 0; i < args.length; i += 2) {
+            String name = args[i].startsWith("--") ? args[i].substring(2) : "";
+            if (!DEFAULTS.containsKey(name) || i + 1 >= args.length) {
+                throw new IllegalArgumentException("unknown option or missing value: " + args[i] + "; options: "
+                    + new TreeSet<>(DEFAULTS.keySet()));
+            }
+            options.put(name, args[i + 1]);
+        }
+        return options;
+    }
+
+    private static String env(String name) {
+        String value = System.getenv(name);
+        if (value == null || value.isEmpty()) {
+            throw new IllegalStateException("environment variable " + name + " is not set (the data contract)");
+        }
+        return value;
+    }
+}

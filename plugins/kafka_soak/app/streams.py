@@ -1,0 +1,81 @@
+"""The Kafka Streams reference app (``apps/streams``), one build per Kafka Streams version, one JVM per instance.
+
+The seeds' bugs live in Kafka Streams itself, so the suite judges the released library, not an imitation: the
+app is compiled against the version a run asks for (``streams_version``) on first use and cached in
+``.cache/apps/streams/<version>-<source hash>/`` (``soak-streams.jar`` and its ``lib/``); a change to the app's
+source builds it again. ``python -m kafka_soak.cli streams-app [VERSION]`` builds one ahead of time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from kafka_soak import maven
+from kafka_soak.backends.kafka_jars import java_executable
+from kafka_soak.rundir import PROJECT_ROOT
+
+log = logging.getLogger(__name__)
+
+DEFAULT_VERSION = "4.3.1"  # the newest Kafka Streams release Maven Central serves
+# 3.0 is the first release with exactly_once_v2 and the metadata API the app logs its tasks with.
+VERSION_PATTERN = r"^(3|4)\.\d+\.\d+$"
+SOURCE = PROJECT_ROOT / "apps" / "streams"
+MAIN_CLASS = "io.kafkasoak.streams.IdAssignmentApp"
+# Kafka Streams sizes its record cache in bytes for the whole instance; param cache_entries counts entries per
+# partition store, like the reference worker's. An entry of this app costs about this much in the cache (key,
+# value, LRUCacheEntry fields and the changelog topic's name).
+CACHE_ENTRY_BYTES = 128
+STORES = 2  # ids and counter
+
+
+class StreamsVersionError(maven.BuildError):
+    """A Kafka Streams version the app cannot be built for."""
+
+
+def source_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in SOURCE.rglob("*") if p.is_file() and "target" not in p.parts):
+        digest.update(str(path.relative_to(SOURCE)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def app_dir(version: str) -> Path:
+    return maven.cache_root() / "apps" / "streams" / f"{version}-{source_hash()}"
+
+
+def build(version: str = DEFAULT_VERSION) -> tuple[Path, float]:
+    """The app built against Kafka Streams ``version`` and the seconds this call spent building it (0: cached)."""
+    if not re.match(VERSION_PATTERN, version):
+        raise StreamsVersionError(f"streams_version: {version!r} is not a Kafka Streams 3.x or 4.x release number "
+                                  "(allowed: MAJOR.MINOR.PATCH with MAJOR 3 or 4, e.g. 3.4.0 or 4.3.1)")
+    target = app_dir(version)
+    try:
+        seconds = maven.build(target, lambda staging: [
+            "-f", str(SOURCE / "pom.xml"), f"-Dstreams.version={version}", f"-Dbuild.dir={staging}", "package",
+            "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging / 'lib'}"],
+            "streams_version", f"build the Kafka Streams app against Kafka Streams {version}")
+    except maven.BuildError as exc:
+        raise StreamsVersionError(str(exc)) from None
+    if seconds:
+        log.info("built the Kafka Streams app for Kafka Streams %s in %.1f s (cached in %s)", version, seconds, target)
+    return target, seconds
+
+
+def cache_max_bytes(plan: dict[str, Any]) -> int:
+    return plan["cache_entries"] * plan["partitions"] * STORES * CACHE_ENTRY_BYTES
+
+
+def command(plan: dict[str, Any], version: str, state_dir: Path) -> list[str]:
+    """The JVM of one instance; the run's names reach it through the data contract's ``SOAK_*`` environment."""
+    target, _ = build(version)
+    options = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
+               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
+               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
+               "partitions": plan["partitions"], "state-dir": state_dir}
+    return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            "-cp", f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}", MAIN_CLASS,
+            *(part for name, value in options.items() for part in (f"--{name}", str(value)))]
