@@ -19,7 +19,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench setup system-deps kafka-jars streams-app test-deps lint env worker-image kafka-image
+.PHONY: soak test bench setup system-deps kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
@@ -44,7 +44,14 @@ kafka-image: setup
 	docker build -f docker/kafka.Dockerfile --build-arg KAFKA_VERSION=$(KAFKA_VERSION) \
 		-t kafka-soak-kafka:$(KAFKA_VERSION) .
 
-# The reference app as an image for runtime=docker (BASE_IMAGE/PIP_ARGS: see docker/worker.Dockerfile).
+# The Kafka Streams app built against STREAMS_VERSION as an image for runtime=docker (docker/streams.Dockerfile).
+STREAMS_VERSION ?= $(shell $(PY) -c "from kafka_soak.app.streams import DEFAULT_VERSION as v; print(v)" 2>/dev/null)
+streams-image: setup
+	docker build -f docker/streams.Dockerfile -t kafka-soak-streams:$(STREAMS_VERSION) \
+		--build-arg APP_DIR=$$($(PY) -m kafka_soak.cli streams-app $(STREAMS_VERSION) | cut -d' ' -f1 | \
+		sed 's|^$(CURDIR)/||') .
+
+# The reference worker as an image for runtime=docker (BASE_IMAGE/PIP_ARGS: see docker/worker.Dockerfile).
 worker-image:
 	docker build -f docker/worker.Dockerfile -t kafka-soak-worker:latest .
 

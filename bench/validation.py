@@ -67,7 +67,8 @@ def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) 
     conf = [arg for key, value in SPARK_CONF.items() for arg in ("--conf", f"{key}={value}")]
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", *conf,
                "--name", "kafka-soak-validate-bench", "--py-files", ",".join(str(SPARK_JOBS / f) for f in PY_FILES),
-               str(SPARK_JOBS / "validate_soak.py"), *topic_args(bootstrap, topics),
+               str(SPARK_JOBS / "validate_soak.py"), "--bootstrap", bootstrap, "--input-topic", topics["input"],
+               "--subjects", json.dumps([{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]),
                "--expected-records", str(records), "--out-dir", str(out), "--backend", "local"]
     measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
     verdict_file = out / "verdict.json"

@@ -7,12 +7,16 @@ cached, and handed to the Great Expectations suite of the same name in ``expecta
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 INPUT_SCHEMA = "id LONG, key STRING, seq LONG, ts LONG"
 OUTPUT_SCHEMA = "id LONG, key STRING, seq LONG, assigned_id LONG, instance INT, in_partition INT, in_offset LONG"
 ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partition INT, instance INT, step STRING, ts LONG"
+# health.json's incidents: unexpected instance exits and error-level log events (kafka_soak.health).
+INCIDENT_SCHEMA = "kind STRING, instance INT, at DOUBLE, what STRING, log STRING"
 
 
 def parse(raw: DataFrame, schema: str) -> DataFrame:
@@ -65,3 +69,9 @@ def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame) -> dict
                .select("assigned_id", F.size("key_list").alias("keys"), "key_list"))
     return {"input_ids": input_ids, "outputs": output_records, "key_ids": key_ids, "assigned_ids": id_keys,
             "assertions": assertions}
+
+
+def incidents(spark: SparkSession, health: dict[str, Any]) -> DataFrame:
+    """``health.json``'s incidents as the frame of suite ``app_health``."""
+    return spark.createDataFrame([{k: i.get(k) for k in ("kind", "instance", "at", "what", "log")}
+                                  for i in health.get("incidents", [])], INCIDENT_SCHEMA)

@@ -115,3 +115,17 @@ def build(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: se
         events.unpersist()
     return {"produced": _rows(produced), "committed": _rows(committed), "anomalies": anomalies,
             "event_cap": EVENT_CAP}
+
+
+def merge(per_subject: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The timelines of a version matrix on one axis: the input once, each version's output and anomalies
+    labelled ``<instance> @<version>`` / ``<anomaly> @<version>``. A run with one app is returned as it is."""
+    if list(per_subject) == [""]:
+        return per_subject[""]
+    merged: dict[str, Any] = {"produced": next(iter(per_subject.values()))["produced"], "committed": [],
+                              "anomalies": {}, "event_cap": EVENT_CAP}
+    for version, data in per_subject.items():
+        merged["committed"] += [{**r, "instance": f"{r['instance']} @{version}"} for r in data["committed"]]
+        for name, found in data["anomalies"].items():
+            merged["anomalies"][f"{name} @{version}"] = found
+    return merged

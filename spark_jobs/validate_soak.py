@@ -1,10 +1,12 @@
 """The soak's checker: read the run's topics with Spark, judge them with Great Expectations, write the verdict.
 
-spark-submit spark_jobs/validate_soak.py --bootstrap B --input-topic I --output-topic O
-    --assertions-topic A --expected-records N --out-dir RUN_DIR [--reader kafka_soak|kafka]
+spark-submit spark_jobs/validate_soak.py --bootstrap B --input-topic I --expected-records N --out-dir RUN_DIR
+    --subjects '[{"name": "", "output": O, "assertions": A}]' [--reader kafka_soak|kafka]
 
 Writes ``verdict.json`` and Data Docs (``data_docs/index.html``) into ``--out-dir`` and exits 0 when the
-verdict is ``passed``, 2 when ``failed``, 3 when ``inconclusive``.
+verdict is ``passed``, 2 when ``failed``, 3 when ``inconclusive``. With several subjects (a Kafka Streams version
+matrix) each version is judged on its own (``subjects/<version>/verdict.json`` and Data Docs) and ``verdict.json``
+holds the table: version x status x anomaly counts, and the worst status as the run's.
 """
 
 from __future__ import annotations
@@ -122,17 +124,27 @@ def write_json(path: Path, data: Any, indent: int | None = None) -> None:
     tmp.replace(path)
 
 
-def write_timeline(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str], out_dir: Path) -> None:
-    """``timeline.json`` for the soak report. Written after the verdict: a report's data must never cost a run
-    its verdict, so a failure here is recorded in the file and logged, not raised."""
+def write_timeline(judged: dict[str, tuple[dict[str, DataFrame], dict[str, DataFrame]]], found: dict[str, set[str]],
+                   out_dir: Path) -> None:
+    """``timeline.json`` for the soak report (a matrix: every version's output and anomalies on one axis). Written
+    after the verdict: a report's data must never cost a run its verdict, so a failure here is recorded in the
+    file and logged, not raised."""
     started = time.monotonic()
     try:
-        data = timeline.build(history, frames, found)
+        data = timeline.merge({name: timeline.build(history, frames, found[name])
+                               for name, (history, frames) in judged.items()})
     except Exception as exc:  # the verdict is already on disk: say what the report lacks, keep the exit code
         log.warning("timeline for the report could not be computed: %s", exc)
         data = {"error": f"{type(exc).__name__}: {exc}"}
     write_json(out_dir / "timeline.json", data)
     log.info("timeline for the report in %.1f s", time.monotonic() - started)
+
+
+def read_health(run_dir: Path) -> dict[str, Any]:
+    """How the instances fared (``health.json``, written when they were stopped); none when the run has no record
+    of it (a checker run by hand on topics alone)."""
+    path = run_dir / "health.json"
+    return json.loads(path.read_text()) if path.exists() else {"incidents": [], "allowance": 0}
 
 
 def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
@@ -142,10 +154,46 @@ def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text()) if path.exists() else []
 
 
+def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any], inputs: DataFrame,
+          truncated: dict[str, dict[int, int]], health: dict[str, Any], out_dir: Path) -> tuple[dict[str, Any], Any]:
+    """One subject's verdict (the app of the run, or one version of a matrix): its output and assertions against
+    the run's input; writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
+    needs."""
+    topics = {"output": subject["output"], "assertions": subject["assertions"]}
+    schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA}
+    with phase("read"):
+        lows = {p: low for p, (low, _h) in kafka_source.watermarks({"bootstrap.servers": args.bootstrap,
+                                                                    "topic": topics["output"]}).items() if low > 0}
+        truncated = {**truncated, **({topics["output"]: lows} if lows else {})}
+        history = {"input": inputs, **{role: anomalies.parse(read_topic(spark, args.reader, args.bootstrap, topic),
+                                                             schemas[role]).cache() for role, topic in topics.items()}}
+        counts = {role: df.count() for role, df in history.items()}
+    log.info("%sread %s", f"{subject['name']}: " if subject["name"] else "",
+             ", ".join(f"{n} {r} records" for r, n in counts.items()))
+    with phase("frames"):  # computed and cached once here, so the suites only scan them
+        frames = {name: df.cache() for name, df in anomalies.frames(history["input"], history["output"],
+                                                                     history["assertions"]).items()}
+        rows = {name: df.count() for name, df in frames.items()}
+        mine = [i for i in health["incidents"] if i.get("subject", "") == subject["name"]]
+        frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
+    docs_dir = out_dir / "data_docs"
+    results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records,
+                                                             "health_allowance": health["allowance"]})
+    outcome = verdicts.decide(results, truncated)
+    outcome.update({
+        "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
+                    "expected_input": args.expected_records, "distinct_keys": rows["key_ids"],
+                    "distinct_assigned_ids": rows["assigned_ids"]},
+        "topics": {"input": args.input_topic, **topics}, "data_docs": str(docs_dir / "index.html")})
+    return outcome, (history, frames)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name in ("bootstrap", "input-topic", "output-topic", "assertions-topic"):
+    for name in ("bootstrap", "input-topic"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--subjects", type=json.loads, required=True,
+                        help='the apps under test: [{"name": "" or a version, "output": topic, "assertions": topic}]')
     parser.add_argument("--expected-records", type=int, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--backend", default="unknown")
@@ -160,43 +208,35 @@ def main(argv: list[str] | None = None) -> int:
         spark = SparkSession.builder.appName("kafka-soak-validate").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(kafka_source.KafkaTopicSource)
-    topics = {"input": args.input_topic, "output": args.output_topic, "assertions": args.assertions_topic}
-    options = {"bootstrap.servers": args.bootstrap}
-    truncated = {}
-    schemas = {"input": anomalies.INPUT_SCHEMA, "output": anomalies.OUTPUT_SCHEMA,
-               "assertions": anomalies.ASSERTION_SCHEMA}
     with phase("read"):
-        for role in ("input", "output"):
-            lows = {p: low for p, (low, _h) in kafka_source.watermarks({**options, "topic": topics[role]}).items()
-                    if low > 0}
-            if lows:
-                truncated[topics[role]] = lows
-        history = {role: anomalies.parse(read_topic(spark, args.reader, args.bootstrap, topic), schemas[role]).cache()
-                   for role, topic in topics.items()}
-        counts = {role: df.count() for role, df in history.items()}
-    log.info("read %s", ", ".join(f"{n} {r} records" for r, n in counts.items()))
-
-    with phase("frames"):  # computed and cached once here, so the suites only scan them
-        frames = {name: df.cache() for name, df in anomalies.frames(history["input"], history["output"],
-                                                                     history["assertions"]).items()}
-        rows = {name: df.count() for name, df in frames.items()}
-    docs_dir = args.out_dir / "data_docs"
-    results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records})
-    outcome = verdicts.decide(results, truncated)
-    outcome.update({
-        "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
-                    "expected_input": args.expected_records, "distinct_keys": rows["key_ids"],
-                    "distinct_assigned_ids": rows["assigned_ids"]},
-        "topics": topics, "backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir),
-        "data_docs": str(docs_dir / "index.html"), "validated_at": time.time(),
-        "validation_seconds": round(time.monotonic() - started, 1)})
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+        lows = {p: low for p, (low, _h) in kafka_source.watermarks({"bootstrap.servers": args.bootstrap,
+                                                                    "topic": args.input_topic}).items() if low > 0}
+        inputs = anomalies.parse(read_topic(spark, args.reader, args.bootstrap, args.input_topic),
+                                 anomalies.INPUT_SCHEMA).cache()
+    truncated = {args.input_topic: lows} if lows else {}
+    health = read_health(args.out_dir)
+    matrix = len(args.subjects) > 1
+    judged = {}
+    for subject in args.subjects:
+        out_dir = args.out_dir / "subjects" / subject["name"] if matrix else args.out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        judged[subject["name"]] = judge(spark, args, subject, inputs, truncated, health, out_dir)
+        if matrix:
+            write_json(out_dir / "verdict.json", judged[subject["name"]][0], indent=2)
+    common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,
+              "validated_at": time.time(), "validation_seconds": round(time.monotonic() - started, 1)}
+    outcome = {**(verdicts.combine({name: v for name, (v, _) in judged.items()}) if matrix else judged[""][0]), **common}
     write_json(args.out_dir / "verdict.json", outcome, indent=2)
     found = {k: v for k, v in outcome["anomalies"].items() if v}
     log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
-             counts["input"], counts["output"], found or "none", outcome["inconclusive_reasons"] or "none",
-             outcome["data_docs"])
-    write_timeline(history, frames, set(found), args.out_dir)
+             outcome["records"]["input"], outcome["records"]["output"], found or "none",
+             outcome["inconclusive_reasons"] or "none", outcome["data_docs"])
+    for row in outcome.get("matrix", []):
+        log.info("  Kafka Streams %s: %s, anomalies %s", row["version"], row["status"].upper(),
+                 {k: v for k, v in row["anomalies"].items() if v} or "none")
+    write_timeline({name: parts for name, (_, parts) in judged.items()},
+                   {name: {k for k, v in verdict["anomalies"].items() if v} for name, (verdict, _) in judged.items()},
+                   args.out_dir)
     spark.stop()
     return verdicts.EXIT_CODES[outcome["status"]]
 

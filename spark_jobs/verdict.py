@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered")
+ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "app_health")
 
 EXIT_CODES = {"passed": 0, "failed": 2, "inconclusive": 3}
 
@@ -16,6 +16,8 @@ def expectation_count(result: dict[str, Any]) -> int:
         return int(outcome["unexpected_count"])
     if result["type"] == "expect_table_row_count_to_equal":
         return abs(int(outcome.get("observed_value") or 0) - int(result["kwargs"]["value"]))
+    if result["type"] == "expect_table_row_count_to_be_between":  # every row counts once the allowance is exceeded
+        return int(outcome.get("observed_value") or 0)
     return 0 if result["success"] else 1
 
 
@@ -55,3 +57,29 @@ def decide(results: list[dict[str, Any]], truncated: dict[str, dict[int, int]],
         status = "passed"
     return {"status": status, "anomalies": anomalies, "samples": {k: v[:10] for k, v in samples.items()},
             "expectations": expectations, "inconclusive_reasons": reasons}
+
+
+STATUS_ORDER = ("failed", "inconclusive", "passed")  # a matrix is as bad as its worst version
+
+
+def combine(verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One verdict for a Kafka Streams version matrix: the worst status, anomaly counts summed (per version in
+    ``matrix``), samples and reasons labelled with their version."""
+    status = min((v["status"] for v in verdicts.values()), key=STATUS_ORDER.index)
+    first = next(iter(verdicts.values()))
+    return {
+        "status": status,
+        "anomalies": {name: sum(v["anomalies"][name] for v in verdicts.values()) for name in ANOMALIES},
+        "samples": {name: [{"version": version, **row} for version, v in verdicts.items()
+                           for row in v["samples"].get(name, [])][:10]
+                    for name in ANOMALIES if any(v["samples"].get(name) for v in verdicts.values())},
+        "inconclusive_reasons": [f"{version}: {r}" for version, v in verdicts.items()
+                                 for r in v["inconclusive_reasons"]],
+        "expectations": [{**e, "version": version} for version, v in verdicts.items() for e in v["expectations"]],
+        "records": {**first["records"], "output": sum(v["records"]["output"] for v in verdicts.values()),
+                    "assertions": sum(v["records"]["assertions"] for v in verdicts.values())},
+        "topics": {version: v["topics"] for version, v in verdicts.items()},
+        "data_docs": first["data_docs"],
+        "matrix": [{"version": version, "status": v["status"], "anomalies": v["anomalies"], "records": v["records"],
+                    "data_docs": v["data_docs"]} for version, v in verdicts.items()],
+    }

@@ -55,11 +55,16 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
         "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA),
     }
     frames = anomalies.frames(history["input"], history["output"], history["assertions"])
-    results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 8})
+    crash = {"kind": "unexpected_exit", "instance": 2, "at": 1.0, "what": "instance 2 exited by itself with exit code 1",
+             "log": "app-2.1.log"}
+    frames["app_health"] = anomalies.incidents(spark, {"incidents": [crash]})
+    results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 8,
+                                                                           "health_allowance": 0})
     outcome = verdict.decide(results, truncated={})
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "id_reuse": 1, "stale_state": 1,
-                                    "reordered": 1}
+                                    "reordered": 1, "app_health": 1}
+    assert outcome["samples"]["app_health"] == [{k: crash[k] for k in ("kind", "instance", "what", "log")}]
     assert outcome["samples"]["lost"] == [{"id": 2, "key": "k0", "seq": 2}]
     assert outcome["samples"]["unexpected"][0]["id"] == 99
     assert outcome["samples"]["stale_state"] == [{"kind": "stale_state", "key": "k1", "expected": 4, "found": 3,
@@ -98,3 +103,13 @@ def test_any_anomaly_fails_the_run_unless_the_evidence_has_gaps():
     assert verdict.decide([], truncated={})["status"] == "passed"
     gap = verdict.decide([failing("lost", 3)], truncated={"t.input": {0: 10}})
     assert gap["status"] == "inconclusive" and "evidence truncated: topic t.input" in gap["inconclusive_reasons"][0]
+
+
+def test_app_health_fails_only_beyond_the_allowance(spark, tmp_path):
+    """Two incidents pass with health_allowance 2 and fail with 1, where both count."""
+    incidents = [{"kind": "error", "instance": 1, "at": float(n), "what": f"error {n}", "log": "a.log"} for n in (1, 2)]
+    frames = {"app_health": anomalies.incidents(spark, {"incidents": incidents})}
+    within = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "a", {"health_allowance": 2}), {})
+    beyond = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "b", {"health_allowance": 1}), {})
+    assert (within["status"], within["anomalies"]["app_health"]) == ("passed", 0)
+    assert (beyond["status"], beyond["anomalies"]["app_health"]) == ("failed", 2)

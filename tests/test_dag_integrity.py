@@ -32,11 +32,17 @@ def test_every_scenario_default_is_a_valid_run(dagbag):
 
 
 def test_scenario_defaults_follow_the_originals(dagbag):
+    """The seed scenarios run the Kafka Streams app as the originals configured it; the worker stays the default
+    of soak_eos_id_assignment, where its bug switches prove the checker."""
     stale = dagbag.dags["soak_stale_state_standby"].params
     assert (stale["partitions"], stale["keys"], stale["interval_s"], stale["standbys"]) == (30, 1000, 15, 1)
     assert stale["program"].split()[:3] == ["1", "2", "3"]
+    assert (stale["app"], stale["streams_version"]) == ("streams", "4.3.1")
     ids = dagbag.dags["soak_id_assignment_rebalance"].params
-    assert (ids["partitions"], ids["records"], ids["keys"]) == (2, 63_000, 63_000)
+    assert (ids["app"], ids["partitions"], ids["threads"], ids["standbys"], ids["max_warmup_replicas"],
+            ids["commit_interval_ms"]) == ("streams", 12, 4, 1, 1, 100)  # StandbyTaskEOSMultiRebalanceIntegrationTest
+    assert (ids["records"], ids["keys"]) == (63_000, 63_000)
+    assert dagbag.dags["soak_eos_id_assignment"].params["app"] == "worker"
     assert [(p["records"], p.get("at_s"), p.get("after_step")) for p in ids["phases"]] == \
         [(3000, 0, None), (60_000, None, 1)]
 

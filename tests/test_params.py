@@ -46,7 +46,16 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
     ({"program": "1 4"}, "instance 4 is out of range: this run has 3 instances"),
     ({"program": "1 r1"}, "token 'r1' at position 2: cannot resume instance 1: it is running"),
     ({"phases": [{"records": 5, "after_step": 0, "at_s": 1}]}, "param phases:"),
-    ({"standbys": 2}, "param standbys: 2 is greater than the maximum of 1"),
+    ({"standbys": 2}, "standbys: the reference worker keeps 0 or 1 standby replicas (got 2); app=streams takes any"),
+    ({"standbys": 9}, "param standbys: 9 is greater than the maximum of 8"),
+    ({"app": "streams", "streams_version": "2.8.1"}, "param streams_version: '2.8.1' does not match"),
+    ({"app": "streams", "streams_version": "3.4.9"}, "streams_version: cannot build the Kafka Streams app against "
+                                                     "Kafka Streams 3.4.9: Maven Central serves no "
+                                                     "org.apache.kafka:kafka-streams:3.4.9"),
+    ({"app": "streams", "streams_versions": ["4.3.1", "3.4.9"]}, "streams_version: cannot build the Kafka Streams "
+                                                                 "app against Kafka Streams 3.4.9"),
+    ({"streams_versions": ["3.4.0"]}, "streams_versions: a version matrix runs the Kafka Streams reference app"),
+    ({"app": "streams", "bug": "drop"}, "bug: 'drop' is a switch of the reference worker (app=worker)"),
     ({"interval_s": -5}, "param interval_s: -5 is less than the minimum of 1"),
     ({"records": 0}, "param records: 0 is less than the minimum of 1"),
     ({"bug": "melt"}, "param bug: 'melt' is not one of"),
@@ -87,3 +96,16 @@ def test_deployment_params_travel_in_the_plan():
     assert plan.quotas == [{"client_id": "c", "producer_byte_rate": 35000}] and not plan.keep_topics
     with pytest.raises(params.ParamsError, match="brokers: 3 brokers are for backend 'local'"):
         params.check({"backend": "external", "brokers": 3})
+
+
+def test_docker_runtime_runs_an_image_per_kafka_streams_version():
+    """runtime=docker starts the Kafka Streams app from its image per version (make streams-image), unless app_image
+    names the user's own; preflight names each, with the param that chose it and how to build it."""
+    from kafka_soak import preflight
+
+    plan = params.check({"app": "streams", "runtime": "docker", "streams_versions": ["3.4.0", "4.3.1"]})
+    assert preflight.app_images(plan) == [
+        ("kafka-soak-streams:3.4.0", "streams_version", "build it with: make streams-image STREAMS_VERSION=3.4.0"),
+        ("kafka-soak-streams:4.3.1", "streams_version", "build it with: make streams-image STREAMS_VERSION=4.3.1")]
+    own = params.check({"app": "streams", "runtime": "docker", "app_image": "team/app:7"})
+    assert preflight.app_images(own) == [("team/app:7", "app_image", "")]

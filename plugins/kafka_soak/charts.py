@@ -12,10 +12,12 @@ from typing import Any
 
 import altair as alt
 
-from kafka_soak.evidence import RunEvidence
+from kafka_soak.evidence import RunEvidence, instance_lane
 
 WIDTH = 900
 STATE_COLORS = {"running": "#2e7d32", "paused": "#f9a825", "down": "#c62828"}
+HEALTH_COLORS = {"unexpected exit": "#b71c1c", "thread death": "#6a1b9a", "error": "#e65100",
+                 "first exception": "#f9a825"}
 SERIES_COLORS = {"input produced": "#1565c0", "in flight (produced − committed)": "#6a1b9a", "lag sampled": "#ef6c00"}
 
 
@@ -37,8 +39,9 @@ def program_chart(evidence: RunEvidence, domain: list[float]) -> alt.LayerChart:
     """Each instance's running and paused spans, broker outages, kills, and the step labels on top."""
     spans = [{"lane": s.lane, "state": s.state, "t": s.start * 1000, "t2": s.end * 1000, "ended_by": s.ended_by,
               "seconds": round(s.end - s.start, 1)} for s in evidence.intervals()]
-    kills = [{"lane": f"instance {e['instance']}", "t": e["t"] * 1000, "what": "kill -9"}
+    kills = [{"lane": instance_lane(e), "t": e["t"] * 1000, "what": "kill -9"}
              for e in evidence.events if e["event"] == "kill"]
+    troubles = health_points(evidence)
     lanes = sorted({s["lane"] for s in spans}, key=lambda lane: (lane.startswith("broker"), lane))
     y = alt.Y("lane:N", title=None, sort=lanes)
     bars = alt.Chart(alt.Data(values=spans)).mark_bar(height=14).encode(
@@ -49,11 +52,28 @@ def program_chart(evidence: RunEvidence, domain: list[float]) -> alt.LayerChart:
                  alt.Tooltip("t2:T", title="to", format="%H:%M:%S.%L"), "seconds:Q", "ended_by:N"])
     killed = alt.Chart(alt.Data(values=kills)).mark_point(shape="cross", size=160, color="#b71c1c", filled=True).encode(
         x=_x(), y=y, tooltip=["lane:N", "what:N"])
+    health = alt.Chart(alt.Data(values=troubles)).mark_point(shape="triangle-up", size=110, filled=True).encode(
+        x=_x(), y=y, color=alt.Color("health:N", scale=alt.Scale(domain=list(HEALTH_COLORS),
+                                                                  range=list(HEALTH_COLORS.values())),
+                                     legend=alt.Legend(title="app health", orient="top")),
+        tooltip=["lane:N", "health:N", alt.Tooltip("t:T", format="%H:%M:%S.%L"), "what:N"])
     labels = alt.Chart(alt.Data(values=[{"t": (s.get("actual_at") or s["planned_at"]) * 1000, "token": s["token"]}
                                         for s in evidence.steps])).mark_text(dy=-6, baseline="bottom", color="#424242").encode(
         x=_x(), y=alt.value(0), text="token:N")
-    return alt.layer(bars, killed, _steps_layer(evidence), labels).properties(
+    return alt.layer(bars, killed, health, _steps_layer(evidence), labels).properties(
         width=WIDTH, height=max(60, 26 * len(lanes)), title="Program: instances and brokers")
+
+
+def health_points(evidence: RunEvidence) -> list[dict[str, Any]]:
+    """App health on the instances' lanes: each incident (unexpected exit, error-level event) and the first
+    occurrence of each exception class."""
+    health = evidence.health
+    points = [{"lane": instance_lane(i), "t": i["at"] * 1000, "health": i["kind"].replace("_", " "),
+               "what": i["what"]} for i in health.get("incidents", [])]
+    points += [{"lane": instance_lane(seen["first"]), "t": seen["first"]["at"] * 1000,
+                "health": "first exception", "what": f"{cls} (x{seen['count']}): {seen['first']['trace'][0][:200]}"}
+               for cls, seen in health.get("exceptions", {}).items()]
+    return points
 
 
 def throughput_chart(evidence: RunEvidence) -> alt.LayerChart:

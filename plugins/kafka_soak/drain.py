@@ -40,8 +40,9 @@ def restore_service(instances: Instances, kafka: Backend, program: list[str]) ->
         log.warning("the program left instance %d paused: resuming it to drain", n)
         instances.resume(n)
         done["resumed"].append(n)
-    if keep_one_running(instances):
-        done["started"].append(1)
+    for subject in instances.subjects:
+        if keep_one_running(instances.only(subject)):
+            done["started"].append(1)
     return done
 
 
@@ -95,8 +96,8 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         total = sum(lag.values())
         waited = time.monotonic() - started
         rate = "" if last_lag is None else f", {(last_lag - total) / poll_s:.0f} records/s"
-        log.info("drain: lag %d records%s (%s); %.0f s left", total, rate,
-                 ", ".join(f"p{p}={n}" for p, n in sorted(lag.items())), max(0.0, timeout_s - waited))
+        log.info("drain: %s lag %d records%s (%s); %.0f s left", group, total, rate, lagging(lag),
+                 max(0.0, timeout_s - waited))
         if instances is not None:
             journal(instances.run_dir, "lag", lag=total, source="drain")
         first_lag = lag if first_lag is None else first_lag
@@ -111,11 +112,39 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         time.sleep(poll_s)
 
 
+def lagging(lag: dict[int, int]) -> str:
+    """The partitions that lag (all of them are named only when none does)."""
+    behind = {p: n for p, n in sorted(lag.items()) if n}
+    if not behind:
+        return f"all {len(lag)} partitions at 0"
+    rest = len(lag) - len(behind)
+    return ", ".join(f"p{p}={n}" for p, n in behind.items()) + (f"; the other {rest} at 0" if rest else "")
+
+
+def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: float,
+                   transactions: Callable[[], list[dict[str, Any]]]) -> float:
+    """``wait_for_zero_lag`` for the group of every subject (one per version of a matrix) within one deadline;
+    returns the seconds waited. A timeout names the subject."""
+    started = time.monotonic()
+    for subject in instances.subjects:
+        view = instances.only(subject)
+
+        def why(lag: dict[int, int], moved: bool, view: Instances = view, group: str = subject.app_id) -> dict[str, Any]:
+            return diagnose(bootstrap, group, topic, view, transactions)
+
+        left = max(1.0, timeout_s - (time.monotonic() - started))
+        try:
+            wait_for_zero_lag(bootstrap, subject.app_id, topic, left, instances=view, diagnose=why)
+        except DrainTimeout as exc:
+            raise DrainTimeout(f"Kafka Streams {subject.name}: {exc}" if subject.name else str(exc)) from None
+    return time.monotonic() - started
+
+
 def summary(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved: bool, facts: dict[str, Any]) -> str:
     """The drain timeout in words: lag per partition, whether it moved, who owned what, which transactions are open."""
     lines = [f"drain timed out: the app's group {group!r} still lags {sum(lag.values())} records on {topic} after "
              f"{timeout_s:.0f} s (param drain_timeout_s); the lag {'moved' if moved else 'did not move'} during the "
-             f"wait; per partition: " + ", ".join(f"p{p}={n}" for p, n in sorted(lag.items()))]
+             f"wait; per partition: " + lagging(lag)]
     members = facts.get("members")
     if members is not None:
         lines.append("group members: " + ("; ".join(f"{m['client_id']} owns {m['partitions'] or 'nothing'}"

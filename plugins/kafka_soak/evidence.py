@@ -1,7 +1,7 @@
 """A run directory read back as the evidence a person looks at: what was asked, what happened when, what was found.
 
 Everything comes from the files the run left (``params.json``, ``program.json[l]``, ``events.jsonl``,
-``cluster.json``, ``verdict.json``, ``timeline.json``); a file a run never reached is simply absent, so the
+``cluster.json``, ``verdict.json``, ``timeline.json``, ``health.json``); a file a run never reached is simply absent, so the
 report of a run that stopped at provisioning still shows what there is.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 # What a person may want to open, in the order the report lists it; logs/ and quotas/ are added file by file.
 FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
 EVIDENCE_FILES = ("verdict.json", "data_docs/index.html", "params.json", "program.json", "program.jsonl",
-                  "events.jsonl", "cluster.json", "drain.json", FAILURES, "quotas.json", "timeline.json",
+                  "events.jsonl", "cluster.json", "drain.json", "health.json", FAILURES, "quotas.json", "timeline.json",
                   "generator.json", "dags-test.log")
 
 
@@ -34,6 +34,11 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     except OSError:
         return []
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def instance_lane(record: dict[str, Any]) -> str:
+    """The timeline row of the instance a record names: ``instance 2``, or ``instance 2 @3.4.0`` in a matrix."""
+    return f"instance {record['instance']}" + (f" @{record['subject']}" if record.get("subject") else "")
 
 
 @dataclass
@@ -60,6 +65,7 @@ class RunEvidence:
     cluster: dict[str, Any] = field(default_factory=dict)
     verdict: dict[str, Any] | None = None
     timeline: dict[str, Any] = field(default_factory=dict)
+    health: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, run_dir: Path) -> RunEvidence:
@@ -70,7 +76,7 @@ class RunEvidence:
                    plan=given.get("plan", {}), program=read_json(run_dir / "program.json") or {},
                    steps=[steps[i] for i in sorted(steps)], events=_jsonl(run_dir / "events.jsonl"),
                    cluster=read_json(run_dir / "cluster.json") or {}, verdict=read_json(run_dir / "verdict.json"),
-                   timeline=read_json(run_dir / "timeline.json") or {})
+                   timeline=read_json(run_dir / "timeline.json") or {}, health=read_json(run_dir / "health.json") or {})
 
     @property
     def status(self) -> str:
@@ -102,7 +108,7 @@ class RunEvidence:
 
         for e in sorted(self.events, key=lambda e: e["t"]):
             kind, t = e["event"], e["t"]
-            lane = f"instance {e['instance']}" if "instance" in e else f"broker {e.get('broker')}"
+            lane = instance_lane(e) if "instance" in e else f"broker {e.get('broker')}"
             if kind == "start":
                 close(lane, t, "restarted")
                 open_[lane] = ("running", t)

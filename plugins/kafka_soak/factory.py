@@ -19,14 +19,14 @@ import yaml
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import backends, health, preflight, rundir
+from kafka_soak import backends, health, preflight, rundir, subjects
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.deadline import overdue_alert
-from kafka_soak.drain import DrainTimeout, diagnose, fault_grace_s, open_transactions, restore_service, wait_for_zero_lag
+from kafka_soak.drain import DrainTimeout, drain_subjects, fault_grace_s, open_transactions, restore_service
 from kafka_soak.generator import Phase
 from kafka_soak.instances import REFERENCE_IMAGE, Instances
 from kafka_soak.load import Load
@@ -72,8 +72,8 @@ def _run_dir(create: bool = False) -> Path:
     return rundir.for_context(get_current_context(), create=create)
 
 
-def _instances(plan: dict[str, Any], cluster: dict[str, Any], app_id: str) -> Instances:
-    return Instances.for_run(_run_dir(), cluster, plan, app_id)
+def _instances(plan: dict[str, Any], cluster: dict[str, Any]) -> Instances:
+    return Instances.for_run(_run_dir(), cluster, plan)
 
 
 def _cluster_on_file(run_dir: Path) -> Cluster | None:
@@ -132,9 +132,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
             run_dir = _run_dir(create=True)
             prefix = f"soak.{dag_id}.{rundir.safe_name(get_current_context()['run_id'])}"
-            cluster = backends.create(plan, run_dir).provision(
-                {"input": plan["partitions"], "output": plan["partitions"], "changelog": plan["partitions"],
-                 "assertions": 1}, prefix)
+            cluster = backends.create(plan, run_dir).provision(subjects.topics(plan), prefix)
+            cluster.subjects = [s.as_dict() for s in subjects.build(plan, app_id, cluster.topics)]
             rundir.write_json(run_dir / "cluster.json", cluster.as_dict())
             return cluster.as_dict()
 
@@ -183,7 +182,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Bring back what the program left broken, then wait until the app has committed all input; on a
             timeout, say why (lag, owners, open transactions) in the log, ``drain.json``, the alert and the report."""
             run_dir = _run_dir()
-            instances = _instances(plan, cluster, app_id)
+            instances = _instances(plan, cluster)
             restored = restore_service(instances, backends.create(plan, run_dir), plan["program"])
             grace_s, grace_reason = fault_grace_s(plan["program"],
                                                   stop_leaves_group=plan["app"] != "streams" or bool(plan["app_command"]))
@@ -191,16 +190,11 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                 log.info("drain: %s", grace_reason)
             bootstrap, topic = cluster["bootstrap_servers"], cluster["topics"]["input"]
             settings = client_settings(cluster)
-
-            def why(lag: dict[int, int], moved: bool) -> dict[str, Any]:
-                return diagnose(bootstrap, app_id, topic, instances,
-                                lambda: open_transactions(plan["kafka_version"], bootstrap, settings))
-
             outcome = {**restored, "timeout_s": plan["drain_timeout_s"] + grace_s, "grace_reason": grace_reason}
             with settings_in_env(settings):
                 try:
-                    waited = wait_for_zero_lag(bootstrap, app_id, topic, outcome["timeout_s"], instances=instances,
-                                               diagnose=why)
+                    waited = drain_subjects(instances, bootstrap, topic, outcome["timeout_s"],
+                                            lambda: open_transactions(plan["kafka_version"], bootstrap, settings))
                 except DrainTimeout as exc:
                     rundir.write_json(run_dir / "drain.json", {**outcome, "status": "timed out", "summary": str(exc)})
                     raise AirflowFailException(str(exc)) from None
@@ -212,7 +206,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Stop every instance gracefully (and the generator); runs even when something failed. The quotas'
             measurement ends with the app (``quotas.json``); how the instances fared is judged (``health.json``)."""
-            codes = _instances(plan, cluster, app_id).stop_all()
+            codes = _instances(plan, cluster).stop_all()
             generator = Load(_run_dir(), cluster, plan).stop()
             log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
                      or "nothing was running")
@@ -240,7 +234,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         program = plan_program(plan, cluster)
         generator = start_generator(plan, cluster, program)
         toggles = ToggleStepOperator.partial(
-            task_id="toggle", cluster=cluster, plan=plan, app_id=app_id, map_index_template="{{ step_label }}",
+            task_id="toggle", cluster=cluster, plan=plan, map_index_template="{{ step_label }}",
         ).expand(step=program)
         loaded = await_generator(plan, cluster)
         drained = drain(plan, cluster)
@@ -255,8 +249,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             application_args=[
                 "--bootstrap", "{{ ti.xcom_pull(task_ids='provision')['bootstrap_servers'] }}",
                 "--input-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['input'] }}",
-                "--output-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['output'] }}",
-                "--assertions-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['assertions'] }}",
+                "--subjects", "{{ ti.xcom_pull(task_ids='provision')['subjects'] | tojson }}",
                 "--backend", "{{ ti.xcom_pull(task_ids='provision')['backend'] }}",
                 "--expected-records", "{{ params.records }}",
                 "--out-dir", "{{ soak_run_dir(run_id) }}",

@@ -77,6 +77,11 @@ def log_events(path: Path) -> Iterator[LogEvent]:
         yield event
 
 
+def who(start: dict[str, Any]) -> str:
+    """An instance as the report names it: ``2``, or ``2@3.4.0`` in a version matrix."""
+    return f"{start['instance']}@{start['subject']}" if start.get("subject") else str(start["instance"])
+
+
 def assess(run_dir: Path, allowance: int = 0) -> dict[str, Any]:
     """The run's app health from the journal (``events.jsonl``), the exits its runtimes recorded and the
     instance logs."""
@@ -87,7 +92,7 @@ def assess(run_dir: Path, allowance: int = 0) -> dict[str, Any]:
     instances: dict[str, dict[str, Any]] = {}
     for e in journal:
         if e["event"] == "start":
-            instances.setdefault(str(e["instance"]), {"starts": 0, "exits": []})["starts"] += 1
+            instances.setdefault(who(e), {"starts": 0, "exits": []})["starts"] += 1
     incidents = []
     for ended in Registry(run_dir).exits():
         start = starts.get(ended["pid"])
@@ -97,12 +102,12 @@ def assess(run_dir: Path, allowance: int = 0) -> dict[str, Any]:
         exit_ = {"instance": start["instance"], "step": start["step"], "pid": ended["pid"], "code": ended["code"],
                  "signal": ended["signal"], "at": ended["at"], "expected": by is not None,
                  "by": {"stop": "a graceful stop", "kill": "kill -9"}.get(by or "", "nobody: it exited by itself")}
-        instances[str(start["instance"])]["exits"].append(exit_)
+        instances[who(start)]["exits"].append(exit_)
         if by is None:
             how = f"signal {ended['signal']}" if ended["signal"] else f"exit code {ended['code']}"
-            incidents.append({"kind": "unexpected_exit", "instance": start["instance"], "at": ended["at"],
-                              "what": f"instance {start['instance']} (started at step {start['step']}) exited by "
-                                      f"itself with {how}", "log": start["log"]})
+            incidents.append({"kind": "unexpected_exit", "instance": start["instance"], "subject": start.get("subject", ""),
+                              "at": ended["at"], "what": f"instance {who(start)} (started at step {start['step']}) "
+                                                         f"exited by itself with {how}", "log": start["log"]})
     exceptions: dict[str, dict[str, Any]] = {}
     thread_deaths = 0
     for start in sorted(starts.values(), key=lambda e: e["t"]):
@@ -119,11 +124,13 @@ def assess(run_dir: Path, allowance: int = 0) -> dict[str, Any]:
                 seen["count"] += 1
                 seen["errors"] += event.level in ("ERROR", "FATAL")
                 if seen["first"] is None:
-                    seen["first"] = {"at": event.at, "instance": start["instance"], "log": start["log"],
+                    seen["first"] = {"at": event.at, "instance": start["instance"],
+                                     "subject": start.get("subject", ""), "log": start["log"],
                                      "level": event.level, "trace": event.lines[:TRACE_LINES]}
             if event.level in ("ERROR", "FATAL"):
                 incidents.append({"kind": "thread_death" if death else "error", "instance": start["instance"],
-                                  "at": event.at, "what": event.lines[0][:300], "log": start["log"]})
+                                  "subject": start.get("subject", ""), "at": event.at, "what": event.lines[0][:300],
+                                  "log": start["log"]})
     incidents.sort(key=lambda i: i["at"])
     return {"instances": instances, "exceptions": dict(sorted(exceptions.items(), key=lambda kv: -kv[1]["count"])),
             "thread_deaths": thread_deaths, "incidents": incidents, "allowance": allowance,

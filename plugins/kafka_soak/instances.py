@@ -6,18 +6,23 @@ Instances run where param ``runtime`` says: ``local`` processes or ``docker`` co
 two toggles can be read on its own.
 
 The app under test is a reference app (param ``app``: the Python worker, or the Kafka Streams app of
-``streams_version`` as a JVM) unless params ``app_command`` (and, with Docker, ``app_image``) name another one. Whatever it is, it learns the run from the data contract's environment variables
-(``SOAK_BOOTSTRAP_SERVERS``, ``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as
-``{placeholders}`` in its command.
+``streams_version`` as a JVM) unless params ``app_command`` (and, with Docker, ``app_image``) name another one.
+Whatever it is, it learns the run from the data contract's environment variables (``SOAK_BOOTSTRAP_SERVERS``,
+``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}`` in its command.
+
+A version matrix (``subjects.py``) runs one app per Kafka Streams version: "instance *n*" is then instance *n*
+of every version, driven together (in parallel, so that each version's toggle lands at the planned moment).
 """
 
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from kafka_soak import kafka_io
+from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings
@@ -25,131 +30,158 @@ from kafka_soak.rundir import journal
 from kafka_soak.runtime import ProcessRecord, Runtime
 from kafka_soak.runtime.docker import DockerContainers
 from kafka_soak.runtime.local import LocalProcesses, python_command
+from kafka_soak.subjects import Subject
 
 log = logging.getLogger(__name__)
 
 REFERENCE_IMAGE = "kafka-soak-worker:latest"
 
 
-def contract(cluster: Cluster, app_id: str, instance: int | str, step: int | str) -> dict[str, str]:
+def contract(cluster: Cluster, subject: Subject, instance: int | str, step: int | str) -> dict[str, str]:
     """What an instance of the app under test needs to know of the run (see ``app_command``)."""
-    topics = cluster.topics
-    return {"bootstrap_servers": cluster.bootstrap_servers, "app_id": app_id, "instance": str(instance),
-            "step": str(step), "input_topic": topics["input"], "output_topic": topics["output"],
-            "changelog_topic": topics["changelog"], "assertions_topic": topics["assertions"]}
+    return {"bootstrap_servers": cluster.bootstrap_servers, "app_id": subject.app_id, "instance": str(instance),
+            "step": str(step), "input_topic": cluster.topics["input"], "output_topic": subject.output,
+            "changelog_topic": cluster.topics["changelog"], "assertions_topic": subject.assertions}
 
 
 class Instances:
-    def __init__(self, run_dir: Path, cluster: Cluster, plan: dict[str, Any], app_id: str,
+    def __init__(self, run_dir: Path, cluster: Cluster, plan: dict[str, Any], subjects: list[Subject],
                  client_settings: dict[str, Any] | None = None) -> None:
-        self.run_dir, self.cluster, self.plan, self.app_id = run_dir, cluster, plan, app_id
+        self.run_dir, self.cluster, self.plan, self.subjects = run_dir, cluster, plan, subjects
+        self.client_settings = client_settings
         self.client_env = kafka_io.settings_env(client_settings)
         self.runtime: Runtime = (
             DockerContainers(run_dir, plan["app_image"] or REFERENCE_IMAGE, plan["app_env"], plan["docker_url"],
                              plan["docker_conn_id"] or None) if plan["runtime"] == "docker" else LocalProcesses(run_dir))
 
     @classmethod
-    def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: dict[str, Any], app_id: str) -> Instances:
+    def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: dict[str, Any]) -> Instances:
         """From the XComs of ``provision`` and ``check_params``, with the cluster's security settings."""
-        return cls(run_dir, Cluster(**cluster), plan, app_id, client_settings(cluster))
+        return cls(run_dir, Cluster(**cluster), plan, run_subjects.of(cluster), client_settings(cluster))
 
-    @staticmethod
-    def name(instance: int) -> str:
-        return f"instance-{instance}"
+    def only(self, subject: Subject) -> Instances:
+        """The instances of one subject of a matrix."""
+        return Instances(self.run_dir, self.cluster, self.plan, [subject], self.client_settings)
 
-    def worker_args(self, instance: int, step: int | str) -> list[str]:
+    def _each(self, action, instance: int) -> list[Any]:
+        """``action(subject, instance)`` for every subject, side by side."""
+        if len(self.subjects) == 1:
+            return [action(self.subjects[0], instance)]
+        with ThreadPoolExecutor(len(self.subjects)) as pool:
+            return list(pool.map(lambda s: action(s, instance), self.subjects))
+
+    def worker_args(self, subject: Subject, instance: int, step: int | str) -> list[str]:
         """The reference worker's arguments for this run."""
         plan = self.plan
-        values = contract(self.cluster, self.app_id, instance, step)
-        return ["--bootstrap", values["bootstrap_servers"], "--app-id", self.app_id, "--instance", str(instance),
+        values = contract(self.cluster, subject, instance, step)
+        return ["--bootstrap", values["bootstrap_servers"], "--app-id", subject.app_id, "--instance", str(instance),
                 "--step", str(step), "--input-topic", values["input_topic"], "--output-topic", values["output_topic"],
                 "--changelog-topic", values["changelog_topic"], "--assertions-topic", values["assertions_topic"],
                 "--standbys", str(plan["standbys"]), "--cache-entries", str(plan["cache_entries"]),
                 "--bug", plan["bug"], "--bug-every", str(plan["bug_every"])]
 
-    def command(self, instance: int, step: int | str) -> list[str]:
+    def command(self, subject: Subject, instance: int, step: int | str) -> list[str]:
         """``app_command`` with its placeholders filled, or the reference app: the Kafka Streams app's JVM, or
         the worker (the image's entrypoint with Docker, this interpreter locally)."""
         if self.plan["app_command"]:
-            values = contract(self.cluster, self.app_id, instance, step)
+            values = contract(self.cluster, subject, instance, step)
             return [part.format_map(values) for part in self.plan["app_command"]]
-        if self.plan["app"] == "streams":
-            return streams.command(self.plan, self.plan["streams_version"],
-                                   self.run_dir / "state" / self.name(instance))
+        if subject.version and self.plan["runtime"] == "docker":
+            return streams.options(self.plan, streams.CONTAINER_STATE_DIR)
+        if subject.version:
+            return streams.command(self.plan, subject.version, self.run_dir / "state" / subject.process(instance))
         if self.plan["runtime"] == "docker":
-            return self.worker_args(instance, step)
-        return python_command("kafka_soak.app.worker", *self.worker_args(instance, step))
+            return self.worker_args(subject, instance, step)
+        return python_command("kafka_soak.app.worker", *self.worker_args(subject, instance, step))
 
-    def environment(self, instance: int, step: int | str) -> dict[str, str]:
+    def image(self, subject: Subject) -> str | None:
+        """The container image of a subject's instances (runtime=docker): ``app_image``, the Kafka Streams app's image
+        of its version, or the reference worker's."""
+        if self.plan["runtime"] != "docker":
+            return None
+        if self.plan["app_image"]:
+            return self.plan["app_image"]
+        return streams.image(subject.version) if subject.version else REFERENCE_IMAGE
+
+    def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
         """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line)."""
-        values = contract(self.cluster, self.app_id, instance, step)
+        values = contract(self.cluster, subject, instance, step)
         return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env}
 
     def is_running(self, instance: int) -> bool:
-        return self.runtime.is_alive(self.name(instance))
+        return any(self.runtime.is_alive(s.process(instance)) for s in self.subjects)
 
     def start(self, instance: int, step: int | str) -> ProcessRecord | None:
-        """Start ``instance`` unless it already runs (a retried step converges)."""
-        if self.is_running(instance):
-            log.info("instance %d already running", instance)
-            return self.runtime.record(self.name(instance))
-        log_path = self.run_dir / "logs" / f"{self.app_id}-{instance}.{step}.log"
-        record = self.runtime.start(self.name(instance), self.command(instance, step), log_path, step=str(step),
-                                    extra_env=self.environment(instance, step))
-        journal(self.run_dir, "start", instance=instance, step=str(step), log=log_path.name, pid=record.pid)
+        """Start ``instance`` (of every subject) unless it already runs (a retried step converges); returns the
+        first subject's record."""
+        return self._each(lambda s, n: self._start(s, n, step), instance)[0]
+
+    def _start(self, subject: Subject, instance: int, step: int | str) -> ProcessRecord | None:
+        name = subject.process(instance)
+        if self.runtime.is_alive(name):
+            log.info("%s already running", subject.label(instance))
+            return self.runtime.record(name)
+        log_path = self.run_dir / "logs" / f"{subject.app_id}-{instance}.{step}.log"
+        record = self.runtime.start(name, self.command(subject, instance, step), log_path, step=str(step),
+                                    extra_env=self.environment(subject, instance, step), image=self.image(subject))
+        journal(self.run_dir, "start", instance=instance, subject=subject.name, step=str(step), log=log_path.name,
+                pid=record.pid)
         return record
 
     def stop(self, instance: int, timeout: float = 30.0) -> int | None:
-        if not self.is_running(instance):
-            log.info("instance %d already stopped", instance)
-            return None
-        pid = self.pid(instance)
-        code = self.runtime.stop(self.name(instance), timeout)
-        journal(self.run_dir, "stop", instance=instance, exit_code=code, pid=pid)
-        return code
+        """Graceful stop; the exit code (of the first subject's instance)."""
+        return self._each(lambda s, n: self._end(s, n, "stop", timeout), instance)[0]
 
     def kill(self, instance: int) -> int | None:
-        pid = self.pid(instance)
-        code = self.runtime.kill(self.name(instance))
-        journal(self.run_dir, "kill", instance=instance, exit_code=code, pid=pid)
+        return self._each(lambda s, n: self._end(s, n, "kill"), instance)[0]
+
+    def _end(self, subject: Subject, instance: int, how: str, timeout: float = 30.0) -> int | None:
+        name = subject.process(instance)
+        if how == "stop" and not self.runtime.is_alive(name):
+            log.info("%s already stopped", subject.label(instance))
+            return None
+        record = self.runtime.record(name)
+        code = self.runtime.stop(name, timeout) if how == "stop" else self.runtime.kill(name)
+        journal(self.run_dir, how, instance=instance, subject=subject.name, exit_code=code,
+                pid=record.pid if record else None)
         return code
 
-    def pid(self, instance: int) -> int | None:
-        record = self.runtime.record(self.name(instance))
-        return record.pid if record else None
-
     def pause(self, instance: int) -> bool:
-        signalled = self.runtime.pause(self.name(instance))
-        journal(self.run_dir, "pause", instance=instance)
-        return signalled
+        return self._signal(instance, paused=True)
 
     def resume(self, instance: int) -> bool:
-        signalled = self.runtime.resume(self.name(instance))
-        journal(self.run_dir, "resume", instance=instance)
-        return signalled
+        return self._signal(instance, paused=False)
+
+    def _signal(self, instance: int, paused: bool) -> bool:
+        def one(subject: Subject, n: int) -> bool:
+            done = (self.runtime.pause if paused else self.runtime.resume)(subject.process(n))
+            journal(self.run_dir, "pause" if paused else "resume", instance=n, subject=subject.name)
+            return done
+
+        return all(self._each(one, instance))
 
     def record(self, instance: int) -> ProcessRecord | None:
-        return self.runtime.record(self.name(instance))
+        return self.runtime.record(self.subjects[0].process(instance))
 
     def sync_logs(self) -> None:
         """Bring the instances' output so far into their step logs (containers keep it inside)."""
         self.runtime.collect_logs()
 
     def running(self) -> list[int]:
-        """Instances alive (paused ones included)."""
+        """Instances alive (paused ones included) in any subject."""
         return [n for n in range(1, self.plan["instances"] + 1) if self.is_running(n)]
 
     def paused(self) -> list[int]:
-        return [n for n in self.running() if self.runtime.is_paused(self.name(n))]
+        return [n for n in self.running() if any(self.runtime.is_paused(s.process(n)) for s in self.subjects)]
 
     def stop_all(self, timeout: float = 30.0) -> dict[str, int | None]:
-        """Stop every instance still running; returns their exit codes. Then whatever is left of them (with
-        Docker: every container of the run, logs copied first) is removed."""
-        codes = {}
-        for name in self.runtime.names():
-            if name.startswith("instance-") and self.runtime.is_alive(name):
-                instance, pid = int(name.removeprefix("instance-")), self.runtime.record(name).pid
-                        codes[name] = self.runtime.stop(name, timeout)
-                journal(self.run_dir, "stop", instance=instance, exit_code=codes[name], pid=pid)
+        """Stop every instance still running, all at once (a Kafka Streams close can take its whole timeout);
+        returns their exit codes. Then whatever is left of them (with Docker: every container of the run, logs
+        copied first) is removed."""
+        alive = [(s, n) for s in self.subjects for n in range(1, self.plan["instances"] + 1)
+                 if self.runtime.is_alive(s.process(n))]
+        with ThreadPoolExecutor(max(1, len(alive))) as pool:
+            codes = dict(zip([s.process(n) for s, n in alive],
+                             pool.map(lambda sn: self._end(*sn, "stop", timeout), alive), strict=True))
         self.runtime.clean_up()
         return codes

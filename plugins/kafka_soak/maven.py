@@ -34,9 +34,9 @@ def is_built(target: Path) -> bool:
 
 
 def build(target: Path, goals: Callable[[Path], list[str]], param: str, what: str, timeout: float = 600.0) -> float:
-    """``what`` is a verb phrase ("fetch X's jars"). Run ``mvn <goals(staging)>`` and move the staging directory to ``target``; returns the seconds it took
-    (0 when ``target`` was already built). ``BuildError`` names ``param`` and says why (the artifact Maven Central
-    does not serve, or Maven's first error)."""
+    """Run ``mvn <goals(staging)>`` and move the staging directory to ``target``; returns the seconds it took
+    (0 when ``target`` was already built). ``BuildError`` names ``param`` and says why: "cannot <what>" (a verb
+    phrase, "fetch X's jars"), then the artifact Maven Central does not serve or Maven's first error."""
     if is_built(target):
         return 0.0
     if shutil.which("mvn") is None:

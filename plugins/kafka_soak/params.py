@@ -51,6 +51,12 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "streams_version": {"type": "string", "pattern": STREAMS_VERSION_PATTERN,
                         "description": "app=streams: the Kafka Streams release the app is built against (any 3.x or "
                                        "4.x that Maven Central serves; built on first use and cached)."},
+    "streams_versions": {"type": "array", "items": {"type": "string", "pattern": STREAMS_VERSION_PATTERN},
+                         "uniqueItems": True, "maxItems": 4,
+                         "description": "app=streams: a version matrix. Each Kafka Streams version runs as its own app "
+                                        "side by side with the others, on the same input, toggled by the same program "
+                                        "steps, and gets its own verdict; the report shows version x status x "
+                                        "anomalies. Empty: streams_version alone."},
     "threads": {"type": "integer", "minimum": 1, "maximum": 32,
                 "description": "app=streams: stream threads per instance (num.stream.threads)."},
     "acceptable_recovery_lag": {"type": "integer", "minimum": 0,
@@ -137,8 +143,9 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
 DEFAULTS: dict[str, Any] = {
     "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
     "brokers": 1, "kafka_version": DEFAULT_KAFKA_VERSION,
-    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "threads": 1, "acceptable_recovery_lag": 10_000,
-    "max_warmup_replicas": 2, "commit_interval_ms": 100, "standbys": 0, "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
+    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "streams_versions": [], "threads": 1,
+    "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2, "commit_interval_ms": 100, "standbys": 0,
+    "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
     "bug": "none", "bug_every": 1000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
     "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
     "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_env": {},
@@ -148,8 +155,8 @@ DEFAULTS: dict[str, Any] = {
 DEPLOYMENT = ("backend", "kafka_version", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
               "app_command", "app_env", "docker_url", "docker_conn_id")
 # Params of the Kafka Streams app (RunPlan fields of the same names).
-APP_SETTINGS = ("app", "streams_version", "threads", "acceptable_recovery_lag", "max_warmup_replicas",
-                "commit_interval_ms")
+APP_SETTINGS = ("app", "streams_version", "streams_versions", "threads", "acceptable_recovery_lag",
+                "max_warmup_replicas", "commit_interval_ms")
 PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
                 "assertions_topic")
 
@@ -171,6 +178,7 @@ class RunPlan:
     brokers: int
     app: str
     streams_version: str
+    streams_versions: list[str]
     threads: int
     acceptable_recovery_lag: int
     max_warmup_replicas: int
@@ -263,14 +271,14 @@ def check(params: dict[str, Any]) -> RunPlan:
 
 def app_errors(values: dict[str, Any]) -> list[str]:
     """Settings the chosen reference app does not have."""
+    if values["streams_versions"] and (values["app"] != "streams" or values["app_command"]):
+        return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
+                "leave app_command empty)"]
     if values["app_command"]:
         return []
     if values["app"] == "worker" and values["standbys"] > 1:
         return [f"standbys: the reference worker keeps 0 or 1 standby replicas (got {values['standbys']}); "
                 "app=streams takes any number"]
-    if values["app"] == "streams" and values["runtime"] == "docker" and not values["app_image"]:
-        return ["runtime: 'docker' runs the reference worker's image; for app=streams give app_image, an image of "
-                "the Kafka Streams app (make streams-image), or run it with runtime 'local'"]
     if values["app"] == "streams" and values["bug"] != "none":
         return [f"bug: {values['bug']!r} is a switch of the reference worker (app=worker); app=streams runs Kafka "
                 "Streams as released (leave bug at 'none')"]

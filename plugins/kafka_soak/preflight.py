@@ -9,8 +9,8 @@ from __future__ import annotations
 from kafka_soak.app import streams
 from kafka_soak.backends.external import KafkaConnectionError, connection_config
 from kafka_soak.backends.kafka_jars import resolve
-from kafka_soak.maven import BuildError
 from kafka_soak.instances import REFERENCE_IMAGE
+from kafka_soak.maven import BuildError
 from kafka_soak.params import RunPlan
 from kafka_soak.runtime.docker import DockerRuntimeError, docker_api, ensure_image
 
@@ -22,12 +22,24 @@ def check(plan: RunPlan) -> None:
     if plan.backend == "local" or (plan.backend == "external" and plan.quotas):
         resolve(plan.kafka_version)  # fetched now (cached after), so a version nobody serves is refused here
     if plan.app == "streams" and not plan.app_command:
-        streams.build(plan.streams_version)  # built now (cached after), timed in the log
+        for version in plan.streams_versions or [plan.streams_version]:
+            streams.build(version)  # built now (cached after), timed in the log
     if plan.backend == "external":
         connection_config(plan.kafka_conn_id)
-    images = {**({"app_image": plan.app_image or REFERENCE_IMAGE} if plan.runtime == "docker" else {}),
-              **({"kafka_image": plan.kafka_image} if plan.backend == "docker" else {})}
+    images = app_images(plan) if plan.runtime == "docker" else []
+    if plan.backend == "docker":
+        images.append((plan.kafka_image, "kafka_image", "make kafka-image builds one from Kafka's jars"))
     if images:
         api = docker_api(plan.docker_url, plan.docker_conn_id or None)
-        for param, image in images.items():
-            ensure_image(api, image, param)
+        for image, param, hint in images:
+            ensure_image(api, image, param, hint)
+
+
+def app_images(plan: RunPlan) -> list[tuple[str, str, str]]:
+    """The images runtime=docker starts the app from: (image, the param that chose it, how to build it)."""
+    if plan.app_image:
+        return [(plan.app_image, "app_image", "")]
+    if plan.app == "streams" and not plan.app_command:
+        return [(streams.image(v), "streams_version", f"build it with: make streams-image STREAMS_VERSION={v}")
+                for v in plan.streams_versions or [plan.streams_version]]
+    return [(REFERENCE_IMAGE, "app_image", "build it with: make worker-image")]

@@ -69,13 +69,26 @@ def cache_max_bytes(plan: dict[str, Any]) -> int:
     return plan["cache_entries"] * plan["partitions"] * STORES * CACHE_ENTRY_BYTES
 
 
+def options(plan: dict[str, Any], state_dir: Path | str) -> list[str]:
+    """An instance's options: what the originals varied. The run's names reach it through the data contract's
+    ``SOAK_*`` environment."""
+    values = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
+              "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
+              "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
+              "partitions": plan["partitions"], "state-dir": state_dir}
+    return [part for name, value in values.items() for part in (f"--{name}", str(value))]
+
+
 def command(plan: dict[str, Any], version: str, state_dir: Path) -> list[str]:
-    """The JVM of one instance; the run's names reach it through the data contract's ``SOAK_*`` environment."""
+    """The JVM of one instance on this machine."""
     target, _ = build(version)
-    options = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
-               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
-               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
-               "partitions": plan["partitions"], "state-dir": state_dir}
     return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-            "-cp", f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}", MAIN_CLASS,
-            *(part for name, value in options.items() for part in (f"--{name}", str(value)))]
+            "-cp", f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}", MAIN_CLASS, *options(plan, state_dir)]
+
+
+def image(version: str) -> str:
+    """The app's image for runtime=docker (``make streams-image STREAMS_VERSION=...``, docker/streams.Dockerfile)."""
+    return f"kafka-soak-streams:{version}"
+
+
+CONTAINER_STATE_DIR = "/tmp/state"

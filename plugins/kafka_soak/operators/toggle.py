@@ -33,10 +33,10 @@ class ToggleStepOperator(BaseOperator):
     template_fields: Sequence[str] = ("step", "cluster", "plan")
     ui_color = "#f4d58d"
 
-    def __init__(self, *, step: dict[str, Any], cluster: dict[str, Any], plan: dict[str, Any], app_id: str,
+    def __init__(self, *, step: dict[str, Any], cluster: dict[str, Any], plan: dict[str, Any],
                  defer_above_s: float = 5.0, wake_early_s: float = 2.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.step, self.cluster, self.plan, self.app_id = step, cluster, plan, app_id
+        self.step, self.cluster, self.plan = step, cluster, plan
         self.defer_above_s, self.wake_early_s = defer_above_s, wake_early_s
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -48,7 +48,7 @@ class ToggleStepOperator(BaseOperator):
         book = StepBook(run_dir)
         steps = read_steps(run_dir)
         mine = self.step["index"]
-        instances = Instances.for_run(run_dir, self.cluster, self.plan, self.app_id)
+        instances = Instances.for_run(run_dir, self.cluster, self.plan)
         kafka = backends.create(self.plan, run_dir)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
         while (pending := book.next_pending(self.last_step(steps, mine))) is not None:

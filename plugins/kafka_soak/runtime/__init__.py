@@ -67,7 +67,8 @@ class Runtime(Protocol):
     """The operations a program step needs from wherever instances run."""
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
-              extra_env: dict[str, str] | None = None) -> ProcessRecord: ...
+              extra_env: dict[str, str] | None = None, image: str | None = None) -> ProcessRecord:
+        """``image``: the container image, where the runtime runs containers (default: its own)."""
 
     def stop(self, name: str, timeout: float = 30.0) -> int | None: ...
 

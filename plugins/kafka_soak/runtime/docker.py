@@ -56,8 +56,9 @@ def docker_api(docker_url: str, docker_conn_id: str | None) -> Any:
         raise DockerRuntimeError(f"cannot reach the Docker engine at {docker_url} (param docker_url): {exc}") from None
 
 
-def ensure_image(api: Any, image: str, param: str) -> None:
-    """Fail with the image's name (and the param that chose it) when the engine has it not and cannot pull it."""
+def ensure_image(api: Any, image: str, param: str, hint: str = "") -> None:
+    """Fail with the image's name (the param that chose it, and ``hint``: how to build it) when the engine has it
+    not and cannot pull it."""
     from docker.errors import APIError, ImageNotFound
 
     try:
@@ -70,7 +71,7 @@ def ensure_image(api: Any, image: str, param: str) -> None:
         api.pull(image)
     except APIError as exc:
         raise DockerRuntimeError(f"image {image!r} (param {param}) is not on the Docker engine and cannot be pulled: "
-                                 f"{exc.explanation or exc}") from None
+                                 f"{exc.explanation or exc}" + (f"; {hint}" if hint else "")) from None
 
 
 def exec_in(api: Any, container: str, command: list[str]) -> str:
@@ -140,14 +141,16 @@ class DockerContainers:
         state = self._state(name)
         return bool(state and state["Paused"])
 
-    def start(self, name: str, command: list[str], log_path: Path, step: str = "", extra_env: dict[str, str] | None = None
-              ) -> ProcessRecord:
-        """Replace the instance's previous container (its log was copied) by a new one, running ``command``."""
+    def start(self, name: str, command: list[str], log_path: Path, step: str = "", extra_env: dict[str, str] | None = None,
+              image: str | None = None) -> ProcessRecord:
+        """Replace the instance's previous container (its log was copied) by a new one of ``image`` (default: the
+        runtime's), running ``command``."""
         self.remove(name)
-        ensure_image(self.api, self.image, "app_image")
+        image = image or self.image
+        ensure_image(self.api, image, "app_image" if image == self.image else "streams_version")
         cname = container_name(self.run_key, name)
         container = self.api.create_container(
-            self.image, command=command, name=cname, labels=run_labels(self.run_dir, name, step=step),
+            image, command=command, name=cname, labels=run_labels(self.run_dir, name, step=step),
             environment={**self.environment, **(extra_env or {})}, detach=True,
             host_config=self.api.create_host_config(network_mode="host", init=True))
         self.api.start(container["Id"])
@@ -155,7 +158,7 @@ class DockerContainers:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         rec = ProcessRecord(name, state.get("Pid") or 0, 0.0, str(log_path), time.time(), container=container["Id"])
         self.registry.write(rec)
-        log.info("started %s: container %s (%s, image %s), log %s", name, cname, container["Id"][:12], self.image,
+        log.info("started %s: container %s (%s, image %s), log %s", name, cname, container["Id"][:12], image,
                  log_path)
         return rec
 

@@ -63,7 +63,8 @@ class LocalProcesses:
         return self.process(name) is not None
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
-              extra_env: dict[str, str] | None = None) -> ProcessRecord:
+              extra_env: dict[str, str] | None = None, image: str | None = None) -> ProcessRecord:
+        """``image`` is for containers; a local process runs ``command`` as it is."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         out = subprocess.run(python_command("kafka_soak.runtime.spawn", str(log_path), str(self.registry.exits_file),
                                             "--", *command),

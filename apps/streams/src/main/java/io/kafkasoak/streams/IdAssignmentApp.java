@@ -32,6 +32,7 @@ import org.slf4j.LoggerFactory;
 public final class IdAssignmentApp {
     private static final Logger LOG = LoggerFactory.getLogger(IdAssignmentApp.class);
     private static final long REPORT_EVERY_MS = 5_000;
+    private static final long CLOSE_TIMEOUT_S = 20;
     private static final Map<String, String> DEFAULTS = Map.of(
         "threads", "1", "standbys", "0", "cache-max-bytes", "0", "acceptable-recovery-lag", "10000",
         "max-warmup-replicas", "2", "commit-interval-ms", "100", "partitions", "1", "state-dir", "state");
@@ -59,8 +60,10 @@ public final class IdAssignmentApp {
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             LOG.info("stopping gracefully: KafkaStreams.close()");
-            boolean done = streams.close(Duration.ofSeconds(60));
-            LOG.info("closed {}: processed {} records, {} assertions", done ? "cleanly" : "after the 60 s timeout",
+            // Shorter than the suite's stop timeout (30 s, then SIGKILL), so a close that hangs is said here.
+            boolean done = streams.close(Duration.ofSeconds(CLOSE_TIMEOUT_S));
+            LOG.info("closed {}: processed {} records, {} assertions",
+                done ? "cleanly" : "incompletely: close() timed out after " + CLOSE_TIMEOUT_S + " s",
                 IdAssigner.PROCESSED.get(), IdAssigner.BROKEN.get());
         }, "soak-shutdown"));
 
