@@ -52,10 +52,12 @@ def program_chart(evidence: RunEvidence, domain: list[float]) -> alt.LayerChart:
                  alt.Tooltip("t2:T", title="to", format="%H:%M:%S.%L"), "seconds:Q", "ended_by:N"])
     killed = alt.Chart(alt.Data(values=kills)).mark_point(shape="cross", size=160, color="#b71c1c", filled=True).encode(
         x=_x(), y=y, tooltip=["lane:N", "what:N"])
-    health = alt.Chart(alt.Data(values=troubles)).mark_point(shape="triangle-up", size=110, filled=True).encode(
-        x=_x(), y=y, color=alt.Color("health:N", scale=alt.Scale(domain=list(HEALTH_COLORS),
-                                                                  range=list(HEALTH_COLORS.values())),
-                                     legend=alt.Legend(title="app health", orient="top")),
+    # fill, not color: the bars' state colours are a scale of their own within this layer
+    health = alt.Chart(alt.Data(values=troubles)).mark_point(shape="triangle-up", size=120, filled=True,
+                                                             stroke="#212121", strokeWidth=0.5).encode(
+        x=_x(), y=y, fill=alt.Fill("health:N", scale=alt.Scale(domain=list(HEALTH_COLORS),
+                                                               range=list(HEALTH_COLORS.values())),
+                                   legend=alt.Legend(title="app health", orient="top")),
         tooltip=["lane:N", "health:N", alt.Tooltip("t:T", format="%H:%M:%S.%L"), "what:N"])
     labels = alt.Chart(alt.Data(values=[{"t": (s.get("actual_at") or s["planned_at"]) * 1000, "token": s["token"]}
                                         for s in evidence.steps])).mark_text(dy=-6, baseline="bottom", color="#424242").encode(

@@ -148,8 +148,15 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
     records = verdict["records"]
     print(f"VERDICT: {verdict['status'].upper()}  (input {records['input']}, output {records['output']}, "
           f"expected {records['expected_input']})")
-    for name, count in verdict["anomalies"].items():
-        print(f"  {name:<12} {count}")
+    if verdict.get("matrix"):
+        names = list(verdict["anomalies"])
+        print(f"  {'Kafka Streams':<14}{'status':<14}" + "".join(f"{n:>13}" for n in names))
+        for row in verdict["matrix"]:
+            print(f"  {row['version']:<14}{row['status'].upper():<14}"
+                  + "".join(f"{row['anomalies'].get(n, 0):>13}" for n in names))
+    else:
+        for name, count in verdict["anomalies"].items():
+            print(f"  {name:<12} {count}")
     for reason in verdict.get("inconclusive_reasons", []):
         print(f"  inconclusive: {reason}")
     for name, rows in verdict.get("samples", {}).items():

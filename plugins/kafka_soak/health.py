@@ -8,8 +8,8 @@ ProducerFencedException, InvalidProducerEpochException, TimeoutException, stream
 reference worker's errors likewise.
 
 ``health.json`` is written by the ``stop_instances`` teardown; the checker turns its ``incidents`` (unexpected
-exits and error-level log events) into anomaly ``app_health``, which fails the run beyond param
-``health_allowance``.
+exits, stream thread deaths and error-level log events, except those made only of exceptions Kafka Streams
+recovers from by design) into anomaly ``app_health``, which fails the run beyond param ``health_allowance``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ JAVA_CLASS = re.compile(r"\b(?:[a-z_][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))\
 PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Exception|Error))(?::|$)")
 THREAD_DEATH = re.compile(r"stream thread \S+ died")
 SELF_CHECK = "!!! BROKEN !!!"  # the app's self-check: a data anomaly (stale_state), not a health one
+# Exceptions Kafka Streams handles itself under EOS, though it logs them at ERROR: a fenced producer (the thread's
+# tasks migrate and it rejoins the group) and corrupted tasks (state wiped and restored). They are counted, and
+# shown with their first trace, but an error-level event made only of them is not an incident.
+RECOVERED_BY_STREAMS = frozenset({"TaskMigratedException", "InvalidProducerEpochException", "ProducerFencedException",
+                                  "TaskCorruptedException"})
 TRACE_LINES = 30
 
 
@@ -127,7 +132,8 @@ def assess(run_dir: Path, allowance: int = 0) -> dict[str, Any]:
                     seen["first"] = {"at": event.at, "instance": start["instance"],
                                      "subject": start.get("subject", ""), "log": start["log"],
                                      "level": event.level, "trace": event.lines[:TRACE_LINES]}
-            if event.level in ("ERROR", "FATAL"):
+            if event.level in ("ERROR", "FATAL") and (death or not event.classes
+                                                      or not set(event.classes) <= RECOVERED_BY_STREAMS):
                 incidents.append({"kind": "thread_death" if death else "error", "instance": start["instance"],
                                   "subject": start.get("subject", ""), "at": event.at, "what": event.lines[0][:300],
                                   "log": start["log"]})
@@ -142,5 +148,5 @@ def summary(health: dict[str, Any]) -> str:
     """One line for the task log and the alert."""
     counts = ", ".join(f"{cls} x{seen['count']}" for cls, seen in list(health["exceptions"].items())[:6])
     exits = sum(len(i["exits"]) for i in health["instances"].values())
-    return (f"{exits} instance exits ({health['unexpected_exits']} unexpected), {health['errors']} error-level log "
-            f"events, {health['thread_deaths']} stream thread deaths; exceptions: {counts or 'none'}")
+    return (f"{exits} instance exits ({health['unexpected_exits']} unexpected), {health['errors']} error incidents, "
+            f"{health['thread_deaths']} stream thread deaths; exceptions: {counts or 'none'}")

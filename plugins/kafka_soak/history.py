@@ -29,6 +29,8 @@ class RunSummary:
     records: dict[str, Any] = field(default_factory=dict)
     anomalies: dict[str, int] = field(default_factory=dict)
     program: str = ""
+    app: str = ""  # "worker", "Kafka Streams 4.3.1", "Kafka Streams matrix", or the user's own
+    matrix: list[dict[str, Any]] = field(default_factory=list)  # a version matrix: version x status x anomalies
     has_report: bool = False
 
 
@@ -44,7 +46,18 @@ def summarize(run_dir: Path, root: Path) -> RunSummary | None:
                       started_at=program.get("t0") or (run_dir / "params.json").stat().st_mtime,
                       status=verdict.get("status", "no verdict"), records=verdict.get("records", {}),
                       anomalies=verdict.get("anomalies", {}), program=program.get("program", ""),
+                      app=app_label(given.get("plan", {})), matrix=verdict.get("matrix", []),
                       has_report=(run_dir / REPORT).is_file())
+
+
+def app_label(plan: dict[str, Any]) -> str:
+    """What a run judged, in a few words."""
+    if plan.get("app_command") or plan.get("app_image"):
+        return "own app"
+    if plan.get("app") == "streams":
+        versions = plan.get("streams_versions") or [plan.get("streams_version", "")]
+        return f"Kafka Streams {', '.join(versions)}"
+    return plan.get("app", "")
 
 
 def scenarios(root: Path) -> dict[str, list[RunSummary]]:

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import charts, rundir
+from kafka_soak import charts, health, rundir
 from kafka_soak.evidence import RunEvidence, first_failure, read_json
 from kafka_soak.pages import TEMPLATES
 
@@ -77,7 +77,8 @@ def render(run_dir: Path, airflow_url: str | None = None) -> str:
         drain=read_json(run_dir / "drain.json") or {}, failure=first_failure(run_dir),
         quotas=quota_rows(evidence.cluster.get("quotas", [])),
         quota_usage={(u["client_id"], u["setting"]): u for u in read_json(run_dir / "quotas.json") or []},
-        timeline_error=evidence.timeline.get("error"),
+        timeline_error=evidence.timeline.get("error"), anomaly_order=ANOMALY_ORDER, health=evidence.health,
+        health_summary=health.summary(evidence.health) if evidence.health else "",
         spec=json.dumps(charts.timeline_spec(evidence)) if has_timeline else None,
         bundle=vega_embed_bundle() if has_timeline else "", generated_at=time.time())
 

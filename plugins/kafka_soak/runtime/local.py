@@ -70,7 +70,12 @@ class LocalProcesses:
                                             "--", *command),
                              env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)
         pid = int(out.stdout.strip())
-        rec = ProcessRecord(name, pid, psutil.Process(pid).create_time(), str(log_path), time.time())
+        try:
+            created = psutil.Process(pid).create_time()
+        except psutil.NoSuchProcess:  # ended already: its supervisor records how (exits.jsonl)
+            created = 0.0
+            log.warning("%s (pid %d) exited as soon as it started; see %s", name, pid, log_path)
+        rec = ProcessRecord(name, pid, created, str(log_path), time.time())
         self.registry.write(rec)
         log.info("started %s: pid %d, log %s", name, pid, log_path)
         return rec

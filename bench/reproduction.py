@@ -1,0 +1,79 @@
+"""Reproduction rates of the seed scenarios on the real Kafka Streams app.
+
+How often each seed scenario's default program catches the seeds' bug (KAFKA-14172 / KAFKA-14624: a cache not
+cleared when a standby task is recycled into an active one) on Kafka Streams 3.4.0, which has it, and how often
+the newest release, which has the fix, passes. Every run is one DAG run of the scenario with
+``streams_versions: [3.4.0, <newest>]``: both versions side by side on the same input and the same program, so
+each run measures both rates under identical conditions. quick: 5 runs per scenario; large: 20.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from common import DagsTest, figure, parse_size, runs_dir, write_results
+
+from kafka_soak.app.streams import DEFAULT_VERSION
+
+BUGGY = "3.4.0"
+SCENARIOS = ("soak_stale_state_standby", "soak_id_assignment_rebalance")
+RUNS = {"quick": 5, "large": 20}
+BUG_ANOMALIES = ("stale_state", "id_reuse")
+RUN_TIMEOUT_S = 1200
+
+
+def one_run(dag_id: str) -> dict[str, Any]:
+    """One matrix run: per version its status and anomaly counts, plus the run's outcome."""
+    test = DagsTest(dag_id, {"streams_versions": [BUGGY, DEFAULT_VERSION]}, runs_dir(f"reproduction-{dag_id}"))
+    run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
+    verdict_file = run_dir / "verdict.json"
+    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+    versions = {m["version"]: {"status": m["status"], **{a: m["anomalies"].get(a, 0) for a in m["anomalies"]}}
+                for m in verdict.get("matrix", [])}
+    row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code), "versions": versions}
+    print(f"{dag_id}: {json.dumps(row)}", flush=True)
+    return row
+
+
+def caught(row: dict[str, Any]) -> bool:
+    found = row["versions"].get(BUGGY, {})
+    return found.get("status") == "failed" and any(found.get(a) for a in BUG_ANOMALIES)
+
+
+def passed(row: dict[str, Any]) -> bool:
+    return row["versions"].get(DEFAULT_VERSION, {}).get("status") == "passed"
+
+
+def main() -> None:
+    size = parse_size(__doc__.splitlines()[0])
+    runs = {dag_id: [one_run(dag_id) for _ in range(RUNS[size])] for dag_id in SCENARIOS}
+    figures, lines = [], []
+    for dag_id, rows in runs.items():
+        judged = [r for r in rows if r["versions"]]
+        hits, clean = sum(map(caught, judged)), sum(map(passed, judged))
+        figures.append(figure(f"{dag_id}: Kafka Streams {BUGGY} caught", hits / max(1, len(judged)), "of runs", None,
+                              "most runs (> 0.5)", hits / max(1, len(judged)) > 0.5,
+                              f"{hits} of {len(judged)} runs with a verdict"))
+        figures.append(figure(f"{dag_id}: Kafka Streams {DEFAULT_VERSION} passed", clean / max(1, len(judged)),
+                              "of runs", None, "every run (1.0)", clean == len(judged) and bool(judged),
+                              f"{clean} of {len(judged)} runs with a verdict"))
+        lines.append(f"### {dag_id}\n\n| run | wall | Kafka Streams {BUGGY} | Kafka Streams {DEFAULT_VERSION} |\n"
+                     "|---|---|---|---|")
+        for n, r in enumerate(rows, start=1):
+            cells = []
+            for version in (BUGGY, DEFAULT_VERSION):
+                v = r["versions"].get(version)
+                found = {a: c for a, c in (v or {}).items() if a != "status" and c}
+                cells.append(f"{v['status']} {found or ''}".strip() if v else f"no verdict ({r['outcome']})")
+            lines.append(f"| {n} | {r['wall_s']:.0f} s | {cells[0]} | {cells[1]} |")
+        lines.append("")
+    body = ("Each run: the scenario's defaults with `streams_versions: [\"3.4.0\", \"" + DEFAULT_VERSION + "\"]`; "
+            "caught = Kafka Streams 3.4.0 failed with stale_state or id_reuse; passed = the newest version's verdict "
+            "passed. No baseline: the rate is the figure.\n\n" + "\n".join(lines))
+    write_results("reproduction", "Reproduction rates of the seed scenarios (Kafka Streams app)", size, figures, body,
+                  {"runs": runs})
+
+
+if __name__ == "__main__":
+    main()

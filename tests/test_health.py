@@ -1,0 +1,94 @@
+"""App health from what a run leaves behind: the journal, the exits its supervisors recorded, the instance logs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from kafka_soak import health
+from kafka_soak.rundir import journal
+from kafka_soak.runtime import Registry
+from kafka_soak.runtime.local import LocalProcesses
+
+STREAMS_LOG = """\
+2026-11-23T08:40:03.018+0000 [app-1-StreamThread-1] INFO IdAssignmentApp - state REBALANCING -> RUNNING: active tasks [0_0]
+2026-11-23T08:40:05.056+0000 [app-1-StreamThread-1] WARN StreamThread - stream-thread [app-1-StreamThread-1] Detected that the thread is being fenced. Will close out all assigned tasks and rejoin the consumer group.
+org.apache.kafka.streams.errors.TaskMigratedException: Producer got fenced trying to commit a transaction; it means all tasks belonging to this thread should be migrated.
+\tat org.apache.kafka.streams.processor.internals.StreamsProducer.commitTransaction(StreamsProducer.java:312)
+Caused by: org.apache.kafka.common.errors.ProducerFencedException: There is a newer producer with the same transactionalId
+\t... 10 more
+2026-11-23T08:40:06.100+0000 [app-1-StreamThread-1] ERROR IdAssigner - !!! BROKEN !!! Expected 11 but found 19 partition: 1 key: key-000485
+2026-11-23T08:40:07.000+0000 [app-1-StreamThread-2] ERROR IdAssignmentApp - stream thread app-1-StreamThread-2 died: org.apache.kafka.streams.errors.TaskCorruptedException: Tasks [0_1] are corrupted; replacing it
+org.apache.kafka.streams.errors.TaskCorruptedException: Tasks [0_1] are corrupted
+\tat org.apache.kafka.streams.processor.internals.TaskManager.commit(TaskManager.java:1)
+2026-11-23T08:40:08.000+0000 [app-1-StreamThread-1] WARN StreamThread - fenced again
+org.apache.kafka.streams.errors.TaskMigratedException: fenced again
+2026-11-23T08:40:08.500+0000 [app-1-StreamThread-1] ERROR ProcessorStateManager - Failed to flush cache of store ids:
+org.apache.kafka.streams.errors.TaskMigratedException: Error encountered sending record to topic app-ids-changelog
+Caused by: org.apache.kafka.common.errors.InvalidProducerEpochException: Producer attempted to produce with an old epoch.
+"""
+
+WORKER_LOG = """\
+2026-11-23 08:40:03,018 INFO [instance 2] instance 2 of app started at step 1
+2026-11-23 08:40:09,500 ERROR [instance 2] fatal: KafkaError{code=_FENCED,val=-144,str="Producer fenced"}
+Traceback (most recent call last):
+  File "worker.py", line 1, in run
+confluent_kafka.KafkaException: KafkaError{code=_FENCED}
+"""
+
+
+def run_dir_with(tmp_path: Path) -> Path:
+    """Instance 1 (Kafka Streams log) started at step 0 and stopped by the program; instance 2 (worker log) started
+    at step 1 and crashed by itself."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "app-1.0.log").write_text(STREAMS_LOG)
+    (tmp_path / "logs" / "app-2.1.log").write_text(WORKER_LOG)
+    journal(tmp_path, "start", instance=1, subject="", step="0", log="app-1.0.log", pid=101)
+    journal(tmp_path, "start", instance=2, subject="", step="1", log="app-2.1.log", pid=202)
+    journal(tmp_path, "stop", instance=1, subject="", exit_code=0, pid=101)
+    registry = Registry(tmp_path)
+    registry.add_exit({"pid": 101, "code": 0, "signal": None, "at": time.time()})
+    registry.add_exit({"pid": 202, "code": 1, "signal": None, "at": time.time()})
+    registry.add_exit({"pid": 999, "code": 0, "signal": None, "at": time.time()})  # the generator: not the app
+    return tmp_path
+
+
+def test_exceptions_are_counted_by_class_with_their_first_trace_and_exits_judged(tmp_path):
+    found = health.assess(run_dir_with(tmp_path), allowance=0)
+    exceptions = found["exceptions"]
+    assert {cls: seen["count"] for cls, seen in exceptions.items()} == {
+        "TaskMigratedException": 3, "ProducerFencedException": 1, "TaskCorruptedException": 1, "KafkaException": 1,
+        "InvalidProducerEpochException": 1}
+    assert exceptions["TaskCorruptedException"]["errors"] == 1 and exceptions["TaskMigratedException"]["errors"] == 1
+    first = exceptions["TaskMigratedException"]["first"]
+    assert first["instance"] == 1 and first["level"] == "WARN" and first["log"] == "app-1.0.log"
+    assert any("Caused by: org.apache.kafka.common.errors.ProducerFencedException" in line for line in first["trace"])
+    assert found["thread_deaths"] == 1
+    # the self-check is a data anomaly (stale_state), never a health incident; a fenced producer logged at ERROR is
+    # Kafka Streams recovering by design (counted above), not an incident either
+    assert [i["kind"] for i in found["incidents"]] == ["thread_death", "error", "unexpected_exit"]
+    assert found["unexpected_exits"] == 1 and found["errors"] == 2
+    assert found["instances"]["1"] == {"starts": 1, "exits": [
+        {**found["instances"]["1"]["exits"][0], "code": 0, "expected": True, "by": "a graceful stop"}]}
+    crash = found["instances"]["2"]["exits"][0]
+    assert (crash["code"], crash["expected"], crash["by"]) == (1, False, "nobody: it exited by itself")
+    assert "exited by itself with exit code 1" in found["incidents"][-1]["what"]
+    assert health.summary(found).startswith("2 instance exits (1 unexpected), 2 error incidents, 1 stream thread "
+                                            "deaths; exceptions: TaskMigratedException x3")
+
+
+def test_the_supervisor_records_how_a_detached_process_ended(tmp_path):
+    """Exit codes and signals of processes nobody waits for: the local runtime's supervisor writes them."""
+    processes = LocalProcesses(tmp_path)
+    processes.start("quits", ["sh", "-c", "exit 3"], tmp_path / "quits.log")
+    slow = processes.start("sleeps", ["sleep", "30"], tmp_path / "sleeps.log")
+    assert processes.kill("sleeps") == -9
+    deadline = time.monotonic() + 10
+    while len(Registry(tmp_path).exits()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ends = {e["pid"]: e for e in Registry(tmp_path).exits()}
+    assert (ends[slow.pid]["code"], ends[slow.pid]["signal"]) == (None, "SIGKILL")
+    quits = next(e for pid, e in ends.items() if pid != slow.pid)
+    assert (quits["code"], quits["signal"]) == (3, None)
+    assert json.loads((tmp_path / "processes" / "exits.jsonl").read_text().splitlines()[0])["at"] > 0
