@@ -64,6 +64,7 @@ def broker(kafka, request):
     partitions, ``assertions`` with 1)."""
     from kafka_soak import kafka_io
     from kafka_soak.backends.cluster import Cluster
+    from kafka_soak.subjects import Subject
 
     _backend, cluster = kafka
     prefix = f"test.{request.node.name}.{next(_topic_sets)}".replace("[", ".").replace("]", "")
@@ -71,7 +72,9 @@ def broker(kafka, request):
     topics = {role: f"{prefix}.{role}" for role in ("input", "output", "changelog", "assertions")}
     kafka_io.create_topics(cluster.bootstrap_servers, {name: 1 if role == "assertions" else 4
                                                        for role, name in topics.items()})
-    return Cluster("local", cluster.bootstrap_servers, topics, brokers=1, kafka_version=cluster.kafka_version)
+    app = Subject("", "app", "", topics["output"], topics["assertions"])  # the app under test, group "app"
+    return Cluster("local", cluster.bootstrap_servers, topics, brokers=1, kafka_version=cluster.kafka_version,
+                   subjects=[app.as_dict()])
 
 
 _topic_sets = itertools.count()
@@ -139,6 +142,12 @@ def kafka_image(docker_engine) -> str:
     serves apache/kafka here."""
     docker_engine.build_kafka_image()
     return docker_engine.KAFKA_IMAGE
+
+
+@pytest.fixture(scope="session")
+def streams_image(docker_engine) -> str:
+    """The Kafka Streams app as an image (docker/streams.Dockerfile), for runtime=docker with app=streams."""
+    return docker_engine.build_streams_image()
 
 
 @pytest.fixture(scope="session")

@@ -111,6 +111,19 @@ def build_kafka_image() -> None:
                           buildargs={"BASE_IMAGE": JRE_IMAGE, "KAFKA_VERSION": kafka_jars.DEFAULT_VERSION})
 
 
+def build_streams_image() -> str:
+    """docker/streams.Dockerfile (the Kafka Streams app of the default version) on the local JRE base, tagged as
+    runtime=docker looks it up (``kafka-soak-streams:<version>``)."""
+    from kafka_soak.app import streams
+
+    debootstrap_image(JRE_IMAGE, ["openjdk-17-jre-headless"])
+    app_dir, _ = streams.build(streams.DEFAULT_VERSION)
+    tag = streams.image(streams.DEFAULT_VERSION)
+    client().images.build(path=str(ROOT), dockerfile="docker/streams.Dockerfile", tag=tag, rm=True,
+                          buildargs={"BASE_IMAGE": JRE_IMAGE, "APP_DIR": app_dir.relative_to(ROOT).as_posix()})
+    return tag
+
+
 def build_worker_image() -> None:
     """docker/worker.Dockerfile on the local base, from a wheelhouse (pip in the build cannot reach PyPI)."""
     wheelhouse = ROOT / "docker" / "wheelhouse"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -16,20 +17,36 @@ SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "par
 # soak_stale_state_standby with its default program on 12 partitions: after "1 2 3" instance 1 owns 0-3
 # and keeps standby replicas of 4-11; stopping 2 hands 4-5 back to it.
 STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12}
-# soak_id_assignment_rebalance with its default program "1 2 2": the second phase still flows when
-# instance 2 stops and partition 1 goes back to instance 1, its standby.
+# soak_id_assignment_rebalance with its default program "1 2 3" (the Kafka Streams app, as the integration test):
+# the second phase still flows when instance 3 joins.
 REBALANCE_SHORT = {"interval_s": 8, "records": 27000, "keys": 27000, "phases": [
     {"records": 3000, "at_s": 0}, {"records": 24000, "after_step": 1, "rate": 2000}]}
+# The same with the reference worker and its bug switches, on the original report's 2 partitions: with "1 2 2" the
+# second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
+WORKER_REBALANCE_SHORT = {**REBALANCE_SHORT, "app": "worker", "program": "1 2 2", "partitions": 2, "threads": 1}
 
 
-def soak(runs_dir: Path, dag_id: str = DAG_ID, **conf) -> tuple[int, Path, dict | None]:
-    """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None)."""
+def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,
+         **conf) -> tuple[int, Path, dict | None]:
+    """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None). ``during(dag_dir)``
+    is called while the run goes on (to do something to it from outside)."""
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
     base = SHORT if dag_id == DAG_ID else {}
-    proc = subprocess.run(["airflow", "dags", "test", dag_id, "-c", json.dumps({**base, **conf})], env=env,
-                          capture_output=True, text=True, timeout=900)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    output = runs_dir / f".{dag_id}.dags-test.log"  # a file, not a pipe: nobody reads it while ``during`` runs
+    with output.open("w") as out:
+        proc = subprocess.Popen(["airflow", "dags", "test", dag_id, "-c", json.dumps({**base, **conf})], env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        if during is not None:
+            during(runs_dir / dag_id)
+        proc.wait(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     run_dir = (runs_dir / dag_id / "latest").resolve()
-    (run_dir / "dags-test.log").write_text(proc.stdout + proc.stderr)
+    output.replace(run_dir / "dags-test.log")
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
     assert not live_processes(run_dir), "brokers, generator and instances must be stopped after the run"

@@ -64,7 +64,7 @@ def test_secrets_reach_instances_only_through_their_environment(kafka_connection
     plan = soak_params.check({"app_command": ["python", "-c", "import os, sys, time; print(sorted(os.environ)); "
                                               "print(sys.argv); time.sleep(30)", "{bootstrap_servers}", "{instance}"]
                               }).as_dict()
-    instances = Instances.for_run(run_dir, cluster, plan, "app")
+    instances = Instances.for_run(run_dir, cluster, plan)
     rec = instances.start(1, 0)
     try:
         proc = psutil.Process(rec.pid)

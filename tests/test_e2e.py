@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SECRET, live_processes
-from soak_runs import DAG_ID, REBALANCE_SHORT, SHORT, STALE_SHORT, kafka_jvms, last_alert, soak
+from soak_runs import DAG_ID, REBALANCE_SHORT, SHORT, STALE_SHORT, WORKER_REBALANCE_SHORT, kafka_jvms, last_alert, soak
 
 
 def test_healthy_app_passes(runs_dir):
@@ -58,18 +58,34 @@ def test_bug_switches_fail_with_the_anomaly_they_cause(runs_dir, bug, anomaly, e
     assert f"{anomaly}={count}" in alert["message"]
 
 
-def test_stale_state_standby_healthy_passes_and_hands_partitions_back_to_their_standby(runs_dir):
-    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", **STALE_SHORT)
-    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert verdict["status"] == "passed" and verdict["records"]["output"] == STALE_SHORT["records"]
-    instance_1 = (run_dir / "logs" / "soak_stale_state_standby-app-1.0.log").read_text()
-    # the classic protocol revokes everything at each rebalance: after "1 2 3 2" instance 1 takes 0-5 back from
-    # its standby replicas, 4-5 of them from instance 2
-    assert "assigned partitions [0, 1, 2, 3, 4, 5]: [0, 1, 2, 3, 4, 5] from standby replicas" in instance_1
+def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs_dir):
+    """KAFKA-14624 as released: soak_stale_state_standby runs the Kafka Streams app built against 3.4.0 (the bug) and
+    4.3.1 (the fix) side by side, same input, same program. No bug switch: 3.4.0's own cache serves stale state
+    after a standby becomes active again; 4.3.1 passes. The report and the history page carry the table."""
+    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", streams_versions=["3.4.0", "4.3.1"],
+                                  **STALE_SHORT)
+    table = {row["version"]: row for row in verdict["matrix"]}
+    assert table["4.3.1"]["status"] == "passed", table
+    assert table["3.4.0"]["status"] == "failed" and table["3.4.0"]["anomalies"]["stale_state"] > 0, table
+    assert {k for k, v in table["3.4.0"]["anomalies"].items() if v} <= {"stale_state", "id_reuse"}
+    assert code == 1 and verdict["status"] == "failed"
+    assert table["3.4.0"]["records"]["output"] == table["4.3.1"]["records"]["output"] == STALE_SHORT["records"]
+    for version in table:
+        assert json.loads((run_dir / "subjects" / version / "verdict.json").read_text())["status"] == \
+            table[version]["status"]
+        assert (run_dir / "subjects" / version / "data_docs" / "index.html").exists()
+    logs = (run_dir / "logs").glob("soak_stale_state_standby-app-3.4.0-*.log")
+    assert any("!!! BROKEN !!! Expected" in p.read_text() for p in logs)
+    assert "Kafka Streams 3.4.0" in (run_dir / "logs" / "soak_stale_state_standby-app-3.4.0-1.0.log").read_text()
+    report = (run_dir / "report.html").read_text()
+    assert 'id="matrix"' in report and 'data-version="3.4.0"' in report and 'data-version="4.3.1"' in report
+    history = (runs_dir / "history.html").read_text()
+    assert "Kafka Streams 3.4.0, 4.3.1" in history and 'class="version found" data-version="3.4.0"' in history
 
 
 def test_stale_cache_bug_is_caught_and_the_alert_quotes_an_assertion(runs_dir):
-    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", bug="stale-cache", **STALE_SHORT)
+    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", app="worker", bug="stale-cache",
+                                  **STALE_SHORT)
     assert code == 1 and verdict["status"] == "failed"
     assert verdict["anomalies"]["stale_state"] > 0
     sample = verdict["samples"]["stale_state"][0]
@@ -80,21 +96,51 @@ def test_stale_cache_bug_is_caught_and_the_alert_quotes_an_assertion(runs_dir):
                                           f"partition: {sample['partition']}")
 
 
-@pytest.mark.parametrize("bug", ["none", "skip-restore", "stale-cache"])
-def test_id_assignment_rebalance(runs_dir, bug):
-    code, run_dir, verdict = soak(runs_dir, "soak_id_assignment_rebalance", bug=bug, **REBALANCE_SHORT)
+@pytest.mark.parametrize("app, bug", [("streams", "none"), ("worker", "skip-restore"), ("worker", "stale-cache")])
+def test_id_assignment_rebalance(runs_dir, app, bug):
+    """The newest Kafka Streams passes the scenario as the integration test sets it up (12 partitions, 4 threads,
+    a standby, instance 3 joining under load); the worker's bug switches prove the checker counts reused ids."""
+    conf = REBALANCE_SHORT if app == "streams" else {**WORKER_REBALANCE_SHORT, "bug": bug}
+    code, run_dir, verdict = soak(runs_dir, "soak_id_assignment_rebalance", **conf)
     records = verdict["records"]
     assert records["input"] == records["output"] == records["distinct_keys"] == REBALANCE_SHORT["records"]
     generator_log = (run_dir / "logs" / "generator.1.log").read_text()
     assert "waiting for step 1 before producing ids 3001..27000" in generator_log
     if bug == "none":
-        assert code == 0 and verdict["status"] == "passed"
+        assert code == 0 and verdict["status"] == "passed", verdict["anomalies"]
         assert records["distinct_assigned_ids"] == REBALANCE_SHORT["records"]
+        assert "Kafka Streams 4.3.1" in (run_dir / "logs" / "soak_id_assignment_rebalance-app-3.2.log").read_text()
         return
     assert code == 1 and verdict["status"] == "failed" and verdict["anomalies"]["id_reuse"] > 0
     assert records["distinct_assigned_ids"] < REBALANCE_SHORT["records"]
     assert any(f"expected {records['distinct_keys']} distinct ids but found {records['distinct_assigned_ids']}" in line
                for line in last_alert(runs_dir)["details"])
+
+
+def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected_crash(runs_dir):
+    """The Kafka Streams app under "1 2 k1 1": the program's kill -9 is expected; a crash injected from outside (the
+    test SIGKILLs instance 2 while it runs) is nobody's. The data stays intact (EOS), the verdict is conclusive and
+    fails on app_health alone, with the crash named."""
+    def crash_instance_2(dag_dir: Path) -> None:
+        record = dag_dir / "latest" / "processes" / "instance-2.json"
+        deadline = time.monotonic() + 300
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(4)
+        os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
+
+    code, run_dir, verdict = soak(runs_dir, app="streams", program="1 2 k1 1", during=crash_instance_2)
+    assert code == 1 and verdict["status"] == "failed", (run_dir / "dags-test.log").read_text()[-3000:]
+    assert {k for k, v in verdict["anomalies"].items() if v} == {"app_health"}
+    assert verdict["records"]["output"] == SHORT["records"]
+    health = json.loads((run_dir / "health.json").read_text())
+    crashes = [i for i in health["incidents"] if i["kind"] == "unexpected_exit"]
+    assert [(c["instance"], "signal SIGKILL" in c["what"]) for c in crashes] == [(2, True)]
+    killed = [e for e in health["instances"]["1"]["exits"] if e["signal"] == "SIGKILL"]
+    assert [(e["expected"], e["by"]) for e in killed] == [(True, "kill -9")]
+    assert health["instances"]["1"]["starts"] == 2
+    assert verdict["health"]["unexpected_exits"] == 1
+    assert "app_health" in last_alert(runs_dir)["message"]
 
 
 def test_faults_on_three_brokers_leave_evidence_and_a_healthy_app_passes(runs_dir):

@@ -65,15 +65,25 @@ def test_an_image_the_engine_cannot_get_is_refused_before_anything_starts(docker
     assert "Traceback" not in proc.stderr + proc.stdout and not any(tmp_path.iterdir())
 
 
-def test_the_docker_backend_runs_the_broker_as_a_container_with_quotas(docker_engine, kafka_image, runs_dir):
-    """backend=docker with a broker image built from the project's jars (the official image's conventions):
-    provision, program, quotas set and verified inside the container with kafka-configs, validation, release."""
-    quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
-    code, run_dir, verdict = soak(runs_dir, backend="docker", kafka_image=kafka_image, quotas=[quota])
+def test_kafka_streams_containers_on_a_broker_container_with_a_quota(docker_engine, kafka_image, streams_image,
+                                                                     runs_dir):
+    """Everything in containers: backend=docker with a broker image built from the project's jars (the official
+    image's conventions) and the Kafka Streams app's instances as containers of its image. Quotas are set and
+    verified inside the broker container with kafka-configs, on the Streams producer's client id; the containers
+    stop gracefully (KafkaStreams.close() on SIGTERM), the verdict passes, nothing is left."""
+    quota = {"client_id": f"{DAG_ID}-app-1-StreamThread-1-producer", "producer_byte_rate": 10_000_000}
+    code, run_dir, verdict = soak(runs_dir, backend="docker", kafka_image=kafka_image, quotas=[quota], app="streams",
+                                  runtime="docker")
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and verdict["records"]["output"] == SHORT["records"]
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["backend"] == "docker" and cluster["quotas"] == [
         {"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0}]
     assert "Kafka Server started" in (run_dir / "logs" / "kafka-broker.log").read_text()
+    first = (run_dir / "logs" / f"{DAG_ID}-app-1.0.log").read_text()
+    assert "Kafka Streams 4.3.1" in first and "state REBALANCING -> RUNNING" in first
+    assert "closed cleanly" in (run_dir / "logs" / f"{DAG_ID}-app-2.1.log").read_text()
+    health = json.loads((run_dir / "health.json").read_text())
+    assert health["unexpected_exits"] == 0 and all(e["expected"] for i in health["instances"].values()
+                                                   for e in i["exits"])
     assert docker_engine.run_containers(run_dir) == []

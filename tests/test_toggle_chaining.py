@@ -7,7 +7,7 @@ from kafka_soak.operators.toggle import ToggleStepOperator
 
 
 def operator(step: program.Step, defer_above_s: float) -> ToggleStepOperator:
-    return ToggleStepOperator(task_id="toggle", step=step.as_dict(), cluster={}, plan={}, app_id="app",
+    return ToggleStepOperator(task_id="toggle", step=step.as_dict(), cluster={}, plan={},
                               defer_above_s=defer_above_s)
 
 

@@ -189,7 +189,7 @@ def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_conn
     plan = soak_params.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
     rundir.write_json(run_dir / "params.json", {"dag_id": "soak_secured", "run_id": run_id, "plan": plan.as_dict()})
     rundir.write_json(run_dir / "cluster.json", cluster)
-    instances = Instances.for_run(run_dir, cluster, plan.as_dict(), "app")
+    instances = Instances.for_run(run_dir, cluster, plan.as_dict())
     psutil.Process(instances.start(1, 0).pid).wait(timeout=30)
     instances.stop_all(timeout=5)
     port, token = served

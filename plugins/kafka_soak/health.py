@@ -33,10 +33,11 @@ PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Exception|Error))(?::|$)"
 THREAD_DEATH = re.compile(r"stream thread \S+ died")
 SELF_CHECK = "!!! BROKEN !!!"  # the app's self-check: a data anomaly (stale_state), not a health one
 # Exceptions Kafka Streams handles itself under EOS, though it logs them at ERROR: a fenced producer (the thread's
-# tasks migrate and it rejoins the group) and corrupted tasks (state wiped and restored). They are counted, and
-# shown with their first trace, but an error-level event made only of them is not an incident.
+# tasks migrate and it rejoins the group), the sends of the transaction it then aborts, and corrupted tasks (state
+# wiped and restored). They are counted, and shown with their first trace, but an error-level event made only of
+# them is not an incident.
 RECOVERED_BY_STREAMS = frozenset({"TaskMigratedException", "InvalidProducerEpochException", "ProducerFencedException",
-                                  "TaskCorruptedException"})
+                                  "TransactionAbortedException", "TaskCorruptedException"})
 TRACE_LINES = 30
 
 

@@ -157,6 +157,18 @@ def wait_for_leaders(admin: Any, names: set[str], timeout: float) -> None:
         time.sleep(0.1)
 
 
+def internal_topics(bootstrap: str, application_ids: list[str], timeout: float = 10.0) -> list[str]:
+    """The changelog and repartition topics Kafka Streams made for these application ids
+    (``<application.id>-<name>-changelog|repartition``)."""
+    from confluent_kafka.admin import AdminClient
+
+    if not application_ids:
+        return []
+    names = AdminClient(client_config(bootstrap, {"log_level": 0})).list_topics(timeout=timeout).topics
+    return sorted(n for n in names if n.endswith(("-changelog", "-repartition"))
+                  and any(n.startswith(f"{app}-") for app in application_ids))
+
+
 def delete_topics(bootstrap: str, names: list[str], timeout: float = 60.0) -> dict[str, str]:
     """Delete topics; returns ``{name: error}`` for those that could not be deleted."""
     from confluent_kafka.admin import AdminClient

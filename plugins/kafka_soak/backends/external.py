@@ -129,9 +129,12 @@ class ExternalBackend:
             if self.quotas:
                 soak_quotas.remove(self.quotas, self.kafka_configs(settings), cluster.bootstrap_servers,
                                    kafka_jars.STDIN_CONFIG)
+            # Kafka Streams' own changelogs too: a later run with the same application id would restore them.
+            streams_apps = [s["app_id"] for s in cluster.subjects if s.get("version")]
+            names = sorted(cluster.topics.values()) + kafka_io.internal_topics(cluster.bootstrap_servers, streams_apps)
             if self.keep_topics:
-                log.info("keeping the run's topics (param keep_topics): %s", sorted(cluster.topics.values()))
+                log.info("keeping the run's topics (param keep_topics): %s", names)
                 return
-            errors = kafka_io.delete_topics(cluster.bootstrap_servers, sorted(cluster.topics.values()))
+            errors = kafka_io.delete_topics(cluster.bootstrap_servers, names)
         for name, error in errors.items():
             log.error("could not delete topic %s: %s; delete it by hand", name, error)
