@@ -19,7 +19,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench setup system-deps kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test bench reproduction setup system-deps kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
@@ -35,6 +35,12 @@ bench: setup
 	$(PY) bench/generator.py --size $(SIZE)
 	$(PY) bench/validation.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
+	$(PY) bench/report.py
+
+# How often the seed scenarios catch Kafka Streams 3.4.0 and pass the newest release (quick: 5 matrix runs per
+# scenario, about 40 minutes; SIZE=large: 20). Written to docs/benchmarks.md and quoted in docs/scenarios.md.
+reproduction: setup
+	$(PY) bench/reproduction.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # Apache Kafka from the project's jars as an image for backend=docker (BASE_IMAGE: see docker/kafka.Dockerfile).

@@ -79,6 +79,9 @@ def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs
     assert "Kafka Streams 3.4.0" in (run_dir / "logs" / "soak_stale_state_standby-app-3.4.0-1.0.log").read_text()
     report = (run_dir / "report.html").read_text()
     assert 'id="matrix"' in report and 'data-version="3.4.0"' in report and 'data-version="4.3.1"' in report
+    details = last_alert(runs_dir)["details"]
+    assert "Kafka Streams 4.3.1: passed" in details
+    assert any(d.startswith("Kafka Streams 3.4.0: failed (stale_state=") for d in details), details
     history = (runs_dir / "history.html").read_text()
     assert "Kafka Streams 3.4.0, 4.3.1" in history and 'class="version found" data-version="3.4.0"' in history
 
@@ -140,7 +143,10 @@ def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected
     assert [(e["expected"], e["by"]) for e in killed] == [(True, "kill -9")]
     assert health["instances"]["1"]["starts"] == 2
     assert verdict["health"]["unexpected_exits"] == 1
-    assert "app_health" in last_alert(runs_dir)["message"]
+    alert = last_alert(runs_dir)
+    assert "app_health=" in alert["message"]
+    assert any(d.startswith("app health: instance 2 (started at step 1) exited by itself with signal SIGKILL")
+               for d in alert["details"]), alert["details"]
 
 
 def test_faults_on_three_brokers_leave_evidence_and_a_healthy_app_passes(runs_dir):

@@ -90,6 +90,12 @@ def details(verdict: dict[str, Any]) -> list[str]:
     if verdict["anomalies"].get("id_reuse") and "distinct_keys" in records:
         lines.append(f"each key should have one distinct id: expected {records['distinct_keys']} distinct ids "
                      f"but found {records['distinct_assigned_ids']}")
+    for row in verdict.get("matrix", []):  # which versions have it
+        found = ", ".join(f"{k}={v}" for k, v in row["anomalies"].items() if v)
+        lines.append(f"Kafka Streams {row['version']}: {row['status']}" + (f" ({found})" if found else ""))
+    health = verdict.get("health") or {}
+    if verdict["anomalies"].get("app_health"):
+        lines += [f"app health: {i['what']}" for i in health.get("incidents", [])[:3]]
     return lines
 
 
