@@ -39,8 +39,9 @@ def test_scenario_defaults_follow_the_originals(dagbag):
     assert stale["program"].split()[:3] == ["1", "2", "3"]
     assert (stale["app"], stale["streams_version"]) == ("streams", "4.3.1")
     ids = dagbag.dags["soak_id_assignment_rebalance"].params
+    # StandbyTaskEOSMultiRebalanceIntegrationTest's settings, but one thread per instance (docs/scenarios.md)
     assert (ids["app"], ids["partitions"], ids["threads"], ids["standbys"], ids["max_warmup_replicas"],
-            ids["commit_interval_ms"]) == ("streams", 12, 4, 1, 1, 100)  # StandbyTaskEOSMultiRebalanceIntegrationTest
+            ids["commit_interval_ms"]) == ("streams", 12, 1, 1, 1, 100)
     assert (ids["records"], ids["keys"]) == (63_000, 63_000)
     assert dagbag.dags["soak_eos_id_assignment"].params["app"] == "worker"
     assert [(p["records"], p.get("at_s"), p.get("after_step")) for p in ids["phases"]] == \

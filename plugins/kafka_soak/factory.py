@@ -28,7 +28,7 @@ from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.deadline import overdue_alert
 from kafka_soak.drain import DrainTimeout, drain_subjects, fault_grace_s, open_transactions, restore_service
 from kafka_soak.generator import Phase
-from kafka_soak.instances import REFERENCE_IMAGE, Instances
+from kafka_soak.instances import Instances
 from kafka_soak.load import Load
 from kafka_soak.operators.toggle import ToggleStepOperator
 from kafka_soak.operators.validate import ValidateOperator
@@ -122,9 +122,14 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                      plan.records, plan.keys, run_dir)
             for phase in plan.phases:
                 log.info("  load: %s", Phase(**phase).describe())
+            log.info("app under test: %s", "app_command " + " ".join(plan.app_command) if plan.app_command
+                     else f"Kafka Streams {', '.join(plan.streams_versions or [plan.streams_version])} "
+                          f"({plan.threads} thread(s), {plan.standbys} standby(s), acceptable.recovery.lag "
+                          f"{plan.acceptable_recovery_lag})" if plan.app == "streams" else "the reference worker")
             log.info("backend %s%s, runtime %s%s", plan.backend,
                      f" (Apache Kafka {plan.kafka_version}, {plan.brokers} broker(s))" if plan.backend == "local" else "",
-                     plan.runtime, f", app image {plan.app_image or REFERENCE_IMAGE}" if plan.runtime == "docker" else "")
+                     plan.runtime, ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
+                     if plan.runtime == "docker" else "")
             return plan.as_dict()
 
         @setup
