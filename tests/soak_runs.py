@@ -23,7 +23,7 @@ REBALANCE_SHORT = {"interval_s": 8, "records": 27000, "keys": 27000, "phases": [
     {"records": 3000, "at_s": 0}, {"records": 24000, "after_step": 1, "rate": 2000}]}
 # The same with the reference worker and its bug switches, on the original report's 2 partitions: with "1 2 2" the
 # second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
-WORKER_REBALANCE_SHORT = {**REBALANCE_SHORT, "app": "worker", "program": "1 2 2", "partitions": 2, "threads": 1}
+WORKER_REBALANCE_SHORT = {**REBALANCE_SHORT, "app": "worker", "program": "1 2 2", "partitions": 2}
 
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,

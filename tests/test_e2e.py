@@ -61,15 +61,19 @@ def test_bug_switches_fail_with_the_anomaly_they_cause(runs_dir, bug, anomaly, e
 def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs_dir):
     """KAFKA-14624 as released: soak_stale_state_standby runs the Kafka Streams app built against 3.4.0 (the bug) and
     4.3.1 (the fix) side by side, same input, same program. No bug switch: 3.4.0's own cache serves stale state
-    after a standby becomes active again; 4.3.1 passes. The report and the history page carry the table."""
-    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", streams_versions=["3.4.0", "4.3.1"],
-                                  **STALE_SHORT)
+    after a standby becomes active again; 4.3.1 passes. The report and the history page carry the table.
+
+    The scenario's own defaults (its 30 partitions and 15 s steps; a run takes about 3.5 minutes, as long as a
+    shortened one did): they caught 3.4.0 in every measured run (docs/scenarios.md, `make reproduction`), while
+    the shortened configuration of the worker tests did not."""
+    code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", streams_versions=["3.4.0", "4.3.1"])
     table = {row["version"]: row for row in verdict["matrix"]}
     assert table["4.3.1"]["status"] == "passed", table
     assert table["3.4.0"]["status"] == "failed" and table["3.4.0"]["anomalies"]["stale_state"] > 0, table
-    assert {k for k, v in table["3.4.0"]["anomalies"].items() if v} <= {"stale_state", "id_reuse"}
+    # 3.4.0 may log errors of its own besides (app_health); its data anomalies are the seeds' bug alone
+    assert {k for k, v in table["3.4.0"]["anomalies"].items() if v} - {"app_health"} <= {"stale_state", "id_reuse"}
     assert code == 1 and verdict["status"] == "failed"
-    assert table["3.4.0"]["records"]["output"] == table["4.3.1"]["records"]["output"] == STALE_SHORT["records"]
+    assert table["3.4.0"]["records"]["output"] == table["4.3.1"]["records"]["output"] == 30_000
     for version in table:
         assert json.loads((run_dir / "subjects" / version / "verdict.json").read_text())["status"] == \
             table[version]["status"]
