@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from conftest import live_processes
 DAG_ID = "soak_eos_id_assignment"
 SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}
 # soak_stale_state_standby with its default program on 12 partitions: after "1 2 3" instance 1 owns 0-3
-# and keeps standby replicas of 4-11; stopping 2 hands 4-5 back to it.
-STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12}
+# and keeps standby replicas of 4-11; stopping 2 hands 4-5 back to it. A second load phase after that stop
+# keeps records flowing however long the rebalance takes on a busy machine (the stale reads come after it).
+STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12, "phases": [
+    {"records": 6000, "at_s": 0, "rate": 250}, {"records": 3000, "after_step": 3, "rate": 150}]}
 # soak_id_assignment_rebalance with its default program "1 2 3" (the Kafka Streams app, as the integration test):
 # the second phase still flows when instance 3 joins.
 REBALANCE_SHORT = {"interval_s": 8, "records": 27000, "keys": 27000, "phases": [
@@ -28,18 +31,20 @@ WORKER_REBALANCE_SHORT = {**REBALANCE_SHORT, "app": "worker", "program": "1 2 2"
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,
          **conf) -> tuple[int, Path, dict | None]:
-    """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None). ``during(dag_dir)``
-    is called while the run goes on (to do something to it from outside)."""
+    """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None). ``during(run_dir)``
+    is called with this run's directory once it appears, while the run goes on (to do something to it from
+    outside)."""
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
     base = SHORT if dag_id == DAG_ID else {}
     runs_dir.mkdir(parents=True, exist_ok=True)
+    earlier = run_dirs(runs_dir / dag_id)
     output = runs_dir / f".{dag_id}.dags-test.log"  # a file, not a pipe: nobody reads it while ``during`` runs
     with output.open("w") as out:
         proc = subprocess.Popen(["airflow", "dags", "test", dag_id, "-c", json.dumps({**base, **conf})], env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         if during is not None:
-            during(runs_dir / dag_id)
+            during(new_run_dir(runs_dir / dag_id, earlier))
         proc.wait(timeout=900)
     finally:
         if proc.poll() is None:
@@ -52,6 +57,19 @@ def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | 
     assert not live_processes(run_dir), "brokers, generator and instances must be stopped after the run"
     assert not kafka_jvms(run_dir), "no Kafka JVM of the run may outlive it"
     return proc.returncode, run_dir, verdict
+
+
+def run_dirs(dag_dir: Path) -> set[Path]:
+    return {p for p in dag_dir.iterdir() if p.is_dir() and not p.is_symlink()} if dag_dir.exists() else set()
+
+
+def new_run_dir(dag_dir: Path, earlier: set[Path], timeout_s: float = 300) -> Path:
+    """The run directory that was not there before (``latest`` may still point at the previous run)."""
+    deadline = time.monotonic() + timeout_s
+    while not (fresh := run_dirs(dag_dir) - earlier):
+        assert time.monotonic() < deadline, f"no new run directory in {dag_dir} after {timeout_s:.0f} s"
+        time.sleep(0.2)
+    return fresh.pop()
 
 
 def kafka_jvms(run_dir: Path) -> list[int]:

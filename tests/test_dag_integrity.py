@@ -87,7 +87,7 @@ def test_the_compose_stack_matches_the_project():
     import yaml
 
     from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE
-    from kafka_soak.instances import REFERENCE_IMAGE
+    from kafka_soak.subjects import REFERENCE_IMAGE
 
     root = DAGS.parent
     compose = yaml.safe_load((root / "docker" / "compose.yaml").read_text())["services"]

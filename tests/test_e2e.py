@@ -128,8 +128,8 @@ def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected
     """The Kafka Streams app under "1 2 k1 1": the program's kill -9 is expected; a crash injected from outside (the
     test SIGKILLs instance 2 while it runs) is nobody's. The data stays intact (EOS), the verdict is conclusive and
     fails on app_health alone, with the crash named."""
-    def crash_instance_2(dag_dir: Path) -> None:
-        record = dag_dir / "latest" / "processes" / "instance-2.json"
+    def crash_instance_2(run_dir: Path) -> None:
+        record = run_dir / "processes" / "instance-2.json"
         deadline = time.monotonic() + 300
         while not record.exists() and time.monotonic() < deadline:
             time.sleep(0.2)

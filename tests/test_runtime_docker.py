@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
-from kafka_soak.runtime.docker import DockerContainers, DockerRuntimeError, docker_api, run_labels
+from kafka_soak.runtime.docker import (
+    BROKER_ROLE,
+    INSTANCE_ROLE,
+    DockerContainers,
+    DockerRuntimeError,
+    container_name,
+    docker_api,
+    run_labels,
+)
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
 pytestmark = pytest.mark.xdist_group(name="docker")
@@ -44,7 +52,7 @@ def test_lifecycle_of_an_instance_container(docker_engine, run_dir):
     rec = containers.start("instance-1", APP, log_path, step="0", extra_env={"SOAK_INSTANCE": "1"})
     try:
         info = containers.api.inspect_container(rec.container)
-        assert info["Config"]["Labels"] == run_labels(run_dir, "instance-1", step="0")
+        assert info["Config"]["Labels"] == run_labels(run_dir, "instance-1", INSTANCE_ROLE, step="0")
         assert {"FROM_PARAMS=yes", "SOAK_INSTANCE=1"} <= set(info["Config"]["Env"])
         assert info["HostConfig"]["NetworkMode"] == "host"
         assert containers.is_alive("instance-1") and not containers.is_paused("instance-1")
@@ -84,10 +92,16 @@ def test_teardown_removes_every_container_of_the_run_and_only_those(docker_engin
         wait_for_output(mine, "instance-2", "tick")
         mine.pause("instance-2")
         # a container of the run that no registry knows (its task died between create and record)
-        mine.api.create_container(docker_engine.BASE_IMAGE, command=["true"], labels=run_labels(run_dir, "orphan"))
-        assert len(docker_engine.run_containers(run_dir)) == 3
+        mine.api.create_container(docker_engine.BASE_IMAGE, command=["true"],
+                                  labels=run_labels(run_dir, "orphan", INSTANCE_ROLE))
+        # the run's broker (backend=docker) is the backend's to remove at release, not the runtime's
+        broker = container_name(mine.run_key, "kafka")
+        mine.api.create_container(docker_engine.BASE_IMAGE, command=["true"], name=broker,
+                                  labels=run_labels(run_dir, "kafka", BROKER_ROLE))
+        assert len(docker_engine.run_containers(run_dir)) == 4
         assert len(mine.clean_up()) == 1  # the orphan
-        assert docker_engine.run_containers(run_dir) == []
+        assert docker_engine.run_containers(run_dir) == [broker]
+        mine.api.remove_container(broker)
         assert len(docker_engine.run_containers(other_dir)) == 1
         assert "tick" in (run_dir / "logs" / "b.log").read_text()
     finally:

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urljoin
 
-import psutil
 import pytest
 import uvicorn
 from airflow_stack import PROBE_DAG, AirflowStack
@@ -190,7 +189,7 @@ def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_conn
     rundir.write_json(run_dir / "params.json", {"dag_id": "soak_secured", "run_id": run_id, "plan": plan.as_dict()})
     rundir.write_json(run_dir / "cluster.json", cluster)
     instances = Instances.for_run(run_dir, cluster, plan.as_dict())
-    psutil.Process(instances.start(1, 0).pid).wait(timeout=30)
+    assert instances.runtime.exit_code(instances.start(1, 0).pid, wait_s=30) == 0
     instances.stop_all(timeout=5)
     port, token = served
     files = [p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()]

@@ -34,7 +34,6 @@ from kafka_soak.subjects import Subject
 
 log = logging.getLogger(__name__)
 
-REFERENCE_IMAGE = "kafka-soak-worker:latest"
 
 
 def contract(cluster: Cluster, subject: Subject, instance: int | str, step: int | str) -> dict[str, str]:
@@ -51,7 +50,7 @@ class Instances:
         self.client_settings = client_settings
         self.client_env = kafka_io.settings_env(client_settings)
         self.runtime: Runtime = (
-            DockerContainers(run_dir, plan["app_image"] or REFERENCE_IMAGE, plan["app_env"], plan["docker_url"],
+            DockerContainers(run_dir, run_subjects.image("", plan["app_image"])[0], plan["app_env"], plan["docker_url"],
                              plan["docker_conn_id"] or None) if plan["runtime"] == "docker" else LocalProcesses(run_dir))
 
     @classmethod
@@ -99,9 +98,7 @@ class Instances:
         of its version, or the reference worker's."""
         if self.plan["runtime"] != "docker":
             return None
-        if self.plan["app_image"]:
-            return self.plan["app_image"]
-        return streams.image(subject.version) if subject.version else REFERENCE_IMAGE
+        return run_subjects.image(subject.version, self.plan["app_image"])[0]
 
     def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
         """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line)."""

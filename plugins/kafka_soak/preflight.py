@@ -6,10 +6,10 @@ a run that cannot start is refused with one line, before any broker, topic or co
 
 from __future__ import annotations
 
+from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
 from kafka_soak.backends.external import KafkaConnectionError, connection_config
 from kafka_soak.backends.kafka_jars import resolve
-from kafka_soak.instances import REFERENCE_IMAGE
 from kafka_soak.maven import BuildError
 from kafka_soak.params import RunPlan
 from kafka_soak.runtime.docker import DockerRuntimeError, docker_api, ensure_image
@@ -21,9 +21,8 @@ def check(plan: RunPlan) -> None:
     """Raise one of ``ERRORS`` naming the param when something the plan needs is not there."""
     if plan.backend == "local" or (plan.backend == "external" and plan.quotas):
         resolve(plan.kafka_version)  # fetched now (cached after), so a version nobody serves is refused here
-    if plan.app == "streams" and not plan.app_command:
-        for version in plan.streams_versions or [plan.streams_version]:
-            streams.build(version)  # built now (cached after), timed in the log
+    for version in filter(None, run_subjects.versions(plan.as_dict())):
+        streams.build(version)  # built now (cached after), timed in the log
     if plan.backend == "external":
         connection_config(plan.kafka_conn_id)
     images = app_images(plan) if plan.runtime == "docker" else []
@@ -37,9 +36,4 @@ def check(plan: RunPlan) -> None:
 
 def app_images(plan: RunPlan) -> list[tuple[str, str, str]]:
     """The images runtime=docker starts the app from: (image, the param that chose it, how to build it)."""
-    if plan.app_image:
-        return [(plan.app_image, "app_image", "")]
-    if plan.app == "streams" and not plan.app_command:
-        return [(streams.image(v), "streams_version", f"build it with: make streams-image STREAMS_VERSION={v}")
-                for v in plan.streams_versions or [plan.streams_version]]
-    return [(REFERENCE_IMAGE, "app_image", "build it with: make worker-image")]
+    return [run_subjects.image(version, plan.app_image) for version in run_subjects.versions(plan.as_dict())]

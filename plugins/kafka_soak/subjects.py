@@ -13,6 +13,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kafka_soak.app import streams
+
+REFERENCE_IMAGE = "kafka-soak-worker:latest"  # make worker-image
+
 
 @dataclass(frozen=True)
 class Subject:
@@ -38,6 +42,24 @@ def matrix(plan: dict[str, Any]) -> list[str]:
     return list(plan["streams_versions"]) if plan["app"] == "streams" and not plan["app_command"] else []
 
 
+def versions(plan: dict[str, Any]) -> list[str]:
+    """The Kafka Streams versions a run's subjects run: a matrix's, the one of app=streams, or ``[""]`` when the app
+    under test is not the Kafka Streams app."""
+    if plan["app"] != "streams" or plan["app_command"]:
+        return [""]
+    return matrix(plan) or [plan["streams_version"]]
+
+
+def image(version: str, app_image: str) -> tuple[str, str, str]:
+    """The container image a subject's instances start from on runtime=docker: (image, the param that chose it,
+    how to build it)."""
+    if app_image:
+        return app_image, "app_image", ""
+    if version:
+        return streams.image(version), "streams_version", f"build it with: make streams-image STREAMS_VERSION={version}"
+    return REFERENCE_IMAGE, "app_image", "build it with: make worker-image"
+
+
 def topics(plan: dict[str, Any]) -> dict[str, int]:
     """The run's topics by role, with their partitions: one output and assertion topic per subject."""
     parts = plan["partitions"]
@@ -51,11 +73,9 @@ def topics(plan: dict[str, Any]) -> dict[str, int]:
 
 def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subject]:
     """The subjects of a run whose topics are ``names`` (``{role: topic}``, as provisioned)."""
-    versions = matrix(plan)
-    if not versions:
-        version = plan["streams_version"] if plan["app"] == "streams" and not plan["app_command"] else ""
-        return [Subject("", app_id, version, names["output"], names["assertions"])]
-    return [Subject(v, f"{app_id}-{v}", v, names[f"output.{v}"], names[f"assertions.{v}"]) for v in versions]
+    if not matrix(plan):
+        return [Subject("", app_id, versions(plan)[0], names["output"], names["assertions"])]
+    return [Subject(v, f"{app_id}-{v}", v, names[f"output.{v}"], names[f"assertions.{v}"]) for v in matrix(plan)]
 
 
 def of(cluster: dict[str, Any]) -> list[Subject]:

@@ -8,6 +8,7 @@ source builds it again. ``python -m kafka_soak.cli streams-app [VERSION]`` build
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -36,7 +37,9 @@ class StreamsVersionError(maven.BuildError):
     """A Kafka Streams version the app cannot be built for."""
 
 
+@functools.cache
 def source_hash() -> str:
+    """The app's sources, hashed once per process: a changed source gets a build of its own."""
     digest = hashlib.sha256()
     for path in sorted(p for p in SOURCE.rglob("*") if p.is_file() and "target" not in p.parts):
         digest.update(str(path.relative_to(SOURCE)).encode() + b"\0" + path.read_bytes())

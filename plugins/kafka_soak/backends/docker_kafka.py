@@ -18,6 +18,7 @@ from kafka_soak import kafka_io
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.runtime.docker import (
+    BROKER_ROLE,
     DEFAULT_URL,
     container_name,
     docker_api,
@@ -76,7 +77,7 @@ class DockerKafkaBackend:
     def container_spec(self, port: int) -> dict[str, Any]:
         """``create_container`` arguments of the run's broker."""
         return {"image": self.image, "name": container_name(f"{self.run_dir.parent.name}.{self.run_dir.name}", "kafka"),
-                "environment": broker_environment(port), "labels": run_labels(self.run_dir, "kafka"),
+                "environment": broker_environment(port), "labels": run_labels(self.run_dir, "kafka", BROKER_ROLE),
                 "ports": [9092], "detach": True}
 
     def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0) -> Cluster:
@@ -120,5 +121,5 @@ class DockerKafkaBackend:
         """Keep the broker's log, remove the container (its quotas go with it) and any other of the run's."""
         if cluster is not None and cluster.container:
             self.copy_log(cluster.container)
-        removed = remove_run_containers(self.api, self.run_dir)
+        removed = remove_run_containers(self.api, self.run_dir, BROKER_ROLE)
         log.info("removed the run's Kafka containers: %s", removed or "none left")

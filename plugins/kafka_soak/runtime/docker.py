@@ -35,14 +35,20 @@ def container_name(run_key: str, name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"soak-{run_key}-{name}")[:200]
 
 
-def run_labels(run_dir: Path, name: str, **extra: str) -> dict[str, str]:
-    """Labels that find a run's containers (and only those): DAG id and run id, as in the run directory."""
+INSTANCE_ROLE = "instance"
+BROKER_ROLE = "broker"
+
+
+def run_labels(run_dir: Path, name: str, role: str, **extra: str) -> dict[str, str]:
+    """Labels that find a run's containers (and only those): DAG id and run id, as in the run directory, and the
+    role (instance or broker): the runtime and the backend each remove only their own."""
     return {LABEL: "1", f"{LABEL}.dag": run_dir.parent.name, f"{LABEL}.run": run_dir.name, f"{LABEL}.name": name,
-            **{f"{LABEL}.{k}": v for k, v in extra.items()}}
+            f"{LABEL}.role": role, **{f"{LABEL}.{k}": v for k, v in extra.items()}}
 
 
-def run_filter(run_dir: Path) -> dict[str, list[str]]:
-    return {"label": [f"{LABEL}.dag={run_dir.parent.name}", f"{LABEL}.run={run_dir.name}"]}
+def run_filter(run_dir: Path, role: str | None = None) -> dict[str, list[str]]:
+    labels = [f"{LABEL}.dag={run_dir.parent.name}", f"{LABEL}.run={run_dir.name}"]
+    return {"label": labels + ([f"{LABEL}.role={role}"] if role else [])}
 
 
 def docker_api(docker_url: str, docker_conn_id: str | None) -> Any:
@@ -84,10 +90,10 @@ def exec_in(api: Any, container: str, command: list[str]) -> str:
     return output
 
 
-def remove_run_containers(api: Any, run_dir: Path) -> list[str]:
-    """Every container labelled with this run, whatever its state; returns their names."""
+def remove_run_containers(api: Any, run_dir: Path, role: str) -> list[str]:
+    """Every container labelled with this run and ``role``, whatever its state; returns their names."""
     removed = []
-    for container in api.containers(all=True, filters=run_filter(run_dir)):
+    for container in api.containers(all=True, filters=run_filter(run_dir, role)):
         api.remove_container(container["Id"], force=True)
         removed.append(container["Names"][0].lstrip("/"))
     return removed
@@ -150,7 +156,7 @@ class DockerContainers:
         ensure_image(self.api, image, "app_image" if image == self.image else "streams_version")
         cname = container_name(self.run_key, name)
         container = self.api.create_container(
-            image, command=command, name=cname, labels=run_labels(self.run_dir, name, step=step),
+            image, command=command, name=cname, labels=run_labels(self.run_dir, name, INSTANCE_ROLE, step=step),
             environment={**self.environment, **(extra_env or {})}, detach=True,
             host_config=self.api.create_host_config(network_mode="host", init=True))
         self.api.start(container["Id"])
@@ -252,7 +258,7 @@ class DockerContainers:
         """Teardown: copy the logs of this run's containers and remove them all, and only them."""
         for name in self.names():
             self.remove(name)
-        strays = remove_run_containers(self.api, self.run_dir)  # not registered (a task died mid-start): no log
+        strays = remove_run_containers(self.api, self.run_dir, INSTANCE_ROLE)  # not registered (a task died mid-start): no log
         if strays:
             log.warning("removed containers of this run that were not registered: %s", strays)
         return strays
