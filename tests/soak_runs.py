@@ -20,13 +20,11 @@ SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "par
 # keeps records flowing however long the rebalance takes on a busy machine (the stale reads come after it).
 STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12, "phases": [
     {"records": 6000, "at_s": 0, "rate": 250}, {"records": 3000, "after_step": 3, "rate": 150}]}
-# soak_id_assignment_rebalance with its default program "1 2 3" (the Kafka Streams app, as the integration test):
-# the second phase still flows when instance 3 joins.
-REBALANCE_SHORT = {"interval_s": 8, "records": 27000, "keys": 27000, "phases": [
-    {"records": 3000, "at_s": 0}, {"records": 24000, "after_step": 1, "rate": 2000}]}
-# The same with the reference worker and its bug switches, on the original report's 2 partitions: with "1 2 2" the
-# second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
-WORKER_REBALANCE_SHORT = {**REBALANCE_SHORT, "app": "worker", "program": "1 2 2", "partitions": 2}
+# soak_id_assignment_rebalance with the reference worker and its bug switches, on the original report's 2 partitions:
+# with "1 2 2" the second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
+WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, "interval_s": 8, "records": 27000,
+                          "keys": 27000, "phases": [{"records": 3000, "at_s": 0},
+                                                    {"records": 24000, "after_step": 1, "rate": 2000}]}
 
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,
