@@ -134,9 +134,11 @@ class DagsTest:
         ``timeout`` is killed, and so is what it started."""
         self.log = self.runs / "dags-test.log"
         self.started = time.time()
-        env = {**os.environ, "SOAK_RUNS_DIR": str(self.runs)}
+        from kafka_soak.cli import as_owner
+
+        env, conf = as_owner(self.conf, {**os.environ, "SOAK_RUNS_DIR": str(self.runs)})
         with self.log.open("w") as out:
-            proc = subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(self.conf)],
+            proc = subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(conf)],
                                     env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             run_dir = self._run_dir(timeout=300)

@@ -13,6 +13,8 @@ from pathlib import Path
 import psutil
 from conftest import live_processes
 
+from kafka_soak.cli import as_owner
+
 DAG_ID = "soak_eos_id_assignment"
 SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}
 # soak_stale_state_standby with its default program on 12 partitions: after "1 2 3" instance 1 owns 0-3
@@ -32,13 +34,13 @@ def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | 
     """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None). ``during(run_dir)``
     is called with this run's directory once it appears, while the run goes on (to do something to it from
     outside)."""
-    env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
     base = SHORT if dag_id == DAG_ID else {}
+    env, conf = as_owner({**base, **conf}, {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)})
     runs_dir.mkdir(parents=True, exist_ok=True)
     earlier = run_dirs(runs_dir / dag_id)
     output = runs_dir / f".{dag_id}.dags-test.log"  # a file, not a pipe: nobody reads it while ``during`` runs
     with output.open("w") as out:
-        proc = subprocess.Popen(["airflow", "dags", "test", dag_id, "-c", json.dumps({**base, **conf})], env=env,
+        proc = subprocess.Popen(["airflow", "dags", "test", dag_id, "-c", json.dumps(conf)], env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         if during is not None:

@@ -1,5 +1,6 @@
 """Every DAG imports, and each scenario DAG has the shape the suite relies on."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,26 @@ def test_a_deployment_sets_defaults_for_every_scenario(monkeypatch):
         values = bag.dags[dag_id].params.validate()
         assert (values["backend"], values["runtime"]) == ("external", "docker"), dag_id
     assert bag.dags["soak_stale_state_standby"].params["program"] == "1 2 3 2"
-    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", '{"runtim": "docker"}')
+
+
+
+@pytest.mark.parametrize("variable, value, refusal", [
+    ("SOAK_PARAM_DEFAULTS", '{"runtim": "docker"}', "SOAK_PARAM_DEFAULTS: unknown params ['runtim']"),
+    ("SOAK_PARAM_DEFAULTS", "{backend: external", "SOAK_PARAM_DEFAULTS is not JSON"),
+    ("SOAK_PARAM_DEFAULTS", '{"runtime": "kubernetes"}', "SOAK_PARAM_DEFAULTS: param runtime: 'kubernetes' is not one of"),
+    ("SOAK_PARAM_DEFAULTS", '{"app_image": "my/app:1"}', "app_image: is for runtime 'docker' (runtime is 'local')"),
+    ("SOAK_TRIGGER_ALLOW", '{"program": ["1 2"]}', "SOAK_TRIGGER_ALLOW: ['program'] must be params only the deployment"),
+])
+def test_a_broken_deployment_setting_refuses_each_run_and_breaks_no_import(monkeypatch, variable, value, refusal):
+    """A malformed deployment variable does not take every scenario DAG out of Airflow (an import error, a
+    traceback): the DAGs import, and each run, from the CLI or a trigger, is refused saying why."""
+    from kafka_soak.cli import UsageError, check_conf
+
+    monkeypatch.setenv(variable, value)
     bag = DagBag(str(DAGS))
-    assert "SOAK_PARAM_DEFAULTS: unknown params ['runtim']" in "".join(bag.import_errors.values())
+    assert bag.import_errors == {} and set(SCENARIOS) <= set(bag.dags)
+    with pytest.raises(UsageError, match=re.escape(refusal)):
+        check_conf("soak_eos_id_assignment", {})
 
 
 def test_the_compose_stack_matches_the_project():

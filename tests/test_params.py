@@ -72,7 +72,7 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
     ({"quotas": [{"client_id": "", "producer_byte_rate": 35000}]}, "param quotas:"),
     ({"quotas": [{"client_id": "c", "producer_byte_rate": 0}]}, "param quotas:"),
     ({"app_image": "my/app:1"}, "app_image: is for runtime 'docker' (runtime is 'local')"),
-    ({"app_command": ["java", "-jar", "app.jar", "{bootstrap}"]}, "app_command: '{bootstrap}' has a bad placeholder"),
+    ({"app_command": ["java", "-jar", "app.jar", "{bootstrap}"]}, "has an unknown placeholder {bootstrap}"),
     ({"quotas": [{"client_id": "c"}]}, "param quotas:"),
     ({"backend": "external", "kafka_conn_id": "nope"}, "param kafka_conn_id: there is no Airflow connection 'nope'"),
 ])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import re
 import shutil
 import signal
@@ -42,11 +43,13 @@ def scenario_names() -> list[str]:
 
 
 def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``conf`` against the DAG's Param schemas and the cross-param checks; returns the params."""
+    """Check ``conf`` as a trigger of the DAG is checked (Airflow validates it against the Param schemas, then
+    check_params admits the run); returns the params."""
+    from airflow.sdk.definitions.param import ParamsDict
     from airflow.sdk.exceptions import ParamValidationError
 
     from kafka_soak import preflight
-    from kafka_soak.factory import build_dag, load_scenario
+    from kafka_soak.factory import Admission, load_scenario
 
     path = SCENARIOS_DIR / f"{scenario}.yaml"
     if not path.exists():
@@ -54,17 +57,18 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(conf) - set(soak_params.DEFAULTS))
     if unknown:
         raise UsageError(f"unknown params {unknown}; known: {', '.join(sorted(soak_params.DEFAULTS))}")
-    dag_params = copy.deepcopy(build_dag(load_scenario(path)).params)
+    admission = Admission.for_scenario(load_scenario(path))
+    params = ParamsDict(copy.deepcopy(admission.params))
     try:
-        dag_params.update(conf)
-        values = dag_params.validate()
+        params.update(conf)
+        values = params.validate()
     except ParamValidationError as exc:
         first = str(exc).splitlines()[0]
         name = next((k for k in conf if f"param {k}:" in first), None)
         allowed = soak_params.PARAM_SCHEMAS.get(name, {}).get("description", "") if name else ""
         raise UsageError(first + (f" (param {name}: {allowed})" if allowed else "")) from None
     try:
-        preflight.check(soak_params.check(values))
+        admission.admit(conf, values)
     except (soak_params.ParamsError, *preflight.ERRORS) as exc:
         raise UsageError(str(exc)) from None
     return values
@@ -205,11 +209,32 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"--conf is not valid JSON ({exc.msg} at column {exc.colno}): {args.conf}") from None
         if not isinstance(conf, dict):
             raise UsageError(f"--conf must be a JSON object of params, got {type(conf).__name__}")
+        env, conf = as_owner(conf, dict(os.environ))
+        os.environ.update(env)  # check_conf builds the DAG as the run will
         check_conf(args.scenario, conf)
     except UsageError as exc:
         print(f"kafka-soak: {exc}", file=sys.stderr)
         return 2
     return run(args.scenario, conf)
+
+
+def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
+    """(environment, trigger conf) of a run started from this machine's shell. Whoever runs it owns the machine, so
+    the params only a deployment sets (app command, images, Docker engine, connections, quotas) go to the run as the
+    deployment's own (``SOAK_PARAM_DEFAULTS``), where Airflow's trigger path refuses them in a conf."""
+    from kafka_soak.factory import env_object, schema_problem
+
+    deployment, rest = soak_params.split(conf)
+    if not deployment:
+        return dict(environ), rest
+    invalid = [f"param {name}: {problem}" for name, value in deployment.items() if (problem := schema_problem(name, value))]
+    if invalid:
+        raise UsageError("; ".join(invalid))
+    try:
+        current = env_object("SOAK_PARAM_DEFAULTS", environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return {**environ, "SOAK_PARAM_DEFAULTS": json.dumps({**current, **deployment})}, rest
 
 
 if __name__ == "__main__":

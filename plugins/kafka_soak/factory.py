@@ -12,12 +12,14 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 
 from kafka_soak import backends, health, preflight, rundir, subjects
 from kafka_soak import params as soak_params
@@ -48,24 +50,100 @@ def load_scenario(path: Path) -> dict[str, Any]:
     return scenario
 
 
-def site_defaults() -> dict[str, Any]:
-    """Param defaults of this deployment for every scenario (``SOAK_PARAM_DEFAULTS``, JSON), e.g. a team's
-    nightly Airflow setting ``{"backend": "external", "runtime": "docker"}`` once instead of in each scenario."""
-    raw = os.environ.get("SOAK_PARAM_DEFAULTS", "").strip()
+@dataclass(frozen=True)
+class Deployment:
+    """What whoever deploys the suite sets for every scenario, from the environment of Airflow's processes:
+    ``SOAK_PARAM_DEFAULTS`` (param defaults, JSON object) and ``SOAK_TRIGGER_ALLOW`` (JSON object: param -> the values
+    a trigger conf may choose for a param only the deployment sets, e.g. ``{"kafka_conn_id": ["kafka_staging"]}``).
+    A malformed variable does not break the import of the DAGs: ``problem`` refuses each run, saying why."""
+
+    defaults: dict[str, Any]
+    allow: dict[str, list[Any]]
+    problem: str = ""
+
+    @classmethod
+    def from_environment(cls) -> Deployment:
+        try:
+            defaults = env_object("SOAK_PARAM_DEFAULTS")
+            allow = env_object("SOAK_TRIGGER_ALLOW")
+        except ValueError as exc:
+            log.error("%s; every soak run will be refused until it is fixed", exc)
+            return cls({}, {}, str(exc))
+        problems = [f"SOAK_PARAM_DEFAULTS: param {name}: {invalid}" for name, value in defaults.items()
+                    if (invalid := schema_problem(name, value))]
+        bad = [name for name, values in allow.items() if name not in soak_params.DEPLOYER_ONLY or not isinstance(values, list)]
+        if bad:
+            problems.append(f"SOAK_TRIGGER_ALLOW: {bad} must be params only the deployment sets "
+                            f"({', '.join(soak_params.DEPLOYER_ONLY)}), each with a list of values")
+        if problems:
+            log.error("%s; every soak run will be refused until it is fixed", "; ".join(problems))
+            return cls({}, {}, "; ".join(problems))
+        return cls(defaults, allow)
+
+
+def schema_problem(name: str, value: Any) -> str:
+    """Why ``value`` does not fit param ``name``'s schema ("" if it does), in Airflow's words."""
+    try:
+        Param(value, **soak_params.PARAM_SCHEMAS[name]).resolve()
+    except ParamValidationError as exc:
+        return str(exc).splitlines()[0]
+    return ""
+
+
+def env_object(variable: str, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """A JSON object of params from an environment variable, or ValueError saying what is wrong with it."""
+    raw = environ.get(variable, "").strip()
     try:
         values = json.loads(raw) if raw else {}
     except json.JSONDecodeError as exc:
-        raise ValueError(f"SOAK_PARAM_DEFAULTS is not JSON: {exc}") from None
-    unknown = set(values) - set(soak_params.DEFAULTS) if isinstance(values, dict) else {"(not an object)"}
+        raise ValueError(f"{variable} is not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{variable} must be a JSON object of params, got {type(values).__name__}")
+    unknown = set(values) - set(soak_params.DEFAULTS)
     if unknown:
-        raise ValueError(f"SOAK_PARAM_DEFAULTS: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}")
+        raise ValueError(f"{variable}: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}")
     return values
 
 
-def dag_params(defaults: dict[str, Any]) -> dict[str, Param]:
-    """Param precedence: built-in defaults < the deployment's (``SOAK_PARAM_DEFAULTS``) < the scenario's."""
-    values = {**soak_params.DEFAULTS, **site_defaults(), **defaults}
-    return {name: Param(values[name], **schema) for name, schema in soak_params.PARAM_SCHEMAS.items()}
+@dataclass(frozen=True)
+class Admission:
+    """Who sets what for one scenario's runs, and the check every run passes before anything starts: the DAG's
+    params (built-in defaults < the deployment's ``SOAK_PARAM_DEFAULTS`` < the scenario file's), the values a
+    trigger may choose for what only the deployment sets, and a refusal for every run when the deployment's
+    settings or the scenario's defaults cannot run (the DAG still imports)."""
+
+    dag_id: str
+    params: dict[str, Param]
+    allow: dict[str, list[Any]]
+    refusal: str
+
+    @classmethod
+    def for_scenario(cls, scenario: dict[str, Any]) -> Admission:
+        deployment = Deployment.from_environment()
+        values = {**soak_params.DEFAULTS, **deployment.defaults, **scenario.get("params", {})}
+        params = {name: Param(values[name], **schema) for name, schema in soak_params.PARAM_SCHEMAS.items()}
+        refusal = deployment.problem
+        if not refusal:
+            try:
+                soak_params.check(values)
+            except soak_params.ParamsError as exc:
+                refusal = f"the defaults of {scenario['dag_id']} (its scenario file and SOAK_PARAM_DEFAULTS) cannot run: {exc}"
+                log.error("%s", refusal)
+        return cls(scenario["dag_id"], params, deployment.allow, refusal)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {name: param.value for name, param in self.params.items()}
+
+    def admit(self, conf: dict[str, Any], params: dict[str, Any]) -> soak_params.RunPlan:
+        """The plan of a run triggered with ``conf`` whose resolved params are ``params``; raises
+        ``soak_params.ParamsError`` or one of ``preflight.ERRORS`` naming each param that stops it."""
+        refused = [self.refusal] if self.refusal else soak_params.trigger_errors(conf, self.defaults, self.allow)
+        if refused:
+            raise soak_params.ParamsError("; ".join(refused))
+        plan = soak_params.check(params)
+        preflight.check(plan)
+        return plan
 
 
 def _run_dir(create: bool = False) -> Path:
@@ -86,7 +164,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
     dag_id = scenario["dag_id"]
     app_id = scenario.get("app_id", f"{dag_id}-app")
     lead_s = float(scenario.get("program_lead_s", 5))
-    params = dag_params(scenario.get("params", {}))
+    admission = Admission.for_scenario(scenario)
 
     with DAG(
         dag_id=dag_id,
@@ -97,8 +175,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         catchup=False,
         max_active_runs=1,
         tags=["kafka-soak", *scenario.get("tags", [])],
-        params=params,
-        deadline=overdue_alert(scenario, {name: param.value for name, param in params.items()}, lead_s),
+        params=admission.params,
+        deadline=None if admission.refusal else overdue_alert(scenario, admission.defaults, lead_s),
         default_args={"retries": 0, "on_failure_callback": record_task_failure},
         on_failure_callback=[SoakAlertNotifier()],
         on_success_callback=[SoakAlertNotifier(on="success")],
@@ -111,8 +189,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             context = get_current_context()
             run_dir = _run_dir(create=True)
             try:
-                plan = soak_params.check(dict(context["params"]))
-                preflight.check(plan)
+                plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]))
             except (soak_params.ParamsError, *preflight.ERRORS) as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
             rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],

