@@ -165,7 +165,7 @@ class SoakAlertNotifier(BaseNotifier):
 
     def notify(self, context: Any) -> None:
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
-        run_dir = rundir.run_dir(dag_id, run_id)
+        run_dir = rundir.run_dir(dag_id, run_id, rundir.attempt_of(context["dag_run"]))
         url = airflow_url(dag_id, run_id)
         report_path = write_report(run_dir, url)
         book = StreakBook(dag_id)

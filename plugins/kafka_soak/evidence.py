@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_soak import rundir
+
 # What a person may want to open, in the order the report lists it; logs/ and quotas/ are added file by file.
 FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
 EVIDENCE_FILES = ("verdict.json", "data_docs/index.html", "params.json", "program.json", "program.jsonl",
@@ -57,6 +59,7 @@ class RunEvidence:
     run_dir: Path
     dag_id: str
     run_id: str
+    attempt: int = 1  # of the DAG run: each Clear is a new attempt in a directory of its own
     params: dict[str, Any] = field(default_factory=dict)  # as given
     plan: dict[str, Any] = field(default_factory=dict)  # as resolved (the program actually run)
     program: dict[str, Any] = field(default_factory=dict)
@@ -72,11 +75,18 @@ class RunEvidence:
         given = read_json(run_dir / "params.json") or {}
         steps = {s["index"]: s for s in _jsonl(run_dir / "program.jsonl")}  # a retried step: its last record
         return cls(run_dir=run_dir, dag_id=given.get("dag_id", run_dir.parent.name),
-                   run_id=given.get("run_id", run_dir.name), params=given.get("params", {}),
+                   run_id=given.get("run_id", run_dir.name), attempt=given.get("attempt", 1),
+                   params=given.get("params", {}),
                    plan=given.get("plan", {}), program=read_json(run_dir / "program.json") or {},
                    steps=[steps[i] for i in sorted(steps)], events=_jsonl(run_dir / "events.jsonl"),
                    cluster=read_json(run_dir / "cluster.json") or {}, verdict=read_json(run_dir / "verdict.json"),
                    timeline=read_json(run_dir / "timeline.json") or {}, health=read_json(run_dir / "health.json") or {})
+
+    @property
+    def other_attempts(self) -> list[str]:
+        """The directory names of the DAG run's other attempts (siblings of this one), first to newest."""
+        return [p.name for p in rundir.attempts(self.run_dir.parent.name, self.run_id, self.run_dir.parent.parent)
+                if p.name != self.run_dir.name]
 
     @property
     def status(self) -> str:

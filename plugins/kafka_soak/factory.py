@@ -180,7 +180,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         default_args={"retries": 0, "on_failure_callback": record_task_failure},
         on_failure_callback=[SoakAlertNotifier()],
         on_success_callback=[SoakAlertNotifier(on="success")],
-        user_defined_macros={"soak_run_dir": lambda run_id: str(rundir.run_dir(dag_id, run_id))},
+        user_defined_macros={"soak_run_dir": lambda dag_run: str(rundir.run_dir(dag_id, dag_run.run_id,
+                                                                                 rundir.attempt_of(dag_run)))},
     ) as dag:
 
         @task
@@ -193,6 +194,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             except (soak_params.ParamsError, *preflight.ERRORS) as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
             rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
+                                                        "attempt": rundir.attempt_of(context["dag_run"]),
                                                         "params": dict(context["params"]), "plan": plan.as_dict()})
             log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys; run directory %s",
                      programs.render(plan.program), plan.program_source, len(plan.program), plan.interval_s,
@@ -213,7 +215,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         def provision(plan: dict[str, Any]) -> dict[str, Any]:
             """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
             run_dir = _run_dir(create=True)
-            prefix = f"soak.{dag_id}.{rundir.safe_name(get_current_context()['run_id'])}"
+            prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
             cluster = backends.create(plan, run_dir).provision(subjects.topics(plan), prefix)
             cluster.subjects = [s.as_dict() for s in subjects.build(plan, app_id, cluster.topics)]
             rundir.write_json(run_dir / "cluster.json", cluster.as_dict())
@@ -334,7 +336,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                 "--subjects", "{{ ti.xcom_pull(task_ids='provision')['subjects'] | tojson }}",
                 "--backend", "{{ ti.xcom_pull(task_ids='provision')['backend'] }}",
                 "--expected-records", "{{ params.records }}",
-                "--out-dir", "{{ soak_run_dir(run_id) }}",
+                "--out-dir", "{{ soak_run_dir(dag_run) }}",
             ],
             conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
                   "spark.sql.shuffle.partitions": "8", "spark.driver.host": "127.0.0.1",

@@ -23,6 +23,7 @@ HISTORY = "history.html"
 class RunSummary:
     dag_id: str
     run_id: str
+    attempt: int  # of the DAG run (a Clear starts a new one)
     path: str  # relative to the runs root
     started_at: float
     status: str
@@ -42,7 +43,7 @@ def summarize(run_dir: Path, root: Path) -> RunSummary | None:
     verdict = read_json(run_dir / "verdict.json") or {}
     program = read_json(run_dir / "program.json") or {}
     return RunSummary(dag_id=given.get("dag_id", run_dir.parent.name), run_id=given.get("run_id", run_dir.name),
-                      path=run_dir.relative_to(root).as_posix(),
+                      attempt=given.get("attempt", 1), path=run_dir.relative_to(root).as_posix(),
                       started_at=program.get("t0") or (run_dir / "params.json").stat().st_mtime,
                       status=verdict.get("status", "no verdict"), records=verdict.get("records", {}),
                       anomalies=verdict.get("anomalies", {}), program=program.get("program", ""),

@@ -1,10 +1,13 @@
 """Where a run's evidence lives: ``$SOAK_RUNS_DIR/<dag_id>/<run_id>/``, kept after the run.
 
-Default ``SOAK_RUNS_DIR`` is ``runs/`` at the project root. ``<dag_id>/latest`` points at the newest run.
+Default ``SOAK_RUNS_DIR`` is ``runs/`` at the project root. ``<dag_id>/latest`` points at the newest run. Each
+attempt of a DAG run (a Clear starts a new one) has a directory of its own: ``<run>``, ``<run>.attempt-2``, ...
 """
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
 import os
 import re
@@ -13,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+LATEST = "latest"  # <dag_id>/latest: a link to the newest run directory
+ATTEMPT = re.compile(r"\.attempt-(\d+)$")
 
 
 def runs_root() -> Path:
@@ -20,24 +25,58 @@ def runs_root() -> Path:
 
 
 def safe_name(run_id: str) -> str:
-    """A run id as a directory name (run ids carry ':' and '+')."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", run_id)
+    """A run id as a directory name of its own: run ids carry ':' and '+', and two ids that differ only there (or
+    one named like the ``latest`` link or a hidden file) must not share a directory, so an altered name gets a
+    digest of the id."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)
+    if safe != run_id or safe == LATEST or safe.startswith(".") or ATTEMPT.search(safe):
+        safe = f"{safe.lstrip('.') or 'run'}-{hashlib.sha256(run_id.encode()).hexdigest()[:8]}"
+    return safe
 
 
-def run_dir(dag_id: str, run_id: str, create: bool = False) -> Path:
-    path = runs_root() / dag_id / safe_name(run_id)
-    if create and not path.exists():
+def attempt_name(run_id: str, attempt: int) -> str:
+    """The directory of one attempt of a DAG run: the first has the run's name; each Clear of the run is a fresh
+    attempt beside it (``<name>.attempt-2``), so nothing of an earlier attempt is reused or overwritten."""
+    return safe_name(run_id) + (f".attempt-{attempt}" if attempt > 1 else "")
+
+
+def attempts(dag_id: str, run_id: str, root: Path | None = None) -> list[Path]:
+    """The attempt directories of a DAG run, first to newest."""
+    dag_dir, name = (root or runs_root()) / dag_id, safe_name(run_id)
+    found = [p for p in dag_dir.glob(f"{glob.escape(name)}*") if p.is_dir() and not p.is_symlink()
+             and (p.name == name or p.name.removeprefix(name + ".attempt-").isdigit())]
+    return sorted(found, key=lambda p: int(ATTEMPT.search(p.name)[1]) if ATTEMPT.search(p.name) else 1)
+
+
+def run_dir(dag_id: str, run_id: str, attempt: int | None = None, create: bool = False) -> Path:
+    """The directory of attempt ``attempt`` of a DAG run (None: its newest, or its first if there is none yet).
+    ``create`` makes it, refusing a path that exists already as a link, and points ``<dag_id>/latest`` at it."""
+    dag_dir = runs_root() / dag_id
+    if attempt is None:
+        existing = attempts(dag_id, run_id)
+        return existing[-1] if existing else dag_dir / attempt_name(run_id, 1)
+    path = dag_dir / attempt_name(run_id, attempt)
+    if path.is_symlink():
+        raise FileExistsError(f"{path} is a link; a run directory is never one")
+    if create and not path.is_dir():
         path.mkdir(parents=True)
-        latest = path.parent / "latest"
-        tmp = path.parent / f".latest.{os.getpid()}"
+        tmp = dag_dir / f".latest.{os.getpid()}"
         tmp.symlink_to(path.name)
-        tmp.replace(latest)
+        tmp.replace(dag_dir / LATEST)
     return path
 
 
+def attempt_of(dag_run: Any) -> int:
+    """Which attempt of its DAG run a task runs in: 1, plus one for each Clear of the run."""
+    return (getattr(dag_run, "clear_number", 0) or 0) + 1
+
+
 def for_context(context: Any, create: bool = False) -> Path:
-    """The run directory of the DAG run a task executes in."""
-    return run_dir(context["dag"].dag_id, context["run_id"], create=create)
+    """The run directory of the DAG-run attempt a task executes in. A task cleared on its own in a run whose
+    attempt has no directory (its check_params did not run again) works in the newest attempt's."""
+    dag_id, run_id, attempt = context["dag"].dag_id, context["run_id"], attempt_of(context["dag_run"])
+    path = run_dir(dag_id, run_id, attempt, create=create)
+    return path if path.is_dir() else run_dir(dag_id, run_id)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -55,11 +55,13 @@ async def may_read_runs(request: Request) -> None:
 
 
 def run_file(dag_id: str, run_id: str, path: str) -> tuple[Path, Path]:
-    """The run's directory and the file ``path`` names in it; 404 when it is missing or resolves outside it."""
+    """The directory of run ``run_id`` (its newest attempt; or the run directory of that name) and the file ``path``
+    names in it; 404 when it is missing or resolves outside it."""
     from kafka_soak.report import REPORT  # not at module level: it loads the chart libraries
 
     root = rundir.runs_root()
-    run_dir = (root / dag_id / rundir.safe_name(run_id)).resolve()
+    named = root / dag_id / run_id  # a run directory's own name (the history's links: one per attempt)
+    run_dir = (named if named.is_dir() and not named.is_symlink() else rundir.run_dir(dag_id, run_id)).resolve()
     target = (run_dir / (path or REPORT)).resolve()
     if run_dir.parent.parent != root or not target.is_relative_to(run_dir):
         raise HTTPException(404, "not a file of a soak run")

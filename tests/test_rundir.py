@@ -1,0 +1,78 @@
+"""Run directories: one per attempt of a DAG run, never shared by two run ids, never reached through a link."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from kafka_soak import history, rundir
+from kafka_soak.evidence import RunEvidence
+
+DAG = "soak_eos_id_assignment"
+RUN = "manual__2026-11-23T12:00:00+00:00"
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def context(run_id: str = RUN, clear_number: int = 0) -> dict:
+    return {"dag": SimpleNamespace(dag_id=DAG), "run_id": run_id,
+            "dag_run": SimpleNamespace(run_id=run_id, clear_number=clear_number)}
+
+
+def test_run_ids_that_sanitize_alike_get_directories_of_their_own(root):
+    names = {rundir.safe_name(r) for r in (RUN, RUN.replace(":", "_").replace("+", "_"), RUN.replace(":", "+"))}
+    assert len(names) == 3
+    assert rundir.safe_name("scheduled__2026-01-01") == "scheduled__2026-01-01"  # nothing to alter: as it is
+
+
+@pytest.mark.parametrize("run_id", ["latest", ".hidden", "..", "x.attempt-2"])
+def test_a_run_id_named_like_the_link_a_hidden_file_or_an_attempt_is_not_taken_as_one(root, run_id):
+    name = rundir.safe_name(run_id)
+    assert name not in ("latest", "..", ".") and not name.startswith(".") and not rundir.ATTEMPT.search(name)
+
+
+def test_the_previous_run_is_never_written_through_latest(root):
+    first = rundir.for_context(context(), create=True)
+    (first / "verdict.json").write_text("{}")
+    second = rundir.for_context(context("latest"), create=True)
+    assert second != first and second.parent == first.parent and not second.is_symlink()
+    assert (root / DAG / "latest").resolve() == second
+    assert list(second.iterdir()) == [] and (first / "verdict.json").exists()
+
+
+def test_each_clear_is_a_fresh_attempt_and_keeps_the_earlier_ones(root):
+    first = rundir.for_context(context(), create=True)
+    (first / "program").mkdir()
+    (first / "program" / "step-0.claim").write_text("{}")  # a claim that would block a re-run
+    (first / "generator.json").write_text('{"state": "done"}')  # a "done" that would release await_generator
+    second = rundir.for_context(context(clear_number=1), create=True)
+    assert second.name == first.name + ".attempt-2" and list(second.iterdir()) == []
+    assert (first / "generator.json").exists(), "an earlier attempt's evidence is kept"
+    assert rundir.attempts(DAG, RUN) == [first, second]
+    assert rundir.run_dir(DAG, RUN) == second  # the newest, for the UI and the overdue alert
+    assert (root / DAG / "latest").resolve() == second
+    # a task cleared on its own (check_params did not make a directory for attempt 3) works in the newest one
+    assert rundir.for_context(context(clear_number=2)) == second
+
+
+def test_a_link_where_an_attempt_would_go_is_refused(root, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    (root / DAG).mkdir(parents=True)
+    (root / DAG / rundir.attempt_name(RUN, 2)).symlink_to(outside)
+    with pytest.raises(FileExistsError, match="is a link"):
+        rundir.for_context(context(clear_number=1), create=True)
+
+
+def test_the_report_and_history_show_attempts(root):
+    for clear_number in (0, 1):
+        run_dir = rundir.for_context(context(clear_number=clear_number), create=True)
+        rundir.write_json(run_dir / "params.json", {"dag_id": DAG, "run_id": RUN, "attempt": clear_number + 1})
+    second = RunEvidence.load(rundir.run_dir(DAG, RUN))
+    assert second.attempt == 2 and second.other_attempts == [rundir.safe_name(RUN)]
+    runs = history.scenarios(root)[DAG]
+    assert sorted(r.attempt for r in runs) == [1, 2] and {r.run_id for r in runs} == {RUN}
