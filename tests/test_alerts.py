@@ -8,6 +8,7 @@ import threading
 from email import message_from_bytes
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from urllib.parse import quote
 
 import pytest
@@ -143,3 +144,22 @@ def test_a_run_without_a_verdict_says_which_task_failed_first_and_why(tmp_path):
     (run_dir / "failures.jsonl").unlink()
     assert alerting.compose("d", "r", run_dir, failed_task="drain")["message"] == (
         f"soak d did not reach a verdict: task drain failed (run r); logs: {run_dir}")
+
+
+def test_an_alert_goes_out_when_no_evidence_can_be_written(channels, tmp_path, monkeypatch):
+    """A full disk or an unwritable runs directory: the channels are tried first, each on its own, and the alert says
+    what could not be written. (Tests run as root, whom permissions do not stop: a runs directory below a regular
+    file refuses every write, as a full disk does.)"""
+    mails, posts = channels
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("SOAK_RUNS_DIR", str(blocker / "runs"))
+    context = {"dag": SimpleNamespace(dag_id="soak_eos_id_assignment"), "run_id": "manual__2026-11-23T12:00:00+00:00",
+               "dag_run": SimpleNamespace(clear_number=0), "ti": SimpleNamespace(task_id="check_params")}
+    alerting.SoakAlertNotifier().notify(context)
+    assert len(mails) == 1 and len(posts) == 1
+    text = posts[0]["body"]["text"]
+    assert "did not reach a verdict: task check_params failed" in text
+    assert "evidence not written: the run directory" in text and "evidence not written: the alert streak" in text
+    assert "evidence not written" in body(mails[0])
+    assert blocker.read_text() == ""

@@ -141,7 +141,7 @@ class StreakBook:
         self.path = rundir.runs_root() / dag_id / "alert-state.json"
 
     def failures(self) -> list[str]:
-        return json.loads(self.path.read_text())["failures"] if self.path.exists() else []
+        return (evidence.read_json(self.path) or {}).get("failures", [])
 
     def save(self, failures: list[str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,55 +167,70 @@ class SoakAlertNotifier(BaseNotifier):
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
         run_dir = rundir.run_dir(dag_id, run_id, rundir.attempt_of(context["dag_run"]))
         url = airflow_url(dag_id, run_id)
-        report_path = write_report(run_dir, url)
+        unwritten: list[str] = []  # evidence a full disk or an unwritable runs directory kept from being written
+        report_path = write_report(run_dir, url, unwritten)
         book = StreakBook(dag_id)
         failures = book.failures()
         if self.on == "success":
             if not failures:
                 return
-            alert = recovery(dag_id, run_id, run_dir, failures)
-            book.save([])
+            alert, streak = recovery(dag_id, run_id, run_dir, failures), []
         else:
             ti = context.get("ti")
-            alert = compose(dag_id, run_id, run_dir, getattr(ti, "task_id", None))
-            book.save([*failures, run_id])
+            alert, streak = compose(dag_id, run_id, run_dir, getattr(ti, "task_id", None)), [*failures, run_id]
+        try:
+            book.save(streak)
+        except OSError as exc:
+            unwritten.append(f"the alert streak {book.path} ({exc.strerror or exc})")
         alert.update(airflow_url=url, report=str(report_path) if report_path else None,
                      report_url=airflow_url(dag_id, run_id, report=True) if report_path else None)
+        if unwritten:
+            alert["details"] = [f"evidence not written: {what}" for what in unwritten] + alert.get("details", [])
         publish(alert, context)
 
 
-def write_report(run_dir: Path, url: str | None) -> Path | None:
+def write_report(run_dir: Path, url: str | None, unwritten: list[str]) -> Path | None:
     """The run's report and the history page, written when the run is over (whatever it reached: a DAG callback,
-    not a task, so it never changes the run's state). A report that cannot be written is logged; the alert
-    still goes out."""
+    not a task, so it never changes the run's state). What cannot be written is added to ``unwritten``; the
+    alert still goes out, and says so."""
     if not run_dir.is_dir():
+        unwritten.append(f"the run directory {run_dir} (it was never made)")
         return None
     from kafka_soak import history, report
 
     try:
         path = report.write(run_dir, url)
         history.write_history()
+    except OSError as exc:
+        log.error("could not write the report of %s: %s", run_dir, exc)
+        unwritten.append(f"the report in {run_dir} ({exc.strerror or exc})")
+        return None
     except Exception:  # the alert matters more than its attachment
         log.exception("could not write the report of %s", run_dir)
+        unwritten.append(f"the report in {run_dir} (see the log)")
         return None
     log.info("report: %s", path)
     return path
 
 
 def publish(alert: dict[str, Any], context: Any) -> None:
-    """Log the alert, keep it in ``alerts.jsonl``, and send it to every configured channel."""
+    """Log the alert and send it to every configured channel first, each on its own, then keep it in
+    ``alerts.jsonl``: a full disk or an unwritable runs directory silences no channel."""
     log.log(logging.INFO if alert["status"] == "recovered" else logging.ERROR, "ALERT: %s", alert["message"])
     for line in alert.get("details", []):
         log.error("ALERT: %s", line)
-    root = rundir.runs_root()
-    root.mkdir(parents=True, exist_ok=True)
-    rundir.append_jsonl(root / "alerts.jsonl", alert)
     for channel, send in (("smtp", send_mail), ("slack", send_slack)):
         try:
             if send(alert, context):
                 log.info("alert sent by %s", channel)
         except Exception as exc:  # one broken channel must not silence the others
             log.error("could not send the alert by %s: %s", channel, exc)
+    root = rundir.runs_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        rundir.append_jsonl(root / "alerts.jsonl", alert)
+    except OSError as exc:
+        log.error("could not keep the alert in %s: %s", root / "alerts.jsonl", exc)
 
 
 def _connection(conn_id: str) -> Any:

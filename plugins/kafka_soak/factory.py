@@ -146,6 +146,11 @@ class Admission:
         return plan
 
 
+def unwritable(where: Path, exc: OSError) -> str:
+    return (f"refused before provisioning: cannot write the run's evidence in {where} ({exc.strerror or exc}); "
+            "make SOAK_RUNS_DIR a writable directory with free space")
+
+
 def _run_dir(create: bool = False) -> Path:
     return rundir.for_context(get_current_context(), create=create)
 
@@ -188,14 +193,20 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         def check_params() -> dict[str, Any]:
             """Refuse a bad run before anything is provisioned; store the resolved program for replay."""
             context = get_current_context()
-            run_dir = _run_dir(create=True)
+            try:
+                run_dir = _run_dir(create=True)
+            except OSError as exc:
+                raise AirflowFailException(unwritable(rundir.runs_root(), exc)) from None
             try:
                 plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]))
             except (soak_params.ParamsError, *preflight.ERRORS) as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
-            rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
-                                                        "attempt": rundir.attempt_of(context["dag_run"]),
-                                                        "params": dict(context["params"]), "plan": plan.as_dict()})
+            try:
+                rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
+                                                            "attempt": rundir.attempt_of(context["dag_run"]),
+                                                            "params": dict(context["params"]), "plan": plan.as_dict()})
+            except OSError as exc:
+                raise AirflowFailException(unwritable(run_dir, exc)) from None
             log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys; run directory %s",
                      programs.render(plan.program), plan.program_source, len(plan.program), plan.interval_s,
                      plan.records, plan.keys, run_dir)
