@@ -23,8 +23,8 @@ def test_command_lines():
     assert quotas.alter_command(both, "b:9092", "/dev/stdin")[2:6] == [
         "--command-config", "/dev/stdin", "--alter", "--add-config"]
     assert "consumer_byte_rate=1000,request_percentage=12.5" in quotas.alter_command(both, "b:9092")
-    assert quotas.delete_command(both, "b:9092")[2:5] == ["--alter", "--delete-config",
-                                                          "consumer_byte_rate,request_percentage"]
+    assert quotas.delete_command("c", ["consumer_byte_rate", "request_percentage"], "b:9092")[2:5] == [
+        "--alter", "--delete-config", "consumer_byte_rate,request_percentage"]
     assert quotas.describe_command("c", "b:9092")[-5:] == ["--describe", "--entity-type", "clients",
                                                            "--entity-name", "c"]
 
@@ -49,19 +49,38 @@ def test_verify_names_what_did_not_take_effect():
         quotas.verify(STREAMS, {STREAMS.client_id: {"consumer_byte_rate": 35000.0}})
 
 
-def test_apply_sets_and_verifies_each_quota_on_a_real_broker_and_remove_deletes_them(kafka):
-    """Kafka's own ConfigCommand from the project's jars against the session's broker."""
+def described(backend, cluster, client_id: str) -> dict[str, float]:
+    return quotas.parse_describe(backend.config_command(
+        quotas.describe_command(client_id, cluster.bootstrap_servers))).get(client_id, {})
+
+
+def test_apply_sets_and_verifies_each_quota_on_a_real_broker_and_restore_puts_back_what_was_there(kafka):
+    """Kafka's own ConfigCommand from the project's jars against the session's broker. A quota that existed before
+    the run (a shared cluster's) gets its old values back at release; what the run added is deleted."""
     backend, cluster = kafka
+    run, bootstrap = backend.config_command, cluster.bootstrap_servers
+    quotas.apply([Quota("soak-test-c", consumer_byte_rate=9000)], run, bootstrap)  # the cluster's own, before
     both = [Quota("soak-test-set", producer_byte_rate=35000), Quota("soak-test-c", consumer_byte_rate=500,
                                                                    request_percentage=12.5)]
-    applied = quotas.apply(both, backend.config_command, cluster.bootstrap_servers)
-    assert applied == [{"client_id": "soak-test-set", "producer_byte_rate": 35000.0},
-                       {"client_id": "soak-test-c", "consumer_byte_rate": 500.0, "request_percentage": 12.5}]
-    quotas.remove(both, backend.config_command, cluster.bootstrap_servers)
-    for quota in both:
-        described = quotas.parse_describe(backend.config_command(
-            quotas.describe_command(quota.client_id, cluster.bootstrap_servers)))
-        assert described.get(quota.client_id, {}) == {}
+    applied = quotas.apply(both, run, bootstrap)
+    assert applied == [{"client_id": "soak-test-set", "producer_byte_rate": 35000.0, "previous": {}},
+                       {"client_id": "soak-test-c", "consumer_byte_rate": 500.0, "request_percentage": 12.5,
+                        "previous": {"consumer_byte_rate": 9000.0}}]
+    quotas.restore(applied, run, bootstrap)
+    assert described(backend, cluster, "soak-test-set") == {}
+    assert described(backend, cluster, "soak-test-c") == {"consumer_byte_rate": 9000.0}
+    quotas.restore([{"client_id": "soak-test-c", "consumer_byte_rate": 9000.0, "previous": {}}], run, bootstrap)
+    assert described(backend, cluster, "soak-test-c") == {}
+
+
+def test_a_quota_that_cannot_be_set_undoes_the_ones_before_it(kafka):
+    """Provision fails on it, and no teardown runs after a failed setup: apply leaves the cluster as it found it."""
+    backend, cluster = kafka
+    run, bootstrap = backend.config_command, cluster.bootstrap_servers
+    with pytest.raises(Exception, match="request_percentage"):
+        quotas.apply([Quota("soak-test-first", producer_byte_rate=1000),
+                      Quota("soak-test-bad", request_percentage=-1.0)], run, bootstrap)
+    assert described(backend, cluster, "soak-test-first") == {} and described(backend, cluster, "soak-test-bad") == {}
 
 
 def produced_bytes_per_s(bootstrap: str, topic: str, client_id: str, seconds: float, warmup_s: float) -> float:
@@ -95,7 +114,7 @@ def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, 
     backend, cluster = kafka
     quota, idle = Quota("soak-test-throttled", producer_byte_rate=35000), Quota("soak-test-idle", consumer_byte_rate=1000)
     free = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], "soak-test-free", 3, 1)
-    quotas.apply([quota, idle], backend.config_command, cluster.bootstrap_servers)
+    applied = quotas.apply([quota, idle], backend.config_command, cluster.bootstrap_servers)
     layout = backend.layout()
     meter = LocalProcesses(tmp_path)
     quota_meter.start(meter, {n.node_id: n.jmx_port for n in layout.nodes}, [quota, idle], tmp_path)
@@ -103,7 +122,7 @@ def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, 
         throttled = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], quota.client_id, 14, 4)
     finally:
         quota_meter.stop(meter)
-        quotas.remove([quota, idle], backend.config_command, cluster.bootstrap_servers)
+        quotas.restore(applied, backend.config_command, cluster.bootstrap_servers)
     assert free > 10 * 35000, free
     assert 35000 * 0.5 <= throttled <= 35000 * 1.15, throttled
     used, unused = quota_meter.summarize([quota, idle], tmp_path, [n.node_id for n in layout.nodes])

@@ -178,7 +178,19 @@ class Instances:
         alive = [(s, n) for s in self.subjects for n in range(1, self.plan["instances"] + 1)
                  if self.runtime.is_alive(s.process(n))]
         with ThreadPoolExecutor(max(1, len(alive))) as pool:
-            codes = dict(zip([s.process(n) for s, n in alive],
-                             pool.map(lambda sn: self._end(*sn, "stop", timeout), alive), strict=True))
+            futures = {s.process(n): pool.submit(self._end, s, n, "stop", timeout) for s, n in alive}
+        codes, errors = {}, {}
+        for name, future in futures.items():  # one instance that fails to stop stops none of the others
+            try:
+                codes[name] = future.result()
+            except Exception as exc:
+                errors[name] = exc
+                try:
+                    self.runtime.kill(name)
+                except Exception as kill_error:
+                    log.error("could not kill %s either: %s", name, kill_error)
         self.runtime.clean_up()
+        if errors:
+            raise RuntimeError("could not stop " + "; ".join(f"{name}: {exc}" for name, exc in errors.items())
+                               + " (killed instead)")
         return codes

@@ -61,9 +61,9 @@ def alter_command(quota: Quota, bootstrap: str, command_config: str | None = Non
             "--entity-type", "clients", "--entity-name", quota.client_id]
 
 
-def delete_command(quota: Quota, bootstrap: str, command_config: str | None = None) -> list[str]:
-    return [*_tool(bootstrap, command_config), "--alter", "--delete-config", ",".join(quota.settings()),
-            "--entity-type", "clients", "--entity-name", quota.client_id]
+def delete_command(client_id: str, settings: list[str], bootstrap: str, command_config: str | None = None) -> list[str]:
+    return [*_tool(bootstrap, command_config), "--alter", "--delete-config", ",".join(settings),
+            "--entity-type", "clients", "--entity-name", client_id]
 
 
 def describe_command(client_id: str, bootstrap: str, command_config: str | None = None) -> list[str]:
@@ -101,25 +101,39 @@ def verify(quota: Quota, described: dict[str, dict[str, float]]) -> None:
 
 def apply(quotas: list[Quota], run: Runner, bootstrap: str, command_config: str | None = None) -> list[dict[str, Any]]:
     """Set each quota, then describe it and verify the broker holds exactly those values; returns them as
-    described (the evidence that goes into the verdict)."""
-    applied = []
+    described, each with the client id's quota before the run (``previous``: what release puts back)."""
+    applied: list[dict[str, Any]] = []
     for quota in quotas:
-        run(alter_command(quota, bootstrap, command_config))
-        described = parse_describe(run(describe_command(quota.client_id, bootstrap, command_config)))
-        verify(quota, described)
+        previous = parse_describe(run(describe_command(quota.client_id, bootstrap, command_config)))
+        entry = {"client_id": quota.client_id, **quota.settings(), "previous": previous.get(quota.client_id, {})}
+        try:
+            run(alter_command(quota, bootstrap, command_config))
+            described = parse_describe(run(describe_command(quota.client_id, bootstrap, command_config)))
+            verify(quota, described)
+        except Exception:  # provision fails, and a teardown does not run after a failed setup: undo it here
+            restore([*applied, entry], run, bootstrap, command_config)
+            raise
         log.info("quota set and verified: %s", quota.describe())
-        applied.append({"client_id": quota.client_id, **described[quota.client_id]})
+        applied.append({**entry, **described[quota.client_id]})
     return applied
 
 
-def remove(quotas: list[Quota], run: Runner, bootstrap: str, command_config: str | None = None) -> None:
-    """Delete the run's quotas (release); a failure is logged, not raised: the run's evidence is complete."""
-    for quota in quotas:
+def restore(applied: list[dict[str, Any]], run: Runner, bootstrap: str, command_config: str | None = None) -> None:
+    """Release: give each client id back the quota it had before the run (a quota that already existed on a shared
+    cluster keeps its old values) and delete only what the run added. A failure is logged, not raised: the run's
+    evidence is complete, and the log says what to put back by hand."""
+    for entry in applied:
+        client_id, previous = entry["client_id"], entry.get("previous", {})
+        added = [k for k in entry if k in SETTINGS and k not in previous]
         try:
-            run(delete_command(quota, bootstrap, command_config))
-            log.info("quota removed: %s", quota.describe())
+            if previous:
+                run(alter_command(Quota(client_id, **previous), bootstrap, command_config))
+            if added:
+                run(delete_command(client_id, added, bootstrap, command_config))
+            log.info("quota of client-id %r restored to %s", client_id, previous or "none")
         except Exception as exc:
-            log.error("could not remove the quota %s: %s; remove it by hand", quota.describe(), exc)
+            log.error("could not restore the quota of client-id %r to %s: %s; restore it by hand", client_id,
+                      previous or "none", exc)
 
 
 def properties(settings: dict[str, Any]) -> str:

@@ -65,7 +65,7 @@ def replay(evidence: RunEvidence) -> dict[str, str]:
 def quota_rows(verified: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per quota setting, as verified on the broker (``cluster.json``: client id and its settings)."""
     return [{"client_id": q["client_id"], "setting": k, "value": v} for q in verified for k, v in q.items()
-            if k != "client_id"]
+            if k not in ("client_id", "previous")]
 
 
 def render(run_dir: Path, airflow_url: str | None = None) -> str:

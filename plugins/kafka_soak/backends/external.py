@@ -126,9 +126,9 @@ class ExternalBackend:
             return
         settings = client_settings(cluster)
         with settings_in_env(settings):
-            if self.quotas:
-                soak_quotas.remove(self.quotas, self.kafka_configs(settings), cluster.bootstrap_servers,
-                                   kafka_jars.STDIN_CONFIG)
+            if cluster.quotas:
+                soak_quotas.restore(cluster.quotas, self.kafka_configs(settings), cluster.bootstrap_servers,
+                                    kafka_jars.STDIN_CONFIG)
             # Kafka Streams' own changelogs too: a later run with the same application id would restore them.
             streams_apps = [s["app_id"] for s in cluster.subjects if s.get("version")]
             names = sorted(cluster.topics.values()) + kafka_io.internal_topics(cluster.bootstrap_servers, streams_apps)
