@@ -54,6 +54,13 @@ class Load:
         return self.processes.start(GENERATOR, self.command(start_at), self.run_dir / "logs" / f"generator.{attempt}.log",
                                     extra_env=kafka_io.settings_env(client_settings(self.cluster)))
 
+    def expected_s(self) -> float:
+        """The longest the load may take from the program's start: the program, then each phase at its rate (a
+        full-speed phase at a floor of 200 records/s), plus a grace for a slow machine and a restart."""
+        phases = self.plan["phases"]
+        producing = sum(p["records"] / (p["rate"] or 200.0) for p in phases)
+        return len(self.plan["program"]) * self.plan["interval_s"] + producing + 300.0
+
     def running(self) -> bool:
         return self.processes.is_alive(GENERATOR)
 
