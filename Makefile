@@ -8,6 +8,8 @@ SCENARIO ?= soak_eos_id_assignment
 CONF ?= {}
 PYTEST_ARGS ?=
 SIZE ?= quick
+# To the recipes through the environment, never pasted into a shell line: a value with a quote stays one argument.
+export SCENARIO CONF
 
 export AIRFLOW_HOME := $(CURDIR)/.airflow
 export AIRFLOW__CORE__DAGS_FOLDER := $(CURDIR)/dags
@@ -22,7 +24,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 .PHONY: soak test bench reproduction setup system-deps kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
-	@$(PY) -m kafka_soak.cli soak $(SCENARIO) --conf '$(CONF)'
+	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
 
 # Two workers: an end-to-end run mostly waits (program steps, drain); tests that share the Docker engine stay on one.
 test: setup test-deps

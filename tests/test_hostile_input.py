@@ -203,3 +203,28 @@ def test_a_deployer_only_param_in_a_real_trigger_is_refused_before_anything_star
     assert not (run_dir / "cluster.json").exists() and not (run_dir / "processes").exists()
     assert not live_processes(run_dir)
     assert not Path("/tmp/owned").exists()
+
+
+def test_the_report_s_replay_commands_survive_a_quote(tmp_path):
+    """A param value with a quote (here a program-free param, as a user typed it) stays one shell word."""
+    import shlex
+
+    from kafka_soak.evidence import RunEvidence
+    from kafka_soak.report import replay
+
+    params = {"app_env": {"GREETING": "it's; touch /tmp/owned"}, "program": "1 2 1"}
+    evidence = RunEvidence(run_dir=tmp_path, dag_id=DAG_ID, run_id="r", params=params,
+                           program={"replay_conf": {"program": "1 2 1", "seed": 0}})
+    commands = replay(evidence)
+    assert json.loads(shlex.split(commands["airflow"])[-1]) == params
+    assert shlex.split(commands["program"])[-1] == 'CONF={"program": "1 2 1", "seed": 0}'
+
+
+def test_make_soak_passes_scenario_and_conf_as_single_arguments(tmp_path):
+    """`make soak SCENARIO=...` with shell syntax in it: the CLI gets it as one (unknown) scenario name, nothing runs."""
+    marker = tmp_path / "owned"
+    proc = subprocess.run(["make", "-s", "soak", f"SCENARIO=x; touch {marker}", "CONF={\"program\": \"it's\"}"],
+                          cwd=DAGS.parent, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert f"kafka-soak: unknown scenario 'x; touch {marker}'" in proc.stderr, proc.stderr[-2000:]
+    assert not marker.exists()

@@ -84,6 +84,16 @@ def served(evidence, tmp_path_factory):
             thread.join(timeout=10)
 
 
+def policy(port: int, path: str, token: str) -> str:
+    """The Content-Security-Policy a served file comes with."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        return conn.getresponse().getheader("content-security-policy", "")
+    finally:
+        conn.close()
+
+
 def get(port: int, path: str, token: str | None = None, cookie: bool = False) -> tuple[int, str, str]:
     """GET a raw path (sent exactly as given: no client normalises '..' away); returns status, type, body."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -131,6 +141,8 @@ def test_a_dag_run_reaches_its_report_and_what_the_report_links_to(served):
         assert text in body
     by_dir_name = f"{ui.URL_PREFIX}/runs/{DAG_ID}/{rundir.safe_name(RUN_ID)}/"
     assert get(port, by_dir_name, token)[:1] == (200,), "the listing links runs by their directory name"
+    assert policy(port, url, token).startswith("sandbox allow-scripts"), "a run's pages get an origin of their own"
+    assert policy(port, urljoin(url, "verdict.json"), token) == ""
 
 
 def test_the_listing_links_every_run_to_its_report(served, evidence):

@@ -61,10 +61,11 @@ def app_label(plan: dict[str, Any]) -> str:
     return plan.get("app", "")
 
 
-def scenarios(root: Path) -> dict[str, list[RunSummary]]:
-    """``{dag_id: [runs, newest first]}`` for every scenario with at least one run under ``root``."""
+def scenarios(root: Path, only: set[str] | None = None) -> dict[str, list[RunSummary]]:
+    """``{dag_id: [runs, newest first]}`` for every scenario (of ``only``, if given) with a run under ``root``."""
     found: dict[str, list[RunSummary]] = {}
-    for dag_dir in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+    for dag_dir in sorted(p for p in root.iterdir() if p.is_dir() and (only is None or p.name in only)) \
+            if root.is_dir() else []:
         runs = [summarize(d, root) for d in dag_dir.iterdir() if d.is_dir() and not d.is_symlink()]
         runs = sorted((r for r in runs if r), key=lambda r: r.started_at, reverse=True)
         if runs:
@@ -72,8 +73,8 @@ def scenarios(root: Path) -> dict[str, list[RunSummary]]:
     return found
 
 
-def render_history(root: Path, link_prefix: str = "") -> str:
-    return TEMPLATES.get_template("history.html.j2").render(scenarios=scenarios(root), anomalies=ANOMALY_ORDER,
+def render_history(root: Path, link_prefix: str = "", only: set[str] | None = None) -> str:
+    return TEMPLATES.get_template("history.html.j2").render(scenarios=scenarios(root, only), anomalies=ANOMALY_ORDER,
                                                             prefix=link_prefix, report=REPORT, root=root)
 
 

@@ -133,7 +133,8 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
         "anyOf": [{"required": ["producer_byte_rate"]}, {"required": ["consumer_byte_rate"]},
                   {"required": ["request_percentage"]}]},
         "description": "Client quotas for the run, e.g. [{\"client_id\": \"my-app-StreamThread-1-producer\", "
-                       "\"producer_byte_rate\": 35000}]; verified after setting; release puts back what each client id had before. The reference "
+                       "\"producer_byte_rate\": 35000}]; verified after setting; release puts back what each client "
+                       "id had before. The reference "
                        "worker's producer is <app_id>-<instance>-producer, the Kafka Streams app's "
                        "<app_id>-<instance>-StreamThread-<thread>-producer."},
     "app_image": {"type": "string",

@@ -10,6 +10,7 @@ the Airflow UI plugin, or copied elsewhere; the charts' JavaScript is inlined, s
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from functools import cache
 from pathlib import Path
@@ -58,8 +59,8 @@ def replay(evidence: RunEvidence) -> dict[str, str]:
     """Commands that run the same program again: the program alone, and every param as this run had them."""
     program_conf = json.dumps(evidence.program.get("replay_conf") or {})
     all_params = json.dumps(evidence.params, sort_keys=True)
-    return {"program": f"make soak SCENARIO={evidence.dag_id} CONF='{program_conf}'",
-            "airflow": f"airflow dags trigger {evidence.dag_id} --conf '{all_params}'"}
+    return {"program": f"make soak SCENARIO={shlex.quote(evidence.dag_id)} CONF={shlex.quote(program_conf)}",
+            "airflow": f"airflow dags trigger {shlex.quote(evidence.dag_id)} --conf {shlex.quote(all_params)}"}
 
 
 def quota_rows(verified: list[dict[str, Any]]) -> list[dict[str, Any]]:

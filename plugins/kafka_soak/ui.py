@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import mimetypes
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -37,21 +37,34 @@ EXTERNAL_VIEWS: list[dict[str, Any]] = [
 ]
 # Logs and JSON are served as the text they are, never sniffed into HTML by the browser.
 NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
+# A run directory's pages (report, Data Docs) run their scripts in an opaque origin of their own: whatever a run
+# directory holds, it cannot act with the Airflow session of the person viewing it.
+SANDBOX = {**NO_SNIFF, "Content-Security-Policy": "sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox "
+                                                  "allow-downloads"}
 TEXT_TYPES = ("text/", "application/json", "application/javascript")
 MASK = "***"
 
 app = FastAPI(title="kafka-soak reports", docs_url=None, redoc_url=None, openapi_url=None)
 
 
-async def may_read_runs(request: Request) -> None:
-    """Let through a user the API server authenticates who may read the runs of the DAG in the path (of every
-    DAG, for the listing). Airflow's auth is imported here, not at module level: every task process loads the
-    plugins, and only the API server needs it (importing it costs a task about a second)."""
+async def may_read_runs(request: Request) -> Any:
+    """Let through a user the API server authenticates who may read the runs of the DAG in the path (for the
+    listing: of some DAG; it then shows only the DAGs the user may read); returns the user. Airflow's auth is
+    imported here, not at module level: every task process loads the plugins, and only the API server needs it
+    (importing it costs a task about a second)."""
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
     from airflow.api_fastapi.core_api.security import bearer_scheme, get_user, requires_access_dag
 
     user = await get_user(request=request, _oauth_token=None, bearer_credentials=await bearer_scheme(request))
     requires_access_dag("GET", DagAccessEntity.RUN)(request, user)
+    return user
+
+
+def readable_dags(user: Any, dag_ids: set[str]) -> set[str]:
+    """Of ``dag_ids``, those whose runs ``user`` may read (``?dag_id=`` on the listing authorises one DAG, not all)."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    return get_auth_manager().filter_authorized_dag_ids(dag_ids=dag_ids, user=user, method="GET")
 
 
 def run_file(dag_id: str, run_id: str, path: str) -> tuple[Path, Path]:
@@ -90,11 +103,13 @@ def connection_secrets(run_dir: Path) -> list[str]:
     return [str(value) for key, value in config.items() if is_secret(key) and value]
 
 
-@app.get("/", response_class=HTMLResponse, dependencies=[Depends(may_read_runs)])
-def listing() -> HTMLResponse:
+@app.get("/", response_class=HTMLResponse)
+def listing(user: Annotated[Any, Depends(may_read_runs)]) -> HTMLResponse:
     from kafka_soak.history import render_history
 
-    return HTMLResponse(render_history(rundir.runs_root(), link_prefix="runs/"), headers=NO_SNIFF)
+    root = rundir.runs_root()
+    dags = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+    return HTMLResponse(render_history(root, link_prefix="runs/", only=readable_dags(user, dags)), headers=NO_SNIFF)
 
 
 @app.get("/runs/{dag_id}/{run_id}/{path:path}",
@@ -104,9 +119,10 @@ def run_evidence(dag_id: str, run_id: str, path: str) -> Response:
     # Logs (.log) and alert/step records (.jsonl) have no registered type: show them as text, not a download.
     media_type = mimetypes.guess_type(target.name)[0] or "text/plain; charset=utf-8"
     secrets = connection_secrets(run_dir) if media_type.startswith(TEXT_TYPES) else []
+    headers = SANDBOX if media_type.startswith("text/html") else NO_SNIFF
     if not secrets:
-        return FileResponse(target, media_type=media_type, headers=NO_SNIFF)
+        return FileResponse(target, media_type=media_type, headers=headers)
     text = target.read_text(errors="replace")
     for secret in secrets:
         text = text.replace(secret, MASK)
-    return Response(text, media_type=media_type, headers=NO_SNIFF)
+    return Response(text, media_type=media_type, headers=headers)
