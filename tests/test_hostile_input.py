@@ -228,3 +228,16 @@ def test_make_soak_passes_scenario_and_conf_as_single_arguments(tmp_path):
     assert proc.returncode != 0
     assert f"kafka-soak: unknown scenario 'x; touch {marker}'" in proc.stderr, proc.stderr[-2000:]
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("conf, refusal", [
+    ({"runtime": "docker", "docker_url": "tcp://203.0.113.5:2375"},
+     "docker_url: the Docker engine tcp://203.0.113.5:2375 is not on this machine, so it is reached with TLS only"),
+    ({"runtime": "docker", "docker_url": "tcp://203.0.113.5:2376", "docker_conn_id": "soak_registry"},
+     "(connection 'soak_registry' lacks tls_ca_cert, tls_client_cert, tls_client_key)"),
+])
+def test_a_remote_docker_engine_is_reached_with_tls_only(conf, refusal, capsys, own_runs, monkeypatch):
+    """Refused before any byte goes to the engine: the owner's CLI names what the docker connection must give."""
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_REGISTRY", json.dumps({"conn_type": "docker", "host": "registry.example",
+                                                                 "login": "u", "password": "p"}))
+    assert refusal in cli_refusal(conf, capsys, own_runs)

@@ -51,15 +51,46 @@ def run_filter(run_dir: Path, role: str | None = None) -> dict[str, list[str]]:
     return {"label": labels + ([f"{LABEL}.role={role}"] if role else [])}
 
 
+TLS_FILES = ("tls_ca_cert", "tls_client_cert", "tls_client_key")
+
+
 def docker_api(docker_url: str, docker_conn_id: str | None) -> Any:
-    """The low-level ``docker.APIClient`` of the docker provider's hook (``docker_conn_id`` only logs in to a
-    registry; the engine is ``docker_url``)."""
+    """The low-level ``docker.APIClient`` of the docker provider's hook for the engine at ``docker_url``. The
+    ``docker`` connection ``docker_conn_id`` logs in to its registry (host, login, password) and, for an engine
+    that is not on this machine, gives the TLS files in its extra (``tls_ca_cert``, ``tls_client_cert``,
+    ``tls_client_key``): a remote engine is never spoken to in the clear."""
     from airflow.providers.docker.hooks.docker import DockerHook
 
+    tls = engine_tls(docker_url, docker_conn_id)
     try:
-        return DockerHook(docker_conn_id=docker_conn_id, base_url=docker_url, version="auto").api_client
+        return DockerHook(docker_conn_id=docker_conn_id, base_url=docker_url, version="auto", tls=tls).api_client
     except Exception as exc:
         raise DockerRuntimeError(f"cannot reach the Docker engine at {docker_url} (param docker_url): {exc}") from None
+
+
+def engine_tls(docker_url: str, docker_conn_id: str | None) -> Any:
+    """The TLS settings for ``docker_url`` (None: a local socket or a loopback port), or a refusal."""
+    from urllib.parse import urlsplit
+
+    url = urlsplit(docker_url)
+    if url.scheme in ("unix", "npipe") or url.hostname in ("127.0.0.1", "localhost", "::1"):
+        return None
+    need = (f"docker_url: the Docker engine {docker_url} is not on this machine, so it is reached with TLS only; "
+            f"set docker_conn_id to an Airflow docker connection whose extra gives {', '.join(TLS_FILES)} (paths)")
+    if not docker_conn_id:
+        raise DockerRuntimeError(need)
+    from airflow.providers.docker.hooks.docker import DockerHook
+    from airflow.sdk import BaseHook
+
+    try:
+        extra = BaseHook.get_connection(docker_conn_id).extra_dejson
+    except Exception as exc:
+        raise DockerRuntimeError(f"docker_conn_id: cannot read Airflow connection {docker_conn_id!r}: {exc}") from None
+    missing = [name for name in TLS_FILES if not extra.get(name)]
+    if missing:
+        raise DockerRuntimeError(f"{need} (connection {docker_conn_id!r} lacks {', '.join(missing)})")
+    return DockerHook.construct_tls_config(ca_cert=extra["tls_ca_cert"], client_cert=extra["tls_client_cert"],
+                                           client_key=extra["tls_client_key"], verify=True)
 
 
 def ensure_image(api: Any, image: str, param: str, hint: str = "") -> None:
