@@ -106,3 +106,30 @@ def test_another_served_kafka_version_is_fetched_and_runs(tmp_path):
     finally:
         backend.release(cluster)
     assert not backend.processes.is_alive("kafka-1")
+
+
+def test_a_port_taken_before_the_broker_binds_it_costs_a_start_on_other_ports(tmp_path):
+    """Ports are chosen free and bound by the broker a moment later; another process may take one in between (two
+    test workers, a busy CI machine). Here a socket holds the broker's planned port: the node exits with a bind
+    error, and provision starts again on fresh ports, keeping the clashed attempt's storage beside."""
+    import json
+    import socket
+
+    backend = LocalKafkaBackend(tmp_path)
+    planned = backend.layout()
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", planned.nodes[0].port))
+    taken.listen()
+    try:
+        cluster = backend.provision({"input": 1}, "soak.ports")
+    finally:
+        taken.close()
+    try:
+        assert cluster.bootstrap_servers != planned.bootstrap_servers
+        assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.ports.input") == 1
+        clashed = tmp_path / "kafka.port-taken-1"
+        assert json.loads((clashed / "layout.json").read_text())["nodes"][0]["port"] == planned.nodes[0].port
+        assert "Address already in use" in (tmp_path / "logs" / "kafka-1.log").read_text()
+    finally:
+        backend.release(cluster)
+    assert not backend.processes.is_alive("kafka-1")

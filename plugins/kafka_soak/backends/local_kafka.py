@@ -34,6 +34,7 @@ BROKER_HEAP = "512m"
 # Internal topics sized as Kafka's own integration tests size them (EmbeddedKafkaCluster): fewer partitions
 # than the production default of 50 make the first group join and transaction seconds faster on a small host.
 INTERNAL_TOPIC_PARTITIONS = 5
+PORT_ATTEMPTS = 3  # fresh starts on other ports when a chosen port was taken meanwhile
 
 
 def free_ports(count: int) -> list[int]:
@@ -191,7 +192,20 @@ class LocalKafkaBackend:
     def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0) -> Cluster:
         """Start the nodes (or reattach to them on a retry), wait until every one serves, create
         ``{role: partitions}`` topics, set and verify the quotas. On failure the nodes are stopped before the
-        error is raised: a teardown does not run after a failed setup."""
+        error is raised: a teardown does not run after a failed setup. A port that another process took between
+        choosing it and the broker binding it costs a fresh start on other ports (the clashed attempt's storage
+        is kept beside, as ``kafka.port-taken-N``)."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._provision(topics, prefix, start_timeout)
+            except PortTakenError as exc:
+                if attempt == PORT_ATTEMPTS:
+                    raise
+                log.warning("%s; starting again on other ports", str(exc).splitlines()[0])
+                self.home.rename(self.home.with_name(f"{self.home.name}.port-taken-{attempt}"))
+        raise AssertionError("unreachable")
+
+    def _provision(self, topics: dict[str, int], prefix: str, start_timeout: float) -> Cluster:
         started = time.monotonic()
         layout = self.layout()
         try:
@@ -228,8 +242,10 @@ class LocalKafkaBackend:
         while True:
             dead = [node for node in layout.nodes if not self.processes.is_alive(node.name)]
             if dead:
-                raise BrokerStartError(f"broker {dead[0].node_id} exited while starting; its log: "
-                                       f"{self.log_file(dead[0])}\n{tail(self.log_file(dead[0]))}")
+                log_file = self.log_file(dead[0])
+                clash = log_file.exists() and "Address already in use" in log_file.read_text(errors="replace")
+                raise (PortTakenError if clash else BrokerStartError)(
+                    f"broker {dead[0].node_id} exited while starting; its log: {log_file}\n{tail(log_file)}")
             serving = kafka_io.live_brokers(layout.bootstrap_servers)
             if serving >= expected:
                 return
@@ -286,6 +302,10 @@ class LocalKafkaBackend:
 
 class BrokerStartError(RuntimeError):
     """A node that could not be formatted or did not come up; the message quotes the end of its log."""
+
+
+class PortTakenError(BrokerStartError):
+    """A node could not bind a port chosen free a moment before: another process took it meanwhile."""
 
 
 def tail(path: Path, lines: int = 15) -> str:
