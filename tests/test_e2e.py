@@ -233,7 +233,7 @@ def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everyt
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and verdict["records"]["output"] == SHORT["records"]
     cluster = json.loads((run_dir / "cluster.json").read_text())
-    assert cluster["quotas"] == [{"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0}]
+    assert cluster["quotas"] == [{"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]
     described = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, kafka_jars.CONFIG_COMMAND, quotas.describe_command(
         quota["client_id"], secured_cluster.bootstrap_servers, "/dev/stdin"),
         stdin=quotas.properties(secured_cluster.client_settings()))

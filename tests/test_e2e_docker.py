@@ -78,7 +78,7 @@ def test_kafka_streams_containers_on_a_broker_container_with_a_quota(docker_engi
     assert verdict["status"] == "passed" and verdict["records"]["output"] == SHORT["records"]
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["backend"] == "docker" and cluster["quotas"] == [
-        {"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0}]
+        {"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]
     assert "Kafka Server started" in (run_dir / "logs" / "kafka-broker.log").read_text()
     first = (run_dir / "logs" / f"{DAG_ID}-app-1.0.log").read_text()
     assert "Kafka Streams 4.3.1" in first and "state REBALANCING -> RUNNING" in first

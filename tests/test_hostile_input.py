@@ -131,8 +131,10 @@ def cli_refusal(conf: dict, capsys, runs: Path) -> str:
 @pytest.fixture
 def own_runs(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
-    monkeypatch.delenv("SOAK_PARAM_DEFAULTS", raising=False)
-    monkeypatch.delenv("SOAK_TRIGGER_ALLOW", raising=False)
+    # set (empty), not deleted: the CLI writes the owner's params into SOAK_PARAM_DEFAULTS of its own process, and
+    # monkeypatch restores only what it set, so the next test of this worker starts from the same environment
+    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", "")
+    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", "")
     return tmp_path
 
 

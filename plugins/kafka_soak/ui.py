@@ -37,10 +37,12 @@ EXTERNAL_VIEWS: list[dict[str, Any]] = [
 ]
 # Logs and JSON are served as the text they are, never sniffed into HTML by the browser.
 NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
-# A run directory's pages (report, Data Docs) run their scripts in an opaque origin of their own: whatever a run
-# directory holds, it cannot act with the Airflow session of the person viewing it.
-SANDBOX = {**NO_SNIFF, "Content-Security-Policy": "sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox "
-                                                  "allow-downloads"}
+# A run directory's pages (report, Data Docs) may not call Airflow's API with the viewer's session (no fetch, XHR,
+# WebSocket or form post), nor load from or send to anything outside the Airflow origin. (A full CSP sandbox, an
+# opaque origin, would also drop the UI's SameSite session cookie on the links between a run's own pages.)
+RUN_PAGE = {**NO_SNIFF, "Content-Security-Policy": "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; "
+                                                   "connect-src 'none'; form-action 'none'; base-uri 'none'; "
+                                                   "frame-ancestors 'self'"}
 TEXT_TYPES = ("text/", "application/json", "application/javascript")
 MASK = "***"
 
@@ -119,7 +121,7 @@ def run_evidence(dag_id: str, run_id: str, path: str) -> Response:
     # Logs (.log) and alert/step records (.jsonl) have no registered type: show them as text, not a download.
     media_type = mimetypes.guess_type(target.name)[0] or "text/plain; charset=utf-8"
     secrets = connection_secrets(run_dir) if media_type.startswith(TEXT_TYPES) else []
-    headers = SANDBOX if media_type.startswith("text/html") else NO_SNIFF
+    headers = RUN_PAGE if media_type.startswith("text/html") else NO_SNIFF
     if not secrets:
         return FileResponse(target, media_type=media_type, headers=headers)
     text = target.read_text(errors="replace")
