@@ -112,7 +112,6 @@ class Admission:
     trigger may choose for what only the deployment sets, and a refusal for every run when the deployment's
     settings or the scenario's defaults cannot run (the DAG still imports)."""
 
-    dag_id: str
     params: dict[str, Param]
     allow: dict[str, list[Any]]
     refusal: str
@@ -129,7 +128,7 @@ class Admission:
             except soak_params.ParamsError as exc:
                 refusal = f"the defaults of {scenario['dag_id']} (its scenario file and SOAK_PARAM_DEFAULTS) cannot run: {exc}"
                 log.error("%s", refusal)
-        return cls(scenario["dag_id"], params, deployment.allow, refusal)
+        return cls(params, deployment.allow, refusal)
 
     @property
     def defaults(self) -> dict[str, Any]:
