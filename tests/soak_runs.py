@@ -17,11 +17,11 @@ from kafka_soak.cli import as_owner
 
 DAG_ID = "soak_eos_id_assignment"
 SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}
-# soak_stale_state_standby with its default program on 12 partitions: after "1 2 3" instance 1 owns 0-3
-# and keeps standby replicas of 4-11; stopping 2 hands 4-5 back to it. One steady phase at 200 records/s (45 s)
-# flows through every ownership and on well after that stop, however long the rebalance takes on a busy machine
-# (the stale reads come after it, of keys the other owner advanced).
-STALE_SHORT = {"interval_s": 8, "records": 9000, "keys": 600, "partitions": 12, "rate": 200}
+# soak_stale_state_standby with its default program and 15 s steps on 12 partitions: after "1 2 3" instance 1 owns
+# 0-3 and keeps standby replicas of 4-11; stopping 2 hands 4-5 back to it. The stale reads need instance 2 to own
+# 4-5 for a while under load first: on a busy machine an instance takes seconds to join, and 8 s steps left it less
+# than one. One steady phase at 130 records/s (69 s) flows through every ownership and 24 s past the last stop.
+STALE_SHORT = {"interval_s": 15, "records": 9000, "keys": 600, "partitions": 12, "rate": 130}
 # soak_id_assignment_rebalance with the reference worker and its bug switches, on the original report's 2 partitions:
 # with "1 2 2" the second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
 WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, "interval_s": 8, "records": 27000,
