@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -76,3 +77,36 @@ def test_the_report_and_history_show_attempts(root):
     assert second.attempt == 2 and second.other_attempts == [rundir.safe_name(RUN)]
     runs = history.scenarios(root)[DAG]
     assert sorted(r.attempt for r in runs) == [1, 2] and {r.run_id for r in runs} == {RUN}
+
+
+def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one_alone(root):
+    """Real detached processes registered by two earlier runs and an earlier attempt of this run. Airflow's answer
+    to "is that DAG run over" (``ti.get_dagrun_state``, which needs a task supervisor) is the one stand-in."""
+    import json
+
+    import psutil
+
+    from kafka_soak import reaper
+    from kafka_soak.runtime.local import LocalProcesses
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+    runs = {"ended": "manual__ended", "running": "manual__running", RUN: RUN}
+    dirs = {}
+    for key, run_id in runs.items():
+        dirs[key] = rundir.for_context(context(run_id), create=True)
+        rundir.write_json(dirs[key] / "params.json", {"dag_id": DAG, "run_id": run_id})
+        LocalProcesses(dirs[key]).start("instance-1", sleeper, dirs[key] / "logs" / "i.log")
+    pids = {key: LocalProcesses(d).record("instance-1").pid for key, d in dirs.items()}
+    current = rundir.for_context(context(clear_number=1), create=True)  # a Clear of RUN: a new attempt
+    try:
+        reaped = reaper.reap_earlier(current, RUN, is_over=lambda run_id: run_id == "manual__ended")
+        assert reaped == {dirs["ended"].name: ["instance-1"], dirs[RUN].name: ["instance-1"]}
+        gone = [k for k, pid in pids.items() if not psutil.pid_exists(pid) or
+                psutil.Process(pid).status() == psutil.STATUS_ZOMBIE]
+        assert sorted(gone) == sorted(["ended", RUN])
+        event = json.loads((dirs["ended"] / "events.jsonl").read_text().splitlines()[-1])
+        assert event["event"] == "reaped" and event["processes"] == ["instance-1"] and current.name in event["why"]
+        assert reaper.leftovers(dirs["running"]) == ["instance-1"]
+    finally:
+        for d in dirs.values():
+            reaper.reap(d, "test teardown", timeout=5)

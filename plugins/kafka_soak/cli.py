@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import params as soak_params
-from kafka_soak import rundir
+from kafka_soak import reaper, rundir
 
 SCENARIOS_DIR = rundir.PROJECT_ROOT / "dags" / "scenarios"
 # Lines worth a person's attention while the soak runs: our own loggers, task failures, the run's end.
@@ -111,7 +111,8 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
             run_dir = this_run()
             print(f"\ninterrupted: stopping what the run started{f' ({run_dir})' if run_dir else ''}", flush=True)
             if run_dir is not None:
-                reap(run_dir)
+                for name, code in reaper.reap(run_dir, "make soak was interrupted").items():
+                    print(f"  stopped {name} (exit code {code})", flush=True)
                 shutil.move(full_log.name, run_dir / "dags-test.log")
             return 130
         finally:
@@ -126,17 +127,6 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
 
 def interrupted(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-def reap(run_dir: Path) -> None:
-    """Stop every process the run registered (brokers, instances, generator, meters): an interrupted
-    ``airflow dags test`` runs no teardown. The run directory is kept."""
-    from kafka_soak.runtime.local import LocalProcesses
-
-    processes = LocalProcesses(run_dir)
-    for name in processes.names():
-        code = processes.stop(name, timeout=15)
-        print(f"  stopped {name} (exit code {code})", flush=True)
 
 
 def summarize(run_dir: Path, dags_test_code: int) -> int:

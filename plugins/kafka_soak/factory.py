@@ -21,7 +21,7 @@ import yaml
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 
-from kafka_soak import backends, health, preflight, rundir, subjects
+from kafka_soak import backends, health, preflight, reaper, rundir, subjects
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
@@ -145,6 +145,15 @@ class Admission:
         return plan
 
 
+def dag_run_over(ti: Any, dag_id: str, run_id: str) -> bool:
+    """Whether Airflow says the DAG run ended (unknown, e.g. a run Airflow no longer has: not over, left alone)."""
+    try:
+        return ti.get_dagrun_state(dag_id, run_id) not in ("queued", "running")
+    except Exception as exc:
+        log.info("state of DAG run %s unknown (%s): what it left running is left alone", run_id, exc)
+        return False
+
+
 def unwritable(where: Path, exc: OSError) -> str:
     return (f"refused before provisioning: cannot write the run's evidence in {where} ({exc.strerror or exc}); "
             "make SOAK_RUNS_DIR a writable directory with free space")
@@ -206,6 +215,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                                                             "params": dict(context["params"]), "plan": plan.as_dict()})
             except OSError as exc:
                 raise AirflowFailException(unwritable(run_dir, exc)) from None
+            reaper.reap_earlier(run_dir, context["run_id"], lambda run_id: dag_run_over(context["ti"], dag_id, run_id))
             log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys; run directory %s",
                      programs.render(plan.program), plan.program_source, len(plan.program), plan.interval_s,
                      plan.records, plan.keys, run_dir)

@@ -1,0 +1,53 @@
+"""What an earlier run left running is stopped by the next one.
+
+A run's brokers, generator, meters and app instances are detached processes (they outlive the task that started
+them, by design). A run that ends without its teardowns (marked failed in the UI, an interrupted ``airflow dags
+test``, a worker that died) leaves them behind. Every process a run starts is in its registry
+(``<run>/processes``), so the next run of the DAG finds and stops them, and notes it in the earlier run's
+``events.jsonl``; nothing of its evidence is deleted. Containers are not reaped here: the Docker runtime and
+backend remove their run's containers by label at teardown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from kafka_soak.evidence import read_json
+from kafka_soak.rundir import journal
+from kafka_soak.runtime.local import LocalProcesses
+
+log = logging.getLogger(__name__)
+
+
+def leftovers(run_dir: Path) -> list[str]:
+    """The processes a run registered that are still alive."""
+    processes = LocalProcesses(run_dir)
+    return [name for name in processes.names() if processes.is_alive(name)]
+
+
+def reap(run_dir: Path, why: str, timeout: float = 15.0) -> dict[str, int | None]:
+    """Stop every process of the run still alive (SIGTERM, SIGKILL after ``timeout``); returns their exit codes."""
+    processes = LocalProcesses(run_dir)
+    codes = {name: processes.stop(name, timeout=timeout) for name in leftovers(run_dir)}
+    if codes:
+        journal(run_dir, "reaped", processes=sorted(codes), why=why)
+    return codes
+
+
+def reap_earlier(current: Path, this_run: str, is_over: Callable[[str], bool]) -> dict[str, list[str]]:
+    """Reap what the other run directories of ``current``'s DAG left running: earlier attempts of the same DAG run
+    (``this_run``) always, since a Clear replaced them; other DAG runs when ``is_over(run_id)`` says they ended.
+    Returns ``{run directory name: processes stopped}``."""
+    reaped = {}
+    for run_dir in sorted(p for p in current.parent.iterdir() if p.is_dir() and not p.is_symlink() and p != current):
+        if not leftovers(run_dir):
+            continue
+        run_id = (read_json(run_dir / "params.json") or {}).get("run_id")
+        if run_id is None or (run_id != this_run and not is_over(run_id)):
+            continue
+        why = f"left running when its run ended; stopped by {current.name}"
+        reaped[run_dir.name] = sorted(reap(run_dir, why))
+        log.warning("stopped what run %s left running: %s", run_dir.name, ", ".join(reaped[run_dir.name]))
+    return reaped
