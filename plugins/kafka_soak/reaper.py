@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 def leftovers(run_dir: Path) -> list[str]:
     """The processes a run registered that are still alive."""
+    if not (run_dir / "processes").is_dir():  # it started none (a registry would make the directory)
+        return []
     processes = LocalProcesses(run_dir)
     return [name for name in processes.names() if processes.is_alive(name)]
 
