@@ -263,7 +263,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         def await_generator(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Wait for the generator; if it died, restart it (it resumes without duplicating an id)."""
             load = Load(_run_dir(), cluster, plan)
-            attempt, deadline = 1, read_t0(_run_dir()) + load.expected_s()
+            attempt, allowed_s = 1, load.expected_s()
+            deadline = read_t0(_run_dir()) + allowed_s
             while True:
                 state = load.progress()
                 if state.get("done"):
@@ -273,7 +274,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                     load.stop()
                     raise AirflowFailException(
                         f"the generator produced {state.get('produced', 0)} of {plan['records']} records in "
-                        f"{load.expected_s():.0f} s, as long as its program and load may take; stopped it. Its log: "
+                        f"{allowed_s:.0f} s, as long as its program and load may take; stopped it. Its log: "
                         f"{_run_dir() / 'logs'}")
                 if not load.running():
                     attempt += 1

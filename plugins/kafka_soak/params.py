@@ -276,10 +276,9 @@ def check(params: dict[str, Any]) -> RunPlan:
     rate = float(values["rate"]) or values["records"] / duration
     phases, phase_errors = resolve_phases(values, len(program), rate)
     errors.extend(phase_errors if program else [])
-    if len(program) * float(values["interval_s"]) > MAX_RUN_S:
+    if program and duration > MAX_RUN_S:
         errors.append(f"interval_s: {len(program)} steps every {values['interval_s']} s last "
-                      f"{len(program) * float(values['interval_s']) / 86_400:.1f} days; a run's program may last "
-                      f"{MAX_RUN_S // 86_400} days at most")
+                      f"{duration / 86_400:.1f} days; a run's program may last {MAX_RUN_S // 86_400} days at most")
     for n, phase in enumerate(phases if values["phases"] or values["rate"] else [], start=1):  # else: the program's
         if phase["rate"] and phase["records"] / phase["rate"] > MAX_RUN_S:
             what = f"phases: phase {n}'s" if values["phases"] else "rate:"

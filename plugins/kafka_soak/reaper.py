@@ -31,10 +31,12 @@ def leftovers(run_dir: Path) -> list[str]:
 
 def reap(run_dir: Path, why: str, timeout: float = 15.0) -> dict[str, int | None]:
     """Stop every process of the run still alive (SIGTERM, SIGKILL after ``timeout``); returns their exit codes."""
+    names = leftovers(run_dir)
+    if not names:
+        return {}
     processes = LocalProcesses(run_dir)
-    codes = {name: processes.stop(name, timeout=timeout) for name in leftovers(run_dir)}
-    if codes:
-        journal(run_dir, "reaped", processes=sorted(codes), why=why)
+    codes = {name: processes.stop(name, timeout=timeout) for name in names}
+    journal(run_dir, "reaped", processes=sorted(codes), why=why)
     return codes
 
 
