@@ -56,6 +56,30 @@ def test_client_settings_come_from_the_connection_and_are_masked(kafka_connectio
     assert client_settings(Cluster("local", "b:1", {})) == {}
 
 
+JAAS_PASSWORD = "jaas-Pa55word-0451"
+PEM_BODY = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", "VJTUt9Us8cKjMzEfYyjiWA4R4"]
+
+
+def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
+    """Airflow's masker drops a value registered under a name that is none of its sensitive words, as
+    ``sasl.jaas.config`` and ``ssl.key.pem`` are; a client quotes a JAAS password alone, and a PEM key is logged
+    line by line. Each form is masked in the task log (Airflow's real masker), and in what the UI serves."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    from kafka_soak.backends.external import secret_values
+
+    jaas = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="soak" password="{JAAS_PASSWORD}";'
+    pem = "\n".join(["-----BEGIN PRIVATE KEY-----", *PEM_BODY, "-----END PRIVATE KEY-----"])
+    extra = {"bootstrap.servers": "127.0.0.1:9", "sasl.jaas.config": jaas, "ssl.key.pem": pem}
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_JAAS", json.dumps({"conn_type": "kafka", "extra": extra}))
+    connection_config("soak_jaas")
+    lines = [jaas, f"authentication failed for password {JAAS_PASSWORD}", pem, *PEM_BODY]
+    assert [str(redact(line)) for line in lines] == [
+        "***", "authentication failed for password ***", "***", "***", "***"]
+    assert str(redact('username="soak"')) == 'username="soak"', "a JAAS option that is no secret stays readable"
+    assert set(secret_values(extra)) == {jaas, JAAS_PASSWORD, pem, *PEM_BODY}
+
+
 def test_secrets_reach_instances_only_through_their_environment(kafka_connection, broker, tmp_path):
     """An instance of an app (any command: here Python printing what it was given) gets the connection's
     settings in SOAK_KAFKA_CONFIG; its command line, the cluster XCom and the run's files do not hold them."""

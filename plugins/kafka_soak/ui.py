@@ -96,13 +96,13 @@ def connection_secrets(run_dir: Path) -> list[str]:
     conn_id = json.loads(cluster.read_text()).get("conn_id") if cluster.is_file() else None
     if not conn_id:
         return []
-    from kafka_soak.backends.external import KafkaConnectionError, connection_config, is_secret
+    from kafka_soak.backends.external import KafkaConnectionError, connection_config, secret_values
 
     try:
         config = connection_config(conn_id)
     except KafkaConnectionError:  # the connection is gone since the run: nothing left to mask with
         return []
-    return [str(value) for key, value in config.items() if is_secret(key) and value]
+    return secret_values(config)
 
 
 @app.get("/", response_class=HTMLResponse)

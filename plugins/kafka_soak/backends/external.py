@@ -11,6 +11,7 @@ deleted at release unless param ``keep_topics`` is set.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 SECRET_WORDS = ("password", "secret", "key", "token", "jaas", "credential")
 # Our clients set these themselves; a connection made for a consumer may carry them.
 NOT_SECURITY = ("bootstrap.servers", "group.id", "client.id", "transactional.id")
+# An option of a JAAS config (sasl.jaas.config): name="value".
+JAAS_OPTION = re.compile(r'([A-Za-z_][\w.]*)\s*=\s*"([^"]*)"')
 
 
 class KafkaConnectionError(ValueError):
@@ -36,8 +39,26 @@ def is_secret(key: str) -> bool:
     return any(word in key.lower() for word in SECRET_WORDS)
 
 
+def secret_values(config: dict[str, Any]) -> list[str]:
+    """Every form in which the connection's secrets can show up in a log: each secret setting's value, each line of
+    a multi-line one (a PEM key printed line by line; not its BEGIN/END lines), and the secret options of a JAAS
+    config on their own (``password="..."``: a client that fails to log in quotes them)."""
+    found: list[str] = []
+    for key, value in config.items():
+        if not (is_secret(key) and value):
+            continue
+        text = str(value)
+        found.append(text)
+        lines = [line.strip() for line in text.splitlines()]
+        found += [line for line in lines if len(lines) > 1 and line and not line.startswith("-----")]
+        found += [option for name, option in JAAS_OPTION.findall(text) if is_secret(name) and option]
+    return list(dict.fromkeys(found))
+
+
 def connection_config(conn_id: str) -> dict[str, Any]:
-    """The connection's client config, with its secret values registered with Airflow's log masker."""
+    """The connection's client config, with its secret values registered with Airflow's log masker. They are
+    registered without their setting's name: the masker would drop a value whose name is none of Airflow's
+    sensitive words (``sasl.jaas.config``, ``ssl.key.pem``)."""
     from airflow.sdk import BaseHook
     from airflow.sdk.log import mask_secret
 
@@ -51,9 +72,8 @@ def connection_config(conn_id: str) -> dict[str, Any]:
         raise KafkaConnectionError(f"param kafka_conn_id: connection {conn_id!r} is of type {conn.conn_type!r}, "
                                "not 'kafka' (apache-airflow-providers-apache-kafka)")
     config = dict(conn.extra_dejson)
-    for key, value in config.items():
-        if is_secret(key) and value:
-            mask_secret(value, key)
+    for secret in secret_values(config):
+        mask_secret(secret)
     if not config.get("bootstrap.servers"):
         raise KafkaConnectionError(f"param kafka_conn_id: connection {conn_id!r} has no 'bootstrap.servers' in its extra")
     return config
