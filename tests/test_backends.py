@@ -4,6 +4,7 @@ connection, and the rule that a connection's secrets reach no command line, XCom
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import psutil
@@ -157,3 +158,52 @@ def test_a_port_taken_before_the_broker_binds_it_costs_a_start_on_other_ports(tm
     finally:
         backend.release(cluster)
     assert not backend.processes.is_alive("kafka-1")
+
+
+# spark-submit as the one stand-in: no YARN or Spark standalone master can run here. It records what a process on
+# the worker could read of it (its command line, the properties file it was given) and exits as a submit does.
+RECORDING_SPARK_SUBMIT = """#!/usr/bin/env bash
+props=""
+while [ $# -gt 0 ]; do echo "arg: $1" >> "$SUBMITTED"; [ "$1" = --properties-file ] && props=$2; shift; done
+echo "env: ${SOAK_KAFKA_CONFIG:+set}" >> "$SUBMITTED"
+[ -n "$props" ] && { echo "mode: $(stat -c %a "$props")" >> "$SUBMITTED"; sed 's/^/prop: /' "$props" >> "$SUBMITTED"; }
+exit 0
+"""
+
+
+@pytest.mark.parametrize("master, driver_env", [("yarn", "spark.yarn.appMasterEnv.SOAK_KAFKA_CONFIG"),
+                                                ("spark://127.0.0.1:7077", None)])
+def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(master, driver_env, monkeypatch, tmp_path):
+    """The validate task on a master other than local (the real operator and the provider's hook): the executors
+    (and a driver that runs in YARN) get the connection's settings from a properties file only the task's user can
+    read, which also keeps the installation's spark-defaults.conf and is removed after the submit; the submitting
+    process has them in its environment; spark-submit's command line has none of them."""
+    from kafka_soak.operators.validate import ValidateOperator
+
+    extra = {"bootstrap.servers": "127.0.0.1:9", "sasl.username": "soak", "sasl.password": SECRET}
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_SECURED_SPARK", json.dumps({"conn_type": "kafka", "extra": extra}))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER", json.dumps({"conn_type": "spark", "host": master,
+                                                                 "extra": {"deploy-mode": "client"}}))
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "spark-submit").write_text(RECORDING_SPARK_SUBMIT)
+    (tmp_path / "bin" / "spark-submit").chmod(0o755)
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "spark-defaults.conf").write_text("spark.eventLog.enabled true\n")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    monkeypatch.setenv("SUBMITTED", str(tmp_path / "submitted.txt"))
+    operator = ValidateOperator(task_id="validate", conn_id="spark_cluster", application="validate_soak.py",
+                                cluster={"backend": "external", "conn_id": "soak_secured_spark"})
+    operator.execute({})
+    submitted = (tmp_path / "submitted.txt").read_text().splitlines()
+    args = [line.removeprefix("arg: ") for line in submitted if line.startswith("arg: ")]
+    props = [line.removeprefix("prop: ") for line in submitted if line.startswith("prop: ")]
+    assert args[args.index("--master") + 1] == master and SECRET not in " ".join(args)
+    assert "env: set" in submitted and "mode: 600" in submitted
+    assert props[0] == "spark.eventLog.enabled true", "the installation's defaults are kept"
+    given = dict(p.split("=", 1) for p in props[1:])
+    assert json.loads(given["spark.executorEnv.SOAK_KAFKA_CONFIG"])["sasl.password"] == SECRET
+    assert (driver_env in given) if driver_env else not [k for k in given if "appMasterEnv" in k]
+    assert "SOAK_KAFKA_CONFIG" in given["spark.redaction.regex"]
+    file = args[args.index("--properties-file") + 1]
+    assert not os.path.exists(file), "the properties file is removed after the submit"
