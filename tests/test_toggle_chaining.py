@@ -1,9 +1,14 @@
-"""A step task applies the steps that fall due soon after its own: nobody else may be awake for them."""
+"""A step task applies the steps that fall due soon after its own: nobody else may be awake for them; a step another
+task claimed is waited for, but not for ever."""
 
+import threading
 import time
+
+import pytest
 
 from kafka_soak import program
 from kafka_soak.operators.toggle import ToggleStepOperator
+from kafka_soak.steps import StepBook
 
 
 def operator(step: program.Step, defer_above_s: float) -> ToggleStepOperator:
@@ -22,3 +27,19 @@ def test_short_intervals_chain_the_steps_due_within_the_deferral_threshold():
 def test_long_intervals_leave_each_step_to_its_own_task():
     steps = program.steps(["1", "2", "1"], time.time() + 1, interval_s=60)
     assert [operator(s, 5).last_step(steps, s.index) for s in steps] == [0, 1, 2]
+
+
+def test_a_step_claimed_by_another_task_is_awaited_until_a_deadline_that_names_the_claimant(tmp_path):
+    book, steps = StepBook(tmp_path), program.steps(["1", "2"], time.time(), interval_s=10)
+    assert book.claim(1, {"map_index": 1, "try": 1})
+    assert not book.claim(1, {"map_index": 0, "try": 1}), "another task's claim stands"
+    assert book.claim(1, {"map_index": 1, "try": 2}), "the claimant's own retry takes its step back"
+    waiter = operator(steps[0], 5)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"step 1 was claimed by \{'map_index': 1, 'try': 1\} but has no result "
+                                           r"after 1 s"):
+        waiter.wait_for(book, 1, timeout=1.0)
+    assert time.monotonic() - started < 5
+    threading.Timer(0.3, book.record, (steps[1], {"applied_by": {"map_index": 1}})).start()
+    waiter.wait_for(book, 1, timeout=10.0)  # returns once the claimant records the result
+    assert book.result(1)["label"] == steps[1].label
