@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -18,6 +19,8 @@ import httpx
 import pytest
 
 from kafka_soak.backends.docker_kafka import free_port
+
+SCENARIO_DAGS = Path(__file__).resolve().parents[1] / "dags" / "soak_scenarios.py"
 
 USER, PASSWORD = "soak", "soak-password"
 PROBE_DAG, FAILING_DAG = "soak_overdue_probe", "soak_failing_probe"
@@ -53,12 +56,23 @@ with DAG("{FAILING_DAG}", schedule=None, start_date=START, deadline=overdue_aler
 
 
 class AirflowStack:
-    def __init__(self, base_dir: Path) -> None:
+    """``scenarios``: soak scenario files (dag_id -> the scenario as the YAML holds it) the DAG folder serves too,
+    through the project's own DAG file and factory. ``readers``: users with the viewer role, each limited to the DAGs
+    listed for it (``per_dag_auth``)."""
+
+    def __init__(self, base_dir: Path, scenarios: dict[str, dict[str, Any]] | None = None,
+                 readers: dict[str, list[str]] | None = None) -> None:
         self.home, self.runs, dags = base_dir / "home", base_dir / "runs", base_dir / "dags"
         self.home.mkdir()
         dags.mkdir()
         (dags / "probe.py").write_text(PROBE)
-        (base_dir / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
+        if scenarios:
+            shutil.copy(SCENARIO_DAGS, dags)
+            (dags / "scenarios").mkdir()
+            for dag_id, scenario in scenarios.items():
+                (dags / "scenarios" / f"{dag_id}.yaml").write_text(json.dumps({"dag_id": dag_id, **scenario}))
+        self.passwords = {USER: PASSWORD, **{reader: f"{reader}-password" for reader in readers or {}}}
+        (base_dir / "passwords.json").write_text(json.dumps(self.passwords))
         self.base = f"http://127.0.0.1:{free_port()}"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_SOAK_ALERT")}
         self.env.update({
@@ -66,8 +80,12 @@ class AirflowStack:
             "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": self.base.rsplit(":", 1)[1],
             "AIRFLOW__API__BASE_URL": self.base, "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join([f"{USER}:admin", *(f"{r}:viewer" for r in readers or {})]),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(base_dir / "passwords.json")})
+        if readers:
+            self.env.update({"AIRFLOW__CORE__AUTH_MANAGER": "per_dag_auth.PerDagAuthManager",
+                             "SOAK_TEST_DAG_GRANTS": json.dumps(readers),
+                             "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), self.env.get("PYTHONPATH", "")])})
         self.procs: list[subprocess.Popen] = []
 
     def __enter__(self) -> AirflowStack:
@@ -113,19 +131,20 @@ class AirflowStack:
             time.sleep(1)
         pytest.fail(f"{what}: not within {timeout:.0f} s\n{self.logs()}")
 
-    def token(self) -> str:
-        """A JWT for the test user, once the API server answers."""
+    def token(self, user: str = USER) -> str:
+        """A JWT for a user of the stack (the admin by default), once the API server answers."""
         client = httpx.Client(base_url=self.base, timeout=10)
         return self.wait_for("the API server issues a token", lambda: client.post(
-            "/auth/token", json={"username": USER, "password": PASSWORD}).json().get("access_token"), 120)
+            "/auth/token", json={"username": user, "password": self.passwords[user]}).json().get("access_token"), 120)
 
     def api(self, token: str) -> httpx.Client:
         return httpx.Client(base_url=self.base, timeout=10, headers={"Authorization": f"Bearer {token}"})
 
-    def trigger(self, api: httpx.Client, dag_id: str = PROBE_DAG) -> str:
-        """Trigger a probe DAG once the DAG processor (or ``dags reserialize``) has stored it; its run id."""
+    def trigger(self, api: httpx.Client, dag_id: str = PROBE_DAG, conf: dict[str, Any] | None = None) -> str:
+        """Trigger a DAG once the DAG processor (or ``dags reserialize``) has stored it; its run id."""
         self.wait_for(f"{dag_id} is stored", lambda: api.get(f"/api/v2/dags/{dag_id}").is_success, 120)
-        return api.post(f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None}).json()["dag_run_id"]
+        return api.post(f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf or {}}
+                        ).json()["dag_run_id"]
 
     def run_state(self, api: httpx.Client, dag_id: str, run_id: str, timeout: float = 120) -> str:
         """The state the DAG run ends in."""

@@ -15,7 +15,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from soak_runs import SHORT, soak
 
-from kafka_soak import alerting
+from kafka_soak import alerting, rundir
 from kafka_soak.backends.docker_kafka import free_port
 
 WEBHOOK_TOKEN = "T0SOAK/B0SOAK/w3bh00k-t0ken-that-must-stay-secret"
@@ -144,6 +144,25 @@ def test_a_run_without_a_verdict_says_which_task_failed_first_and_why(tmp_path):
     (run_dir / "failures.jsonl").unlink()
     assert alerting.compose("d", "r", run_dir, failed_task="drain")["message"] == (
         f"soak d did not reach a verdict: task drain failed (run r); logs: {run_dir}")
+
+
+def test_a_run_airflow_calls_successful_without_a_passed_verdict_is_alerted_as_broken(tmp_path, monkeypatch):
+    """A DAG run marked failed by hand: Airflow runs its teardowns, then calls it successful (the success callback,
+    no failure callback, no task failure on record). Without a passed verdict that is a broken run; the next passing
+    run recovers from it. (tests/test_scheduler_runs.py shows it under a real scheduler.)"""
+    monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
+    dag_id = "soak_eos_id_assignment"
+    context = {"dag": SimpleNamespace(dag_id=dag_id), "run_id": "r", "dag_run": SimpleNamespace(clear_number=0),
+               "ti": SimpleNamespace(task_id="release")}  # the context of a DAG callback names the last task
+    run_dir = rundir.run_dir(dag_id, "r", 1, create=True)
+    alerting.SoakAlertNotifier(on="success").notify(context)
+    alert = json.loads((tmp_path / "alerts.jsonl").read_text())
+    assert (alert["status"], alert["message"]) == ("no_verdict", (
+        f"soak {dag_id} did not reach a verdict: validate did not run and no task failure is on record (a DAG run "
+        f"marked failed by hand ends so, after its teardowns) (run r); logs: {run_dir}"))
+    (rundir.run_dir(dag_id, "r", 2, create=True) / "verdict.json").write_text(json.dumps({"status": "passed"}))
+    alerting.SoakAlertNotifier(on="success").notify({**context, "dag_run": SimpleNamespace(clear_number=1)})
+    assert json.loads((tmp_path / "alerts.jsonl").read_text().splitlines()[-1])["status"] == "recovered"
 
 
 def test_an_alert_goes_out_when_no_evidence_can_be_written(channels, tmp_path, monkeypatch):

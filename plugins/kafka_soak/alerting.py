@@ -31,6 +31,10 @@ SLACK_CONN_ID = "soak_alert_slack"
 # Where the evidence is, in the order a person would open it.
 LINKS = {"report_url": "report in Airflow", "report": "report", "data_docs": "data docs", "run_dir": "run dir",
          "airflow_url": "DAG run in Airflow"}
+# A DAG run that ended without its validation and with no task failure on record: Airflow calls a run marked failed
+# by hand successful once its teardowns have run, and calls no failure callback for it.
+NOT_VALIDATED = ("validate did not run and no task failure is on record (a DAG run marked failed by hand ends so, "
+                 "after its teardowns)")
 
 
 def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) -> dict[str, Any]:
@@ -54,7 +58,8 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
         task = failure["task_id"] if failure else failed_task
         why = failure["error"].splitlines() if failure else []
         alert.update(status="no_verdict", failed_task=task)
-        alert["message"] = (f"soak {dag_id} did not reach a verdict: task {task or 'unknown'} failed"
+        stopped = f"task {task} failed" if task else NOT_VALIDATED
+        alert["message"] = (f"soak {dag_id} did not reach a verdict: {stopped}"
                             f"{': ' + why[0] if why else ''} (run {run_id}); logs: {run_dir}")
         alert["details"] = why[1:]  # e.g. the drain's lag per partition, owners and open transactions
     return alert
@@ -150,7 +155,8 @@ class StreakBook:
 
 class SoakAlertNotifier(BaseNotifier):
     """DAG callback. ``on_failure`` (default): alert on a broken run. ``on_success``: a recovery message when
-    the previous runs of the scenario were broken, nothing otherwise."""
+    the previous runs of the scenario were broken, nothing otherwise; a run Airflow calls successful without a
+    passed verdict (marked failed by hand: its teardowns ran, validate did not) is alerted as broken."""
 
     template_fields = ()
 
@@ -171,13 +177,13 @@ class SoakAlertNotifier(BaseNotifier):
         report_path = write_report(run_dir, url, unwritten)
         book = StreakBook(dag_id)
         failures = book.failures()
-        if self.on == "success":
+        if self.on == "success" and (evidence.read_json(run_dir / "verdict.json") or {}).get("status") == "passed":
             if not failures:
                 return
             alert, streak = recovery(dag_id, run_id, run_dir, failures), []
-        else:
-            ti = context.get("ti")
-            alert, streak = compose(dag_id, run_id, run_dir, getattr(ti, "task_id", None)), [*failures, run_id]
+        else:  # a failed run, or one Airflow calls successful without a passed verdict (its "ti" is a task that passed)
+            failed = getattr(context.get("ti"), "task_id", None) if self.on == "failure" else None
+            alert, streak = compose(dag_id, run_id, run_dir, failed), [*failures, run_id]
         try:
             book.save(streak)
         except OSError as exc:
