@@ -246,9 +246,10 @@ def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everyt
     assert stored and not [p for p in stored if SECRET.encode() in p.read_bytes()]
 
 
-def test_an_interrupted_make_soak_leaves_no_process_behind(runs_dir):
+def test_an_interrupted_make_soak_runs_the_teardowns_itself_and_leaves_no_process_behind(runs_dir):
     """SIGTERM (or Ctrl-C) to `make soak` mid-program: no teardown runs under an interrupted `airflow dags test`,
-    so the command itself stops every process the run registered (Kafka JVMs included) and keeps the evidence."""
+    so the command runs the run's own (the app stopped gracefully and judged, Kafka released), stops anything else
+    the run registered and keeps the evidence."""
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
     latest = runs_dir / DAG_ID / "latest"
     before = latest.resolve() if latest.exists() else None
@@ -267,3 +268,8 @@ def test_an_interrupted_make_soak_leaves_no_process_behind(runs_dir):
     assert f"interrupted: stopping what the run started ({run_dir})" in output
     assert not live_processes(run_dir) and not kafka_jvms(run_dir)
     assert (run_dir / "dags-test.log").exists() and (run_dir / "logs" / "kafka-1.log").exists()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["exit_code"] for e in events if e["event"] == "stop" and e["instance"] == 1] == [0], \
+        "instance 1 is stopped as the teardown stops it, gracefully"
+    assert not [e for e in events if e["event"] == "reaped"], "the teardowns left nothing for the reaper"
+    assert json.loads((run_dir / "health.json").read_text())["incidents"] == []

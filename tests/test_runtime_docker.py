@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from kafka_soak import params as soak_params
+from kafka_soak import rundir, subjects, teardowns
+from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
+from kafka_soak.instances import Instances
 from kafka_soak.runtime.docker import (
     BROKER_ROLE,
     INSTANCE_ROLE,
@@ -106,6 +110,33 @@ def test_teardown_removes_every_container_of_the_run_and_only_those(docker_engin
         assert "tick" in (run_dir / "logs" / "b.log").read_text()
     finally:
         other.clean_up()
+
+
+def test_an_interrupted_runs_teardowns_remove_its_instance_and_broker_containers(docker_engine, run_dir):
+    """`make soak` interrupted (no teardown task ran): the teardowns it runs itself, from what the run wrote, stop
+    the instance container gracefully and remove it and the broker container, their logs kept."""
+    plan = soak_params.check({"runtime": "docker", "backend": "docker", "kafka_image": docker_engine.BASE_IMAGE,
+                              "app_image": docker_engine.BASE_IMAGE, "app_command": APP, "instances": 1,
+                              "program": "1"}).as_dict()
+    containers = DockerContainers(run_dir, docker_engine.BASE_IMAGE)
+    api = containers.api
+    broker = api.create_container(docker_engine.BASE_IMAGE, command=["sh", "-c", "echo broker says hi; sleep 600"],
+                                  name=container_name(containers.run_key, "kafka"),
+                                  labels=run_labels(run_dir, "kafka", BROKER_ROLE))["Id"]
+    api.start(broker)
+    names = {role: f"soak.test.{role}" for role in subjects.topics(plan)}
+    cluster = Cluster("docker", "127.0.0.1:9", names, container=broker,
+                      subjects=[s.as_dict() for s in subjects.build(plan, "app", names)]).as_dict()
+    rundir.write_json(run_dir / "params.json", {"plan": plan})
+    rundir.write_json(run_dir / "cluster.json", cluster)
+    instances = Instances.for_run(run_dir, cluster, plan)
+    instances.start(1, 0)
+    wait_for_output(instances.runtime, "instance-1", "tick")
+    assert len(docker_engine.run_containers(run_dir)) == 2
+    stopped = teardowns.after_interrupt(run_dir, "interrupted by the test")
+    assert stopped == {"instance-1": 0} and docker_engine.run_containers(run_dir) == []
+    assert "bye" in (run_dir / "logs" / "app-1.0.log").read_text(), "stopped gracefully, its output kept"
+    assert "broker says hi" in (run_dir / "logs" / "kafka-broker.log").read_text()
 
 
 def test_clear_errors_for_an_unreachable_engine_and_a_missing_image(docker_engine, run_dir):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import params as soak_params
-from kafka_soak import reaper, rundir
+from kafka_soak import rundir
 
 SCENARIOS_DIR = rundir.PROJECT_ROOT / "dags" / "scenarios"
 # Lines worth a person's attention while the soak runs: our own loggers, task failures, the run's end.
@@ -111,7 +111,9 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
             run_dir = this_run()
             print(f"\ninterrupted: stopping what the run started{f' ({run_dir})' if run_dir else ''}", flush=True)
             if run_dir is not None:
-                for name, code in reaper.reap(run_dir, "make soak was interrupted").items():
+                from kafka_soak import teardowns  # the run's own modules: not needed before a run
+
+                for name, code in teardowns.after_interrupt(run_dir, "make soak was interrupted").items():
                     print(f"  stopped {name} (exit code {code})", flush=True)
                 shutil.move(full_log.name, run_dir / "dags-test.log")
             return 130

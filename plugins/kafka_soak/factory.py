@@ -21,11 +21,10 @@ import yaml
 from airflow.sdk import DAG, Param, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 
-from kafka_soak import backends, health, preflight, reaper, rundir, subjects
+from kafka_soak import backends, preflight, reaper, rundir, subjects, teardowns
 from kafka_soak import params as soak_params
 from kafka_soak import program as programs
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
-from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.deadline import overdue_alert
 from kafka_soak.drain import DrainTimeout, drain_subjects, fault_grace_s, open_transactions, restore_service
@@ -165,12 +164,6 @@ def _run_dir(create: bool = False) -> Path:
 
 def _instances(plan: dict[str, Any], cluster: dict[str, Any]) -> Instances:
     return Instances.for_run(_run_dir(), cluster, plan)
-
-
-def _cluster_on_file(run_dir: Path) -> Cluster | None:
-    """What provision wrote, if it got that far (a teardown must work after a failed setup too)."""
-    path = run_dir / "cluster.json"
-    return Cluster(**json.loads(path.read_text())) if path.exists() else None
 
 
 def build_dag(scenario: dict[str, Any]) -> DAG:
@@ -315,30 +308,13 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
 
         @teardown
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-            """Stop every instance gracefully (and the generator); runs even when something failed. The quotas'
-            measurement ends with the app (``quotas.json``); how the instances fared is judged (``health.json``)."""
-            codes = _instances(plan, cluster).stop_all()
-            generator = Load(_run_dir(), cluster, plan).stop()
-            log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
-                     or "nothing was running")
-            app_health = health.assess(_run_dir(), plan["health_allowance"])
-            rundir.write_json(_run_dir() / "health.json", app_health)
-            log.info("app health: %s", health.summary(app_health))
-            for incident in app_health["incidents"][:10]:
-                log.warning("  %s", incident["what"])
-            for usage in backends.create(plan, _run_dir()).quota_usage():
-                log.info("quota %s %s=%g %s: the broker measured %s %s (median; peak %s) and throttled it up to %s "
-                         "ms%s", usage["client_id"], usage["setting"], usage["quota"], usage["unit"],
-                         usage["measured"], usage["achieved"], usage["peak"], usage["throttle_ms_max"],
-                         "" if usage["bit"] else " (the quota never bit)")
-            return codes
+            """Stop every instance gracefully (and the generator); runs even when something failed."""
+            return teardowns.stop_app(_run_dir(), plan, cluster)
 
         @teardown
         def release(plan: dict[str, Any]) -> None:
-            """Stop the Kafka this run started (or delete its topics on an external one). The run directory
-            is kept."""
-            backends.create(plan, _run_dir()).release(_cluster_on_file(_run_dir()))
-            log.info("evidence kept in %s", _run_dir())
+            """Stop the Kafka this run started (or give back what it used of an external one)."""
+            teardowns.release(_run_dir(), plan)
 
         plan = check_params()
         cluster = provision(plan)

@@ -1,11 +1,11 @@
 """What an earlier run left running is stopped by the next one.
 
 A run's brokers, generator, meters and app instances are detached processes (they outlive the task that started
-them, by design). A run that ends without its teardowns (marked failed in the UI, an interrupted ``airflow dags
-test``, a worker that died) leaves them behind. Every process a run starts is in its registry
+them, by design). A run that ends without its teardowns (a worker machine lost mid-run; ``make soak`` runs them
+itself when interrupted, ``teardowns.after_interrupt``) leaves them behind. Every process a run starts is in its registry
 (``<run>/processes``), so the next run of the DAG finds and stops them, and notes it in the earlier run's
 ``events.jsonl``; nothing of its evidence is deleted. Containers are not reaped here: the Docker runtime and
-backend remove their run's containers by label at teardown.
+backend remove their run's containers by label in the teardowns.
 """
 
 from __future__ import annotations

@@ -1,0 +1,74 @@
+"""A run's teardowns: stop the app (its instances and the generator, then judge how the instances fared) and
+release the Kafka the run used (stop the brokers it started, remove its broker container, or give back the topics
+and quotas of a shared cluster).
+
+The DAG runs both whatever happened, a run marked failed by hand included. An interrupted ``airflow dags test``
+runs none, so ``make soak`` runs them itself from what the run wrote (``params.json``, ``cluster.json``) when it is
+interrupted, then stops whatever else the run registered.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from kafka_soak import backends, health, reaper, rundir
+from kafka_soak.backends.cluster import Cluster
+from kafka_soak.evidence import read_json
+from kafka_soak.instances import Instances
+from kafka_soak.load import Load
+
+log = logging.getLogger(__name__)
+
+
+def cluster_on_file(run_dir: Path) -> Cluster | None:
+    """What provision wrote, if it got that far (a teardown must work after a failed setup too)."""
+    written = read_json(run_dir / "cluster.json")
+    return Cluster(**written) if written else None
+
+
+def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, int | None]:
+    """Stop every instance gracefully and the generator; returns their exit codes. The quotas' measurement ends with
+    the app (``quotas.json``); how the instances fared is judged (``health.json``)."""
+    codes = Instances.for_run(run_dir, cluster, plan).stop_all()
+    generator = Load(run_dir, cluster, plan).stop()
+    log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
+             or "nothing was running")
+    app_health = health.assess(run_dir, plan["health_allowance"])
+    rundir.write_json(run_dir / "health.json", app_health)
+    log.info("app health: %s", health.summary(app_health))
+    for incident in app_health["incidents"][:10]:
+        log.warning("  %s", incident["what"])
+    for usage in backends.create(plan, run_dir).quota_usage():
+        log.info("quota %s %s=%g %s: the broker measured %s %s (median; peak %s) and throttled it up to %s ms%s",
+                 usage["client_id"], usage["setting"], usage["quota"], usage["unit"], usage["measured"],
+                 usage["achieved"], usage["peak"], usage["throttle_ms_max"], "" if usage["bit"] else
+                 " (the quota never bit)")
+    return codes
+
+
+def release(run_dir: Path, plan: dict[str, Any]) -> None:
+    """Stop the Kafka this run started (or give back what it used of an external one). The run directory is kept."""
+    backends.create(plan, run_dir).release(cluster_on_file(run_dir))
+    log.info("evidence kept in %s", run_dir)
+
+
+def after_interrupt(run_dir: Path, why: str) -> dict[str, int | None]:
+    """Both teardowns of a run whose ``airflow dags test`` was interrupted, each as far as the run got (one that
+    fails is logged and does not stop the other), then the reaper for any process of the run still alive.
+    Returns what was stopped, with exit codes."""
+    plan = (read_json(run_dir / "params.json") or {}).get("plan")
+    cluster = read_json(run_dir / "cluster.json")
+    stopped: dict[str, int | None] = {}
+    if plan and cluster:
+        try:
+            stopped.update(stop_app(run_dir, plan, cluster))
+        except Exception as exc:
+            log.error("could not stop the app of %s: %s", run_dir, exc)
+    if plan:
+        try:
+            release(run_dir, plan)
+        except Exception as exc:
+            log.error("could not release the Kafka of %s: %s", run_dir, exc)
+    return {**stopped, **reaper.reap(run_dir, why)}
