@@ -41,10 +41,13 @@ class ValidateOperator(SparkSubmitOperator):
         settings = client_settings(self.cluster)
         if not settings:
             return super().execute(context)
-        master = self._get_hook()._connection["master"]
-        with settings_in_env(settings), cluster_properties(settings, master, self.properties_file) as path:
-            self.properties_file = path
-            return super().execute(context)
+        master, given = self._get_hook()._connection["master"], self.properties_file
+        with settings_in_env(settings), cluster_properties(settings, master, given) as path:
+            self.properties_file = path or given
+            try:
+                return super().execute(context)
+            finally:
+                self.properties_file = given
 
 
 @contextmanager
