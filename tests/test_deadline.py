@@ -34,9 +34,18 @@ def test_every_scenario_dag_has_a_deadline_from_its_program():
         assert alert.interval == dt.timedelta(minutes=-(-deadline.OVERDUE_FACTOR * expected_min // 1)), dag.dag_id
         assert alert.callback.path == "kafka_soak.deadline.overdue"
         assert alert.callback.kwargs == {"expected_minutes": round(expected_min, 1)}
+        assert isinstance(alert.reference, deadline.SoakRunQueuedAt), "a Clear trips over DAGRUN_QUEUED_AT"
     eos = bag.dags["soak_eos_id_assignment"].deadline[0]
     # lead 5 s + program 3 x 10 s + drain timeout 180 s + 300 s allowance = 8.6 min; twice that, rounded up.
     assert (eos.interval, eos.callback.kwargs["expected_minutes"]) == (dt.timedelta(minutes=18), 8.6)
+
+
+def test_the_plugin_gives_the_scheduler_the_deadline_reference():
+    """The scheduler imports a custom deadline reference only from a plugin's ``deadline_references``."""
+    from airflow import plugins_manager
+
+    assert plugins_manager.get_deadline_references_plugins() == {
+        "kafka_soak.deadline.SoakRunQueuedAt": deadline.SoakRunQueuedAt}
 
 
 def test_a_scenario_file_can_set_its_own_deadline():

@@ -1,6 +1,6 @@
-"""A soak DAG run through a real Airflow deployment (API server, scheduler, DAG processor, triggerer, LocalExecutor):
-marked failed from the API mid-program, as a person does from the UI, then cleared; and its reports in the UI
-for a user who may read only some DAGs.
+"""Soak DAG runs through a real Airflow deployment (API server, scheduler, DAG processor, triggerer, LocalExecutor): a
+run refused by its params, then cleared; a run marked failed from the API mid-program, as a person does from the UI,
+then cleared; and their reports in the UI for a user who may read only some DAGs.
 
 What Airflow 3.3.2 does, and what the suite makes of it: marking a run failed fails its running tasks, skips the
 rest, then runs its teardowns and calls the run *successful*, with no failure callback. The teardowns stop the
@@ -36,10 +36,22 @@ def alerts_of(stack: AirflowStack, run_id: str) -> list[dict]:
 
 
 @pytest.mark.xdist_group("scheduler")
-def test_a_run_marked_failed_is_torn_down_and_alerted_and_its_clear_runs_again_from_scratch(tmp_path):
+def test_refused_and_marked_failed_runs_are_alerted_and_a_clear_runs_them_again_from_scratch(tmp_path):
     with AirflowStack(tmp_path, scenarios={DAG_ID: SCENARIO}, readers={READER: [PROBE_DAG]}) as stack:
         stack.start("api-server", "scheduler", "dag-processor", "triggerer")
         api = stack.api(stack.token())
+        # A run refused before anything starts fails, and is alerted; a Clear of a failed run (before its deadline:
+        # Airflow 3.3's own queued-at reference makes that an HTTP 500) is a fresh attempt, refused again.
+        refused_id = stack.trigger(api, DAG_ID, conf={"backend": "external"})
+        assert stack.run_state(api, DAG_ID, refused_id) == "failed"
+        assert api.post(f"/api/v2/dags/{DAG_ID}/dagRuns/{refused_id}/clear", json={"dry_run": False}).is_success
+        stack.wait_for("the refused run's Clear is refused again", lambda: len(alerts_of(stack, refused_id)) == 2, 120)
+        refusal = (f"soak {DAG_ID} did not reach a verdict: task check_params failed: refused before provisioning: "
+                   "backend: decides what runs where or with which credentials")
+        assert [a["message"][:len(refusal)] for a in alerts_of(stack, refused_id)] == [refusal, refusal]
+        assert [p.name for p in rundir.attempts(DAG_ID, refused_id, stack.runs)] == [
+            rundir.attempt_name(refused_id, 1), rundir.attempt_name(refused_id, 2)]
+
         run_id = stack.trigger(api, DAG_ID)
         first = stack.runs / DAG_ID / rundir.safe_name(run_id)
         stack.wait_for("instance 1 runs", lambda: (first / "program" / "step-0.json").exists(), 240)

@@ -8,6 +8,11 @@ Not a ``SyncCallback``: on Airflow 3.3 the executor runs those with a token the 
 connections (apache/airflow#66141), so only channels set in environment variables would be reached. So the alert needs a
 running scheduler and triggerer; ``airflow dags test`` never checks deadlines, so its DAGs get none.
 
+The deadline counts from the moment the run was queued, as Airflow's ``DeadlineReference.DAGRUN_QUEUED_AT`` does, but
+through a reference of our own (``SoakRunQueuedAt``, registered by the plugin ``soak_reports``): on Airflow 3.3 a
+Clear recomputes every ``DAGRUN_QUEUED_AT`` deadline and fails doing so (HTTP 500, apache/airflow#70368), so a failed
+soak run could not be cleared before its deadline passed. A Clear leaves our reference's deadline as it was.
+
 The deadline is static per DAG: Airflow stores it with the serialized DAG, so it cannot follow a trigger's conf.
 It is ``OVERDUE_FACTOR`` times what the scenario's default params should take (lead + program + drain timeout +
 ``VALIDATION_ALLOWANCE_S``), or the scenario file's ``deadline_minutes``. A trigger that asks for a much longer
@@ -24,7 +29,7 @@ import sys
 import time
 from typing import Any
 
-from airflow.sdk.definitions.deadline import AsyncCallback, DeadlineAlert, DeadlineReference
+from airflow.sdk.definitions.deadline import AsyncCallback, BaseDeadlineReference, DeadlineAlert
 
 from kafka_soak import alerting, rundir
 from kafka_soak import params as soak_params
@@ -34,6 +39,20 @@ log = logging.getLogger(__name__)
 # Provision, stopping the instances, spark-submit validation (33 s measured, see docs/architecture.md), release.
 VALIDATION_ALLOWANCE_S = 300
 OVERDUE_FACTOR = 2
+
+
+class SoakRunQueuedAt(BaseDeadlineReference):
+    """When the DAG run was queued (what ``DeadlineReference.DAGRUN_QUEUED_AT`` evaluates to, under a name a Clear
+    does not trip over). Evaluated by the scheduler, which imports it from the plugin's ``deadline_references``."""
+
+    required_kwargs = {"dag_id", "run_id"}
+
+    def _evaluate_with(self, *, session: Any, **kwargs: Any) -> dt.datetime | None:
+        from airflow.models import DagRun
+        from sqlalchemy import select
+
+        return session.scalar(select(DagRun.queued_at).where(DagRun.dag_id == kwargs["dag_id"],
+                                                             DagRun.run_id == kwargs["run_id"]))
 
 
 def expected_s(defaults: dict[str, Any], lead_s: float) -> float:
@@ -50,7 +69,7 @@ def overdue_alert(scenario: dict[str, Any], defaults: dict[str, Any], lead_s: fl
         return None
     expected_min = expected_s(defaults, lead_s) / 60
     minutes = float(scenario.get("deadline_minutes") or math.ceil(OVERDUE_FACTOR * expected_min))
-    return DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=dt.timedelta(minutes=minutes),
+    return DeadlineAlert(reference=SoakRunQueuedAt(), interval=dt.timedelta(minutes=minutes),
                          callback=AsyncCallback(overdue, kwargs={"expected_minutes": round(expected_min, 1)}),
                          name="soak overdue")
 
