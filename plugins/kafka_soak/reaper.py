@@ -1,8 +1,8 @@
 """What an earlier run left running is stopped by the next one.
 
 A run's brokers, generator, meters and app instances are detached processes (they outlive the task that started
-them, by design). A run that ends without its teardowns (a worker machine lost mid-run; ``make soak`` runs them
-itself when interrupted, ``teardowns.after_interrupt``) leaves them behind. Every process a run starts is in its registry
+them, by design). An attempt that ends without its teardowns (a Clear of a running DAG run, a worker machine lost;
+``make soak`` runs them itself when interrupted, ``teardowns.after_interrupt``) leaves them behind. Every process a run starts is in its registry
 (``<run>/processes``), so the next run of the DAG finds and stops them, and notes it in the earlier run's
 ``events.jsonl``; nothing of its evidence is deleted. Containers are not reaped here: the Docker runtime and
 backend remove their run's containers by label in the teardowns.
