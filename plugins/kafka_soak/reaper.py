@@ -2,10 +2,10 @@
 
 A run's brokers, generator, meters and app instances are detached processes (they outlive the task that started
 them, by design). An attempt that ends without its teardowns (a Clear of a running DAG run, a worker machine lost;
-``make soak`` runs them itself when interrupted, ``teardowns.after_interrupt``) leaves them behind. Every process a run starts is in its registry
-(``<run>/processes``), so the next run of the DAG finds and stops them, and notes it in the earlier run's
-``events.jsonl``; nothing of its evidence is deleted. Containers are not reaped here: the Docker runtime and
-backend remove their run's containers by label in the teardowns.
+``make soak`` runs them itself when interrupted, ``teardowns.after_interrupt``) leaves them behind. Every process a
+run starts is in its registry (``<run>/processes``), so the next run of the DAG finds and stops them, and notes it in
+the earlier run's ``events.jsonl``; nothing of its evidence is deleted. Containers are not reaped here: the Docker
+runtime and backend remove their run's containers by label in the teardowns.
 """
 
 from __future__ import annotations
