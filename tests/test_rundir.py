@@ -80,22 +80,34 @@ def test_the_report_and_history_show_attempts(root):
 
 
 def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one_alone(root):
-    """Real detached processes registered by two earlier runs and an earlier attempt of this run. Airflow's answer
-    to "is that DAG run over" (``ti.get_dagrun_state``, which needs a task supervisor) is the one stand-in."""
+    """Real detached processes registered by two earlier runs and an earlier attempt of this run, which got as far as
+    starting its app (its teardowns run from its files: the instance stopped and judged). Airflow's answer to "is that
+    DAG run over" (``ti.get_dagrun_state``, which needs a task supervisor) is the one stand-in."""
     import json
 
     import psutil
 
-    from kafka_soak import reaper
+    from kafka_soak import params as soak_params
+    from kafka_soak import reaper, subjects
+    from kafka_soak.instances import Instances
     from kafka_soak.runtime.local import LocalProcesses
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
     runs = {"ended": "manual__ended", "running": "manual__running", RUN: RUN}
+    plan = soak_params.check({"app_command": sleeper, "instances": 1, "program": "1"}).as_dict()
+    names = {role: f"soak.test.{role}" for role in subjects.topics(plan)}
+    cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": names,
+               "subjects": [s.as_dict() for s in subjects.build(plan, "app", names)]}
     dirs = {}
     for key, run_id in runs.items():
         dirs[key] = rundir.for_context(context(run_id), create=True)
-        rundir.write_json(dirs[key] / "params.json", {"dag_id": DAG, "run_id": run_id})
-        LocalProcesses(dirs[key]).start("instance-1", sleeper, dirs[key] / "logs" / "i.log")
+        if key == RUN:  # provisioned, program started
+            rundir.write_json(dirs[key] / "params.json", {"dag_id": DAG, "run_id": run_id, "plan": plan})
+            rundir.write_json(dirs[key] / "cluster.json", cluster)
+            Instances.for_run(dirs[key], cluster, plan).start(1, 0)
+        else:
+            rundir.write_json(dirs[key] / "params.json", {"dag_id": DAG, "run_id": run_id})
+            LocalProcesses(dirs[key]).start("instance-1", sleeper, dirs[key] / "logs" / "i.log")
     pids = {key: LocalProcesses(d).record("instance-1").pid for key, d in dirs.items()}
     current = rundir.for_context(context(clear_number=1), create=True)  # a Clear of RUN: a new attempt
     try:
@@ -106,6 +118,10 @@ def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one
         assert sorted(gone) == sorted(["ended", RUN])
         event = json.loads((dirs["ended"] / "events.jsonl").read_text().splitlines()[-1])
         assert event["event"] == "reaped" and event["processes"] == ["instance-1"] and current.name in event["why"]
+        events = [json.loads(line) for line in (dirs[RUN] / "events.jsonl").read_text().splitlines()]
+        assert [e["event"] for e in events] == ["start", "stop", "torn-down"], "its teardowns left nothing to reap"
+        assert events[-1]["instances"] == ["instance-1"] and current.name in events[-1]["why"]
+        assert (dirs[RUN] / "health.json").exists()
         assert reaper.leftovers(dirs["running"]) == ["instance-1"]
     finally:
         for d in dirs.values():

@@ -133,7 +133,7 @@ def test_an_interrupted_runs_teardowns_remove_its_instance_and_broker_containers
     instances.start(1, 0)
     wait_for_output(instances.runtime, "instance-1", "tick")
     assert len(docker_engine.run_containers(run_dir)) == 2
-    stopped = teardowns.after_interrupt(run_dir, "interrupted by the test")
+    stopped = teardowns.from_files(run_dir, "interrupted by the test")
     assert stopped == {"instance-1": 0} and docker_engine.run_containers(run_dir) == []
     assert "bye" in (run_dir / "logs" / "app-1.0.log").read_text(), "stopped gracefully, its output kept"
     assert "broker says hi" in (run_dir / "logs" / "kafka-broker.log").read_text()

@@ -4,7 +4,8 @@ attempt marked failed, then cleared again; and their reports for a user who may 
 
 What Airflow 3.3.2 does, and what the suite makes of it:
 - A Clear of a running run kills its running tasks and runs none of its teardowns: the broker, generator and
-  instance of that attempt stay up, and the next attempt's ``check_params`` stops them (the reaper).
+  instance of that attempt stay up, and the next attempt's ``check_params`` runs that attempt's teardowns (the
+  reaper).
 - Marking a run failed fails its running tasks, skips the rest, then runs its teardowns and calls the run
   *successful*, with no failure callback: the teardowns stop everything, and the success callback, finding no passed
   verdict, alerts the run as broken.
@@ -62,7 +63,7 @@ def test_runs_refused_cleared_while_running_or_marked_failed_are_reclaimed_alert
         assert {"kafka-1", "generator", "instance-1"} <= set(left)
         assert api.post(f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/clear", json={"dry_run": False}).is_success
         stack.wait_for("attempt 2 runs instance 1", lambda: (second / "program" / "step-0.json").exists(), 240)
-        assert not reaper.leftovers(first), "attempt 2 stopped what the cleared attempt 1 left running"
+        assert not reaper.leftovers(first), "attempt 2 tore down what the cleared attempt 1 left running"
 
         assert api.patch(f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}", json={"state": "failed"}).is_success
         stack.wait_for("Airflow calls the run marked failed successful once its teardowns ran", lambda: api.get(
@@ -91,8 +92,10 @@ def test_runs_refused_cleared_while_running_or_marked_failed_are_reclaimed_alert
         assert reader.get(f"{ui.URL_PREFIX}/runs/{DAG_ID}/{third.name}/").status_code == 403
 
     assert rundir.attempts(DAG_ID, run_id, stack.runs) == [first, second, third]
-    reaped = [e for e in map(json.loads, (first / "events.jsonl").read_text().splitlines()) if e["event"] == "reaped"]
-    assert len(reaped) == 1 and set(left) <= set(reaped[0]["processes"]) and second.name in reaped[0]["why"]
+    # Attempt 2 ran attempt 1's teardowns: its instance stopped and judged, its broker and generator stopped.
+    torn = [e for e in map(json.loads, (first / "events.jsonl").read_text().splitlines()) if e["event"] == "torn-down"]
+    assert len(torn) == 1 and torn[0]["instances"] == ["instance-1"] and second.name in torn[0]["why"]
+    assert (first / "health.json").exists()
     # The earlier attempts' evidence is kept as it was: one step applied each, no verdict, a report that says so.
     for attempt in (first, second):
         assert [json.loads(s)["label"] for s in (attempt / "program.jsonl").read_text().splitlines()] == [

@@ -111,9 +111,10 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
             run_dir = this_run()
             print(f"\ninterrupted: stopping what the run started{f' ({run_dir})' if run_dir else ''}", flush=True)
             if run_dir is not None:
-                from kafka_soak import teardowns  # the run's own modules: not needed before a run
+                from kafka_soak import reaper, teardowns  # the run's own modules: not needed before a run
 
-                for name, code in teardowns.after_interrupt(run_dir, "make soak was interrupted").items():
+                why = "make soak was interrupted"
+                for name, code in {**teardowns.from_files(run_dir, why), **reaper.reap(run_dir, why)}.items():
                     print(f"  stopped {name} (exit code {code})", flush=True)
                 shutil.move(full_log.name, run_dir / "dags-test.log")
             return 130

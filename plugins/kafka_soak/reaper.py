@@ -1,11 +1,11 @@
 """What an earlier run left running is stopped by the next one.
 
 A run's brokers, generator, meters and app instances are detached processes (they outlive the task that started
-them, by design). An attempt that ends without its teardowns (a Clear of a running DAG run, a worker machine lost;
-``make soak`` runs them itself when interrupted, ``teardowns.after_interrupt``) leaves them behind. Every process a
-run starts is in its registry (``<run>/processes``), so the next run of the DAG finds and stops them, and notes it in
-the earlier run's ``events.jsonl``; nothing of its evidence is deleted. Containers are not reaped here: the Docker
-runtime and backend remove their run's containers by label in the teardowns.
+them, by design), and every one is in the run's registry (``<run>/processes``). An attempt that ended without its
+teardowns (a DAG run cleared while it ran, a worker machine lost) still has some alive: ``check_params`` of the next
+run of the DAG runs that attempt's teardowns from its files (``teardowns.from_files``: instances stopped, Kafka
+released, containers removed, a shared cluster's topics and quotas given back), then stops whatever is still alive,
+and notes both in the earlier attempt's ``events.jsonl``; nothing of its evidence is deleted.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from kafka_soak import teardowns
 from kafka_soak.evidence import read_json
 from kafka_soak.rundir import journal
 from kafka_soak.runtime.local import LocalProcesses
@@ -41,9 +42,9 @@ def reap(run_dir: Path, why: str, timeout: float = 15.0) -> dict[str, int | None
 
 
 def reap_earlier(current: Path, this_run: str, is_over: Callable[[str], bool]) -> dict[str, list[str]]:
-    """Reap what the other run directories of ``current``'s DAG left running: earlier attempts of the same DAG run
-    (``this_run``) always, since a Clear replaced them; other DAG runs when ``is_over(run_id)`` says they ended.
-    Returns ``{run directory name: processes stopped}``."""
+    """Tear down and reap what the other run directories of ``current``'s DAG left running: earlier attempts of the
+    same DAG run (``this_run``) always, since a Clear replaced them; other DAG runs when ``is_over(run_id)`` says they
+    ended. Returns ``{run directory name: instances and processes stopped}``."""
     reaped = {}
     for run_dir in sorted(p for p in current.parent.iterdir() if p.is_dir() and not p.is_symlink() and p != current):
         if not leftovers(run_dir):
@@ -52,6 +53,6 @@ def reap_earlier(current: Path, this_run: str, is_over: Callable[[str], bool]) -
         if run_id is None or (run_id != this_run and not is_over(run_id)):
             continue
         why = f"left running when its run ended; stopped by {current.name}"
-        reaped[run_dir.name] = sorted(reap(run_dir, why))
+        reaped[run_dir.name] = sorted({**teardowns.from_files(run_dir, why), **reap(run_dir, why)})
         log.warning("stopped what run %s left running: %s", run_dir.name, ", ".join(reaped[run_dir.name]))
     return reaped

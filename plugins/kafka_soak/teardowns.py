@@ -2,9 +2,9 @@
 release the Kafka the run used (stop the brokers it started, remove its broker container, or give back the topics
 and quotas of a shared cluster).
 
-The DAG runs both whatever happened, a run marked failed by hand included. An interrupted ``airflow dags test``
-runs none, so ``make soak`` runs them itself from what the run wrote (``params.json``, ``cluster.json``) when it is
-interrupted, then stops whatever else the run registered.
+The DAG runs both whatever happened, a run marked failed by hand included. An attempt that ran neither (an
+interrupted ``airflow dags test``, a DAG run cleared while it ran) has them run from what it wrote (``params.json``,
+``cluster.json``) by whoever finds it: ``make soak`` when it is interrupted, the next run's reaper.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import backends, health, reaper, rundir
+from kafka_soak import backends, health, rundir
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.evidence import read_json
 from kafka_soak.instances import Instances
@@ -54,16 +54,15 @@ def release(run_dir: Path, plan: dict[str, Any]) -> None:
     log.info("evidence kept in %s", run_dir)
 
 
-def after_interrupt(run_dir: Path, why: str) -> dict[str, int | None]:
-    """Both teardowns of a run whose ``airflow dags test`` was interrupted, each as far as the run got (one that
-    fails is logged and does not stop the other), then the reaper for any process of the run still alive.
-    Returns what was stopped, with exit codes."""
+def from_files(run_dir: Path, why: str) -> dict[str, int | None]:
+    """Both teardowns of an attempt that did not run them, each as far as it got (one that fails is logged and does
+    not stop the other), noted with ``why`` in its ``events.jsonl``. Returns the instances stopped, with exit codes."""
     plan = (read_json(run_dir / "params.json") or {}).get("plan")
     cluster = read_json(run_dir / "cluster.json")
     stopped: dict[str, int | None] = {}
     if plan and cluster:
         try:
-            stopped.update(stop_app(run_dir, plan, cluster))
+            stopped = stop_app(run_dir, plan, cluster)
         except Exception as exc:
             log.error("could not stop the app of %s: %s", run_dir, exc)
     if plan:
@@ -71,4 +70,5 @@ def after_interrupt(run_dir: Path, why: str) -> dict[str, int | None]:
             release(run_dir, plan)
         except Exception as exc:
             log.error("could not release the Kafka of %s: %s", run_dir, exc)
-    return {**stopped, **reaper.reap(run_dir, why)}
+    rundir.journal(run_dir, "torn-down", why=why, instances=sorted(stopped))
+    return stopped
