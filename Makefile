@@ -21,7 +21,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench reproduction setup system-deps kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test bench reproduction setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
@@ -73,7 +73,7 @@ env:
 		PYTHONPATH PATH PYSPARK_PYTHON SPARK_LOCAL_IP; do printf "export %s=%q\n" $$v "$${!v}"; done
 	@printf "export AIRFLOW_CONN_SPARK_DEFAULT=%q\n" '$(AIRFLOW_CONN_SPARK_DEFAULT)'
 
-setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db kafka-jars streams-app
+setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db kafka-jars spark-kafka-jars streams-app
 
 # Kafka and Spark need Java 17; Maven fetches Kafka's jars; everything else comes from PyPI.
 system-deps:
@@ -84,6 +84,10 @@ system-deps:
 # kafka_version is fetched by the run that asks for it.
 kafka-jars: $(VENV)/.installed
 	@$(PY) -m kafka_soak.cli kafka-jars >/dev/null
+
+# Spark's own Kafka source for the checker (spark_jobs/pom.xml), cached in .cache/spark-kafka/<spark version>/.
+spark-kafka-jars: $(VENV)/.installed
+	@$(PY) -m kafka_soak.cli spark-kafka-jars >/dev/null
 
 # The Kafka Streams reference app (apps/streams) built against the default Kafka Streams version, cached in
 # .cache/apps/streams/<version>-<source hash>/; another streams_version is built by the run that asks for it.

@@ -24,18 +24,20 @@ SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "par
 STALE_SHORT = {"interval_s": 15, "records": 9000, "keys": 600, "partitions": 12, "rate": 130}
 # soak_id_assignment_rebalance with the reference worker and its bug switches, on the original report's 2 partitions:
 # with "1 2 2" the second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
+# The pytest-xdist group of the tests that read the ``alerted_runs`` fixture's two runs (one worker runs them once).
+ALERTED_RUNS = "alerted-runs"
 WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, "interval_s": 8, "records": 27000,
                           "keys": 27000, "phases": [{"records": 3000, "at_s": 0},
                                                     {"records": 24000, "after_step": 1, "rate": 2000}]}
 
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,
-         **conf) -> tuple[int, Path, dict | None]:
+         env: dict[str, str] | None = None, **conf) -> tuple[int, Path, dict | None]:
     """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None). ``during(run_dir)``
     is called with this run's directory once it appears, while the run goes on (to do something to it from
-    outside)."""
+    outside); ``env`` adds to the run's environment (connections, Airflow settings)."""
     base = SHORT if dag_id == DAG_ID else {}
-    env, conf = as_owner({**base, **conf}, {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)})
+    env, conf = as_owner({**base, **conf}, {**os.environ, **(env or {}), "SOAK_RUNS_DIR": str(runs_dir)})
     runs_dir.mkdir(parents=True, exist_ok=True)
     earlier = run_dirs(runs_dir / dag_id)
     output = runs_dir / f".{dag_id}.dags-test.log"  # a file, not a pipe: nobody reads it while ``during`` runs
@@ -77,5 +79,9 @@ def kafka_jvms(run_dir: Path) -> list[int]:
     return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(run_dir) in part for part in p.info["cmdline"] or [])]
 
 
+def alerts(runs_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (runs_dir / "alerts.jsonl").read_text().splitlines()]
+
+
 def last_alert(runs_dir: Path) -> dict:
-    return json.loads((runs_dir / "alerts.jsonl").read_text().splitlines()[-1])
+    return alerts(runs_dir)[-1]

@@ -4,73 +4,36 @@ webhook, both on loopback, receive what the Airflow notifiers send; the tests re
 from __future__ import annotations
 
 import json
-import threading
-from email import message_from_bytes
-from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 from urllib.parse import quote
 
 import pytest
-from aiosmtpd.controller import Controller
-from soak_runs import SHORT, soak
+from alert_channels import WEBHOOK_TOKEN, body, connections
+from alert_channels import smtp_server as smtp_channel
+from alert_channels import webhook_server as webhook_channel
+from soak_runs import ALERTED_RUNS, SHORT
 
 from kafka_soak import alerting, rundir
-from kafka_soak.backends.docker_kafka import free_port
-
-WEBHOOK_TOKEN = "T0SOAK/B0SOAK/w3bh00k-t0ken-that-must-stay-secret"
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-
-    async def handle_DATA(self, server, session, envelope):  # aiosmtpd handler hook
-        self.messages.append(message_from_bytes(envelope.content))
-        return "250 OK"
 
 
 @pytest.fixture
 def smtp_server():
-    inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    yield inbox, controller.port
-    controller.stop()
+    with smtp_channel() as server:
+        yield server
 
 
 @pytest.fixture
 def webhook_server():
-    posts: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            posts.append({"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield posts, server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with webhook_channel() as server:
+        yield server
 
 
 @pytest.fixture
 def channels(monkeypatch, smtp_server, webhook_server):
     inbox, smtp_port = smtp_server
     posts, http_port = webhook_server
-    monkeypatch.setenv("AIRFLOW_CONN_SOAK_ALERT_SMTP", json.dumps({
-        "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
-        "extra": {"disable_ssl": True, "disable_tls": True, "from_email": "kafka-soak@example.test",
-                  "to": "oncall@example.test"}}))
-    monkeypatch.setenv("AIRFLOW_CONN_SOAK_ALERT_SLACK", json.dumps({
-        "conn_type": "slackwebhook", "password": f"http://127.0.0.1:{http_port}/services/{WEBHOOK_TOKEN}"}))
+    for name, value in connections(smtp_port, http_port).items():
+        monkeypatch.setenv(name, value)
     return inbox.messages, posts
 
 
@@ -78,16 +41,9 @@ def verdict_run_id(run_dir) -> str:
     return json.loads((run_dir / "params.json").read_text())["run_id"]
 
 
-def body(message: Message) -> str:
-    part = next(p for p in message.walk() if p.get_content_type() == "text/html")
-    return part.get_payload(decode=True).decode()
-
-
-def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(channels, tmp_path, monkeypatch):
-    mails, posts = channels
-    runs_dir = tmp_path / "runs"  # its own: the recovery counts the scenario's broken runs since the last pass
-    monkeypatch.setenv("AIRFLOW__API__BASE_URL", "http://127.0.0.1:8080")  # where the UI is: messages link to it
-    code, run_dir, verdict = soak(runs_dir, bug="drop")
+@pytest.mark.xdist_group(name=ALERTED_RUNS)
+def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(alerted_runs):
+    (code, run_dir, verdict), (mails, posts) = alerted_runs.broken, alerted_runs.broken_alerts
     assert code == 1 and verdict["anomalies"]["lost"] == SHORT["records"] // 1000
     assert len(mails) == 1 and len(posts) == 1
     mail = mails[0]
@@ -103,12 +59,13 @@ def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_reco
     assert slack["path"] == f"/services/{WEBHOOK_TOKEN}"
     assert "FAILED: lost=6" in slack["body"]["text"] and "lost: " in slack["body"]["text"]
 
-    code, run_dir2, verdict = soak(runs_dir)
+    (code, run_dir2, verdict), mails, posts = alerted_runs.passed, alerted_runs.mails, alerted_runs.posts
     assert code == 0 and verdict["status"] == "passed"
     assert len(mails) == 2 and len(posts) == 2
     assert "RECOVERED" in mails[1]["Subject"] and "after 1 broken run(s)" in posts[1]["body"]["text"]
 
-    evidence = [runs_dir / "alerts.jsonl", *[p for d in (run_dir, run_dir2) for p in d.rglob("*") if p.is_file()]]
+    evidence = [alerted_runs.runs_dir / "alerts.jsonl",
+                *[p for d in (run_dir, run_dir2) for p in d.rglob("*") if p.is_file()]]
     leaks = [str(p) for p in evidence if WEBHOOK_TOKEN in p.read_text(errors="replace")]
     assert not leaks, "the webhook token is a secret"
 

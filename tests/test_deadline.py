@@ -14,7 +14,8 @@ from urllib.parse import quote
 import httpx
 from airflow.dag_processing.dagbag import DagBag
 from airflow_stack import FAILING_DAG, PROBE_DAG, AirflowStack
-from test_alerts import WEBHOOK_TOKEN, body, channels, smtp_server, webhook_server  # noqa: F401 (fixtures)
+from alert_channels import WEBHOOK_TOKEN, body
+from test_alerts import channels, smtp_server, webhook_server  # noqa: F401 (fixtures)
 
 from kafka_soak import deadline, rundir
 from kafka_soak.factory import build_dag

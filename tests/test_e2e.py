@@ -3,7 +3,8 @@ each run), real app processes, real Spark and GX.
 
 Each run takes one to two and a half minutes (a short program, then spark-submit), so every scenario
 runs its healthy case and its bug switches with a program shortened for CI, and one run on three brokers
-carries every fault at once (kill -9, pause, a broker killed and restarted).
+carries every fault at once (kill -9, pause, a broker killed and restarted). The default scenario's healthy run
+and its drop switch are the two runs of ``conftest.alerted_runs``, which the alert and report tests read as well.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from pathlib import Path
 
 import pytest
 from conftest import SECRET, live_processes
-from soak_runs import DAG_ID, SHORT, STALE_SHORT, WORKER_REBALANCE_SHORT, kafka_jvms, last_alert, soak
+from soak_runs import ALERTED_RUNS, DAG_ID, SHORT, STALE_SHORT, WORKER_REBALANCE_SHORT, alerts, kafka_jvms, last_alert, soak
 
 
-def test_healthy_app_passes(runs_dir):
-    code, run_dir, verdict = soak(runs_dir)
+@pytest.mark.xdist_group(name=ALERTED_RUNS)
+def test_healthy_app_passes(alerted_runs):
+    code, run_dir, verdict = alerted_runs.passed
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed"
     assert set(verdict["anomalies"].values()) == {0}
@@ -40,22 +42,22 @@ def test_healthy_app_passes(runs_dir):
         {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log"}
 
 
-@pytest.mark.parametrize("bug, anomaly, exact", [
-    ("drop", "lost", SHORT["records"] // 1000),
-    ("duplicate", "duplicated", SHORT["records"] // 1000),
-    ("skip-restore", "id_reuse", None),
-])
-def test_bug_switches_fail_with_the_anomaly_they_cause(runs_dir, bug, anomaly, exact):
-    code, run_dir, verdict = soak(runs_dir, bug=bug)
-    assert code == 1
-    assert verdict["status"] == "failed"
-    count = verdict["anomalies"][anomaly]
-    assert count == exact if exact is not None else count > 0
-    if bug != "skip-restore":
-        assert {k for k, v in verdict["anomalies"].items() if v} == {anomaly}
-    alert = last_alert(runs_dir)
-    assert alert["run_dir"] == str(run_dir)
+def assert_caught_exactly(runs_dir: Path, run: tuple[int, Path, dict | None], anomaly: str, count: int) -> None:
+    """A bug switch of the reference worker fails the run with exactly the anomaly it plants, and its alert says so."""
+    code, run_dir, verdict = run
+    assert code == 1 and verdict["status"] == "failed"
+    assert {k: v for k, v in verdict["anomalies"].items() if v} == {anomaly: count}
+    alert = next(a for a in alerts(runs_dir) if a["run_dir"] == str(run_dir))
     assert f"{anomaly}={count}" in alert["message"]
+
+
+@pytest.mark.xdist_group(name=ALERTED_RUNS)
+def test_the_drop_switch_loses_exactly_the_records_it_drops(alerted_runs):
+    assert_caught_exactly(alerted_runs.runs_dir, alerted_runs.broken, "lost", SHORT["records"] // 1000)
+
+
+def test_the_duplicate_switch_duplicates_exactly_the_records_it_repeats(runs_dir):
+    assert_caught_exactly(runs_dir, soak(runs_dir, bug="duplicate"), "duplicated", SHORT["records"] // 1000)
 
 
 def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs_dir):
@@ -121,10 +123,12 @@ def test_reused_ids_of_the_worker_bug_switches_are_counted(runs_dir, bug):
     assert records["input"] == records["output"] == records["distinct_keys"] == WORKER_REBALANCE_SHORT["records"]
     generator_log = (run_dir / "logs" / "generator.1.log").read_text()
     assert "waiting for step 1 before producing ids 3001..27000" in generator_log
-    assert code == 1 and verdict["status"] == "failed" and verdict["anomalies"]["id_reuse"] > 0
+    assert code == 1 and verdict["status"] == "failed" and (reused := verdict["anomalies"]["id_reuse"]) > 0
     assert records["distinct_assigned_ids"] < WORKER_REBALANCE_SHORT["records"]
+    alert = last_alert(runs_dir)
+    assert alert["run_dir"] == str(run_dir) and f"id_reuse={reused}" in alert["message"]
     assert any(f"expected {records['distinct_keys']} distinct ids but found {records['distinct_assigned_ids']}" in line
-               for line in last_alert(runs_dir)["details"])
+               for line in alert["details"])
 
 
 def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected_crash(runs_dir):

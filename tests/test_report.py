@@ -1,7 +1,7 @@
-"""The soak report as a person sees it: a real failed run (bug=drop through `airflow dags test`), its report opened
-in headless Chromium (Debian's chromium + chromium-driver, driven by Selenium), checked for what a reader needs:
-the anomaly and its count, the charts drawn with a point per lost record, links that open, no script error.
-A screenshot is kept in ``test-artifacts/`` (or ``$SOAK_TEST_ARTIFACTS``)."""
+"""The soak report as a person sees it: a real failed run (bug=drop through `airflow dags test`: the broken run of
+``conftest.alerted_runs``), its report opened in headless Chromium (Debian's chromium + chromium-driver, driven by
+Selenium), checked for what a reader needs: the anomaly and its count, the charts drawn with a point per lost record,
+links that open, no script error. A screenshot is kept in ``test-artifacts/`` (or ``$SOAK_TEST_ARTIFACTS``)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ import json
 import os
 import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from conftest import ROOT
-from soak_runs import SHORT, soak
+from soak_runs import ALERTED_RUNS, SHORT
 
 from kafka_soak import history, report
 
-# Its tests share one soak run (a module fixture): one pytest-xdist worker runs them all.
-pytestmark = pytest.mark.xdist_group(name="report")
+# Its tests read a run of the session's alerted pair: the pytest-xdist worker that runs that pair runs them.
+pytestmark = pytest.mark.xdist_group(name=ALERTED_RUNS)
 
 ARTIFACTS = Path(os.environ.get("SOAK_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 LOST = SHORT["records"] // 1000
@@ -25,8 +26,8 @@ APP_ID = "soak_eos_id_assignment-app"
 
 
 @pytest.fixture(scope="module")
-def failed_run(runs_dir):
-    code, run_dir, verdict = soak(runs_dir, bug="drop")
+def failed_run(alerted_runs) -> Path:
+    code, run_dir, verdict = alerted_runs.broken
     assert code == 1 and verdict["status"] == "failed" and verdict["anomalies"]["lost"] == LOST
     return run_dir
 
@@ -67,8 +68,13 @@ def test_report_of_a_failed_run_shows_the_anomaly_on_the_time_axis_with_links_th
     assert any("lane: instance 1" in m and "state: running" in m for m in marks), "instance 1's running span"
     assert any("lane: instance 2" in m for m in marks)
 
-    # The page's own links (the chart's export menu inside #timeline is Vega-Embed's, with href="#").
+    # The page's own links (the chart's export menu inside #timeline is Vega-Embed's, with href="#"): files of the
+    # run directory, and the DAG run in the Airflow UI, as the deployment's [api] base_url says where that is.
     links = {a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "a[href]:not(#timeline a)")}
+    run_id = json.loads((failed_run / "params.json").read_text())["run_id"]
+    ui = f"http://127.0.0.1:8080/dags/soak_eos_id_assignment/runs/{quote(run_id)}"
+    assert ui in links
+    links.discard(ui)
     assert links and all(link.startswith(failed_run.as_uri()) for link in links), "links stay in the run directory"
     dead = [link for link in links if not Path(link.removeprefix("file://")).is_file()]
     assert not dead, "every link opens a file"
@@ -82,9 +88,10 @@ def test_report_of_a_failed_run_shows_the_anomaly_on_the_time_axis_with_links_th
 
 
 
-def test_the_alert_points_at_the_report_and_the_history_page_leads_to_it(browser, failed_run, runs_dir):
+def test_the_alert_points_at_the_report_and_the_history_page_leads_to_it(browser, failed_run, alerted_runs):
     from selenium.webdriver.common.by import By
 
+    runs_dir = alerted_runs.runs_dir
     alerts = [json.loads(line) for line in (runs_dir / "alerts.jsonl").read_text().splitlines()]
     alert = next(a for a in alerts if a["run_dir"] == str(failed_run))
     assert alert["report"] == str(failed_run / "report.html")

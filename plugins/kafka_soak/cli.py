@@ -3,6 +3,7 @@
     python -m kafka_soak.cli soak SCENARIO [--conf JSON]
     python -m kafka_soak.cli kafka-jars [VERSION]      # fetch Apache Kafka's jars into the cache (make setup)
     python -m kafka_soak.cli streams-app [VERSION]     # build the Kafka Streams app against VERSION (make setup)
+    python -m kafka_soak.cli spark-kafka-jars          # fetch Spark's Kafka source for the checker (make setup)
 
 Bad params are refused here with one clear line (which param, what is allowed) before Airflow starts;
 the run's own log lines (program, generator, drain, verdict) are shown, the full Airflow output is kept
@@ -165,7 +166,9 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
 
 
 def build_cached(what: str, version: str | None) -> int:
-    """``kafka-jars``/``streams-app``: fetch or build into the checkout's cache; print where it is."""
+    """``kafka-jars``/``streams-app``/``spark-kafka-jars``: fetch or build into the checkout's cache; print where it
+    is."""
+    from kafka_soak import spark_kafka
     from kafka_soak.app import streams
     from kafka_soak.backends import kafka_jars
     from kafka_soak.maven import BuildError
@@ -173,6 +176,8 @@ def build_cached(what: str, version: str | None) -> int:
     try:
         if what == "kafka-jars":
             print(kafka_jars.resolve(version or kafka_jars.DEFAULT_VERSION))
+        elif what == "spark-kafka-jars":
+            print(spark_kafka.resolve(version)[0].parent)
         else:
             target, seconds = streams.build(version or streams.DEFAULT_VERSION)
             print(f"{target}" + (f" (built in {seconds:.1f} s)" if seconds else " (cached)"))
@@ -192,8 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     jars.add_argument("version", nargs="?", default=None)
     app = sub.add_parser("streams-app", help="build the Kafka Streams reference app against a Kafka Streams version")
     app.add_argument("version", nargs="?", default=None)
+    source = sub.add_parser("spark-kafka-jars", help="fetch Spark's own Kafka source (for the checker) into the "
+                            "checkout's cache")
+    source.add_argument("version", nargs="?", default=None, help="a Spark version (default: the installed pyspark's)")
     args = parser.parse_args(argv)
-    if args.command in ("kafka-jars", "streams-app"):
+    if args.command in ("kafka-jars", "streams-app", "spark-kafka-jars"):
         return build_cached(args.command, args.version)
     try:
         try:
