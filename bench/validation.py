@@ -25,16 +25,12 @@ import common
 import process_meter
 import soak_history
 
+from kafka_soak import spark_kafka
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.operators.validate import CONF, JOB, MODULES, job_args
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 TARGET_RECORDS = 10_000_000  # the issue's target: faster than the baseline at 10M records
-SPARK_JOBS = common.ROOT / "spark_jobs"
-# As the DAG's validate task (factory.py, ValidateOperator) submits the job.
-SPARK_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-              "spark.sql.shuffle.partitions": "8", "spark.driver.host": "127.0.0.1",
-              "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable}
-PY_FILES = ("kafka_source.py", "anomalies.py", "timeline.py", "verdict.py")
 TIMEOUT_S = 2400
 PHASE = re.compile(r"(?:phase (\w+):|(timeline) for the report in) ([\d.]+) s")
 GIB = 2**30
@@ -64,12 +60,13 @@ def run_baseline(work: Path, bootstrap: str, topics: dict[str, str]) -> dict[str
 
 def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) -> dict[str, Any]:
     log, out = work / "spark.log", work / "spark-run"
-    conf = [arg for key, value in SPARK_CONF.items() for arg in ("--conf", f"{key}={value}")]
+    # As the DAG's validate task (ValidateOperator) submits the job, on local[2].
+    conf = [arg for key, value in CONF.items() for arg in ("--conf", f"{key}={value}")]
+    cluster = {"bootstrap_servers": bootstrap, "topics": topics, "backend": "local",
+               "subjects": [{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]}
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", *conf,
-               "--name", "kafka-soak-validate-bench", "--py-files", ",".join(str(SPARK_JOBS / f) for f in PY_FILES),
-               str(SPARK_JOBS / "validate_soak.py"), "--bootstrap", bootstrap, "--input-topic", topics["input"],
-               "--subjects", json.dumps([{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]),
-               "--expected-records", str(records), "--out-dir", str(out), "--backend", "local"]
+               "--name", "kafka-soak-validate-bench", "--jars", ",".join(map(str, spark_kafka.resolve())),
+               "--py-files", ",".join(map(str, MODULES)), str(JOB), *job_args(cluster, str(out), records)]
     measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
     verdict_file = out / "verdict.json"
     if measured.exit_code not in (0, 2, 3) or not verdict_file.exists():
@@ -198,11 +195,10 @@ Where the Spark job's time goes (seconds, share of its wall time); largest: {"; 
 {phase_table(runs)}
 
 What limits the figures:
-- Kafka read: both checkers read each partition from its low to its high watermark with confluent-kafka,
-  the baseline one partition at a time, Spark two at a time (one task per partition on `local[2]`). Both
-  set `fetch.wait.max.ms` to 10 ms: with the default 500 ms, each partition cost ~0.5 s more on the
-  librdkafka mock broker measured earlier. Per record, Spark's Python workers do what the baseline does (consume, then hand the
-  bytes to Arrow instead of `json.loads`); the JVM then parses the JSON and builds the columnar cache.
+- Kafka read: the baseline reads each partition from its low to its high watermark with confluent-kafka, one
+  partition at a time; Spark reads with its own Kafka source (the JVM's Kafka client, `read_committed`), two
+  partitions at a time (one task per partition on `local[2]`), and parses the JSON in the JVM into the columnar
+  cache: no Python worker touches a record.
 - Anomaly frames: two shuffles (2N rows by id, N rows by key) and their sorts in the default 1 GiB driver;
   what does not fit spills to disk. They are computed and cached once; the GX suites then only scan them,
   which is why the suites stay a small share.

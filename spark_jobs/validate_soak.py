@@ -1,7 +1,7 @@
 """The soak's checker: read the run's topics with Spark, judge them with Great Expectations, write the verdict.
 
-spark-submit spark_jobs/validate_soak.py --bootstrap B --input-topic I --expected-records N --out-dir RUN_DIR
-    --subjects '[{"name": "", "output": O, "assertions": A}]' [--reader kafka_soak|kafka]
+spark-submit --jars <Spark's Kafka source> --py-files <its modules> spark_jobs/validate_soak.py --bootstrap B
+    --input-topic I --expected-records N --out-dir RUN_DIR --subjects '[{"name": "", "output": O, "assertions": A}]'
 
 Writes ``verdict.json`` and Data Docs (``data_docs/index.html``) into ``--out-dir`` and exits 0 when the
 verdict is ``passed``, 2 when ``failed``, 3 when ``inconclusive``. With several subjects (a Kafka Streams version
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anomalies
-import kafka_source
+import kafka_topics
 import timeline
 import verdict as verdicts
 from pyspark.sql import DataFrame, SparkSession
@@ -38,16 +38,6 @@ def phase(name: str) -> Iterator[None]:
     started = time.monotonic()
     yield
     log.info("phase %s: %.2f s", name, time.monotonic() - started)
-
-
-def read_topic(spark: SparkSession, reader: str, bootstrap: str, topic: str) -> DataFrame:
-    if reader == "kafka":  # Spark's JVM connector, where the cluster has it
-        return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-                .option("startingOffsets", "earliest").option("kafka.isolation.level", "read_committed").load()
-                .selectExpr("partition", "offset", "CAST(key AS STRING) key", "CAST(value AS STRING) value",
-                            "CAST(timestamp AS LONG) * 1000 timestamp"))
-    return (spark.read.format("kafka_soak").option("bootstrap.servers", bootstrap).option("topic", topic)
-            .option("isolation.level", "read_committed").load())
 
 
 def load_suite(path: Path):
@@ -162,10 +152,9 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     topics = {"output": subject["output"], "assertions": subject["assertions"]}
     schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA}
     with phase("read"):
-        lows = {p: low for p, (low, _h) in kafka_source.watermarks({"bootstrap.servers": args.bootstrap,
-                                                                    "topic": topics["output"]}).items() if low > 0}
+        lows = kafka_topics.low_watermarks(args.bootstrap, topics["output"])
         truncated = {**truncated, **({topics["output"]: lows} if lows else {})}
-        history = {"input": inputs, **{role: anomalies.parse(read_topic(spark, args.reader, args.bootstrap, topic),
+        history = {"input": inputs, **{role: anomalies.parse(kafka_topics.read(spark, args.bootstrap, topic),
                                                              schemas[role]).cache() for role, topic in topics.items()}}
         counts = {role: df.count() for role, df in history.items()}
     log.info("%sread %s", f"{subject['name']}: " if subject["name"] else "",
@@ -197,7 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expected-records", type=int, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--backend", default="unknown")
-    parser.add_argument("--reader", choices=("kafka_soak", "kafka"), default="kafka_soak")
     parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s")
@@ -207,11 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     with phase("session"):
         spark = SparkSession.builder.appName("kafka-soak-validate").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    spark.dataSource.register(kafka_source.KafkaTopicSource)
     with phase("read"):
-        lows = {p: low for p, (low, _h) in kafka_source.watermarks({"bootstrap.servers": args.bootstrap,
-                                                                    "topic": args.input_topic}).items() if low > 0}
-        inputs = anomalies.parse(read_topic(spark, args.reader, args.bootstrap, args.input_topic),
+        lows = kafka_topics.low_watermarks(args.bootstrap, args.input_topic)
+        inputs = anomalies.parse(kafka_topics.read(spark, args.bootstrap, args.input_topic),
                                  anomalies.INPUT_SCHEMA).cache()
     truncated = {args.input_topic: lows} if lows else {}
     health = read_health(args.out_dir)

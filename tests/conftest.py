@@ -17,7 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 sys.path.insert(0, str(ROOT / "plugins"))
+# The Spark job's modules, as spark-submit ships them (validate.MODULES): spark_jobs/ and the plugin's java_client.
 sys.path.insert(0, str(ROOT / "spark_jobs"))
+sys.path.append(str(ROOT / "plugins" / "kafka_soak"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,6 +40,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 PRIVATE_HOME = pytest.StashKey[Path]()
+
+# The modules whose tests run whole soaks (minutes each), most expensive first. pytest-xdist hands out tests in
+# collection order: with these first, no worker draws a five-minute run while the other has nothing left to do.
+LONG_FIRST = ("test_scheduler_runs.py", "test_e2e.py", "test_e2e_docker.py", "test_report.py", "test_alerts.py",
+              "test_deadline.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a module keeps its own order
 
 
 @pytest.fixture(scope="session")
@@ -64,6 +76,26 @@ def alerted_runs(tmp_path_factory) -> SimpleNamespace:
         passed = soak(runs, env=env)
         return SimpleNamespace(runs_dir=runs, broken=broken, broken_alerts=broken_alerts, passed=passed,
                                mails=list(inbox.messages), posts=list(posts))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local Spark session for the checker's logic (test_checker, test_timeline): started once per worker."""
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("checker-test")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.host", "127.0.0.1").getOrCreate())
+    yield session
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    session.stop()
+    # The JVM of an in-process session outlives stop(); end it so the test leaves nothing running.
+    gateway.shutdown()
+    gateway.proc.terminate()
+    gateway.proc.wait(30)
+    SparkContext._gateway = SparkContext._jvm = None
 
 
 @pytest.fixture(scope="session")

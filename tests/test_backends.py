@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -174,11 +175,12 @@ exit 0
 @pytest.mark.parametrize("master, driver_env", [("yarn", "spark.yarn.appMasterEnv.SOAK_KAFKA_CONFIG"),
                                                 ("spark://127.0.0.1:7077", None)])
 def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(master, driver_env, monkeypatch, tmp_path):
-    """The validate task on a master other than local (the real operator and the provider's hook): the executors
-    (and a driver that runs in YARN) get the connection's settings from a properties file only the task's user can
-    read, which also keeps the installation's spark-defaults.conf and is removed after the submit; the submitting
-    process has them in its environment; spark-submit's command line has none of them."""
-    from kafka_soak.operators.validate import ValidateOperator
+    """The validate task on a master other than local (the real operator and the provider's hook): a driver that YARN
+    or Kubernetes may run in the cluster gets the connection's settings from a properties file only the task's user
+    can read, which also keeps the installation's spark-defaults.conf and is removed after the submit; a driver that
+    runs here (a standalone master) inherits them from the submitting process's environment; spark-submit's command
+    line has none of them, and carries Spark's Kafka source and the job's modules."""
+    from kafka_soak.operators.validate import MODULES, ValidateOperator
 
     extra = {"bootstrap.servers": "127.0.0.1:9", "sasl.username": "soak", "sasl.password": SECRET}
     monkeypatch.setenv("AIRFLOW_CONN_SOAK_SECURED_SPARK", json.dumps({"conn_type": "kafka", "extra": extra}))
@@ -192,18 +194,28 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
     monkeypatch.setenv("SUBMITTED", str(tmp_path / "submitted.txt"))
-    operator = ValidateOperator(task_id="validate", conn_id="spark_cluster", application="validate_soak.py",
-                                cluster={"backend": "external", "conn_id": "soak_secured_spark"})
+    cluster = {"backend": "external", "conn_id": "soak_secured_spark", "bootstrap_servers": "127.0.0.1:9",
+               "topics": {"input": "soak.in"}, "subjects": [{"name": "", "output": "soak.out", "assertions": "soak.a"}]}
+    operator = ValidateOperator(task_id="validate", conn_id="spark_cluster", cluster=cluster, out_dir=str(tmp_path),
+                                expected_records=6000)
     operator.execute({})
     submitted = (tmp_path / "submitted.txt").read_text().splitlines()
     args = [line.removeprefix("arg: ") for line in submitted if line.startswith("arg: ")]
     props = [line.removeprefix("prop: ") for line in submitted if line.startswith("prop: ")]
     assert args[args.index("--master") + 1] == master and SECRET not in " ".join(args)
-    assert "env: set" in submitted and "mode: 600" in submitted
+    assert {Path(jar).name.rsplit("-", 1)[0] for jar in args[args.index("--jars") + 1].split(",")} == {
+        "spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2"}
+    assert args[args.index("--py-files") + 1] == ",".join(map(str, MODULES))
+    assert args[args.index("--input-topic") + 1] == "soak.in" and args[args.index("--expected-records") + 1] == "6000"
+    assert "env: set" in submitted
+    if driver_env is None:
+        assert "--properties-file" not in args and not props, "a driver that runs here needs no properties file"
+        return
+    assert "mode: 600" in submitted
     assert props[0] == "spark.eventLog.enabled true", "the installation's defaults are kept"
     given = dict(p.split("=", 1) for p in props[1:])
-    assert json.loads(given["spark.executorEnv.SOAK_KAFKA_CONFIG"])["sasl.password"] == SECRET
-    assert (driver_env in given) if driver_env else not [k for k in given if "appMasterEnv" in k]
+    assert set(given) == {driver_env, "spark.redaction.regex"}, "the executors get the settings inside the job"
+    assert json.loads(given[driver_env])["sasl.password"] == SECRET
     assert "SOAK_KAFKA_CONFIG" in given["spark.redaction.regex"]
     file = args[args.index("--properties-file") + 1]
     assert not os.path.exists(file), "the properties file is removed after the submit"

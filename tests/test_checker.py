@@ -4,30 +4,10 @@ import json
 from pathlib import Path
 
 import anomalies
-import pytest
 import validate_soak
 import verdict
 
 SUITES = Path(__file__).resolve().parents[1] / "expectations"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("checker-test")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.driver.host", "127.0.0.1").getOrCreate())
-    yield session
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    session.stop()
-    # The JVM of an in-process session outlives stop(); end it so the test leaves nothing running.
-    gateway.shutdown()
-    gateway.proc.terminate()
-    gateway.proc.wait(30)
-    SparkContext._gateway = SparkContext._jvm = None
 
 
 def topic(spark, records):

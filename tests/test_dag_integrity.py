@@ -67,6 +67,8 @@ def test_setup_and_teardown_wrap_the_run(dagbag, dag_id):
     assert dag.get_task("toggle").is_mapped
     assert "provision" in dag.get_task("check_params").downstream_task_ids
     assert {"drain", "stop_instances"} <= dag.get_task("validate").upstream_task_ids
+    assert not [t.task_id for t in dag.tasks if getattr(t, "multiple_outputs", False)], \
+        "a task returns one XCom: a dict return annotation alone would store one per key as well"
 
 
 def test_a_deployment_sets_defaults_for_every_scenario(monkeypatch):

@@ -227,7 +227,7 @@ def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everyt
     """backend=external on a SCRAM-SHA-512 cluster from an Airflow connection: provision, program, quotas set and
     verified with Kafka's tool and removed at release, validation; the password is in no file of the run (logs,
     report and the Airflow output included), no alert and nothing Airflow stored (XCom, rendered fields)."""
-    from kafka_soak import quotas
+    from kafka_soak import java_client, quotas
     from kafka_soak.backends import kafka_jars
 
     extra = {"bootstrap.servers": secured_cluster.bootstrap_servers, **secured_cluster.client_settings()}
@@ -240,7 +240,7 @@ def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everyt
     assert cluster["quotas"] == [{"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]
     described = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, kafka_jars.CONFIG_COMMAND, quotas.describe_command(
         quota["client_id"], secured_cluster.bootstrap_servers, "/dev/stdin"),
-        stdin=quotas.properties(secured_cluster.client_settings()))
+        stdin=java_client.tool_config(secured_cluster.client_settings()))
     assert quotas.parse_describe(described).get(quota["client_id"], {}) == {}, "release removes the run's quota"
     leaks = [p for p in run_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
     assert not leaks

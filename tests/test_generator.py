@@ -85,7 +85,11 @@ def test_phases_wait_for_their_step_and_produce_their_own_ids(broker, tmp_path):
     producing = threading.Thread(target=generator.produce, args=(spec, None, time.time(), steps_dir))
     producing.start()
     try:
-        time.sleep(2)
+        deadline, produced = time.monotonic() + 60, []
+        while len(produced) < 100 and time.monotonic() < deadline:  # the first phase, however busy the machine
+            time.sleep(0.5)
+            produced = read_all(broker.bootstrap_servers, broker.topics["input"])
+        time.sleep(1)
         assert sorted(r["id"] for r in read_all(broker.bootstrap_servers, broker.topics["input"])) == \
             list(range(1, 101)), "only the first phase may be produced before step 1"
         (steps_dir / "step-1.json").write_text("{}")

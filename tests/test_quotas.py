@@ -131,14 +131,3 @@ def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, 
     assert used["bit"] and used["throttle_ms_max"] > 0 and used["per_broker"]["1"]["samples"] >= 8, used
     assert 35000 * 0.5 <= used["achieved"] <= 35000 * 1.3, used
     assert (unused["achieved"], unused["bit"], unused["per_broker"]) == (None, False, {}), unused
-
-
-def test_connection_settings_become_java_client_properties():
-    props = quotas.properties({"bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL",
-                               "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "soak", "sasl.password": "pw"})
-    assert props.splitlines() == [
-        "security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
-        'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="soak" '
-        'password="pw";']
-    with pytest.raises(QuotaError, match=r"\['ssl.ca.location'\]"):
-        quotas.properties({"security.protocol": "SSL", "ssl.ca.location": "/etc/ca.pem"})

@@ -5,19 +5,18 @@ import json
 
 import anomalies
 import timeline
-from test_checker import spark  # noqa: F401 - the module's Spark session fixture
 from verdict import ANOMALIES
 
 T0 = 1_700_000_000_000  # ms
 
 
-def topic(spark, records):  # noqa: F811
+def topic(spark, records):
     """``(partition, offset, value, kafka timestamp ms)`` -> a raw topic frame as the Kafka reader gives it."""
     rows = [(p, o, None, json.dumps(v), ts) for (p, o, v, ts) in records]
     return spark.createDataFrame(rows, "partition INT, offset LONG, key STRING, value STRING, timestamp LONG")
 
 
-def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):  # noqa: F811
+def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):
     inputs = [(0, i, {"id": i, "key": f"k{i % 2}", "seq": i // 2 + 1, "ts": T0 + i * 1000}, T0 + i * 1000)
               for i in range(1, 9)]
 

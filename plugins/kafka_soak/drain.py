@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafka_soak import kafka_io, quotas
+from kafka_soak import java_client, kafka_io
 from kafka_soak import program as programs
 from kafka_soak.backends import Backend, kafka_jars
 from kafka_soak.instances import Instances
@@ -187,7 +187,7 @@ def open_transactions(version: str, bootstrap: str, settings: dict[str, Any]) ->
     no ListTransactions); a secured cluster's settings reach the tool on its standard input."""
     args = ["--bootstrap-server", bootstrap, *(["--command-config", kafka_jars.STDIN_CONFIG] if settings else []), "list"]
     output = kafka_jars.run_tool(version, kafka_jars.TRANSACTIONS_COMMAND, args,
-                                 stdin=quotas.properties(settings) if settings else None)
+                                 stdin=java_client.tool_config(settings) if settings else None)
     rows = [line.split() for line in output.splitlines() if line.strip()]
     if not rows or rows[0][0] != "TransactionalId":
         return []

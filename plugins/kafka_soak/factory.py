@@ -10,7 +10,6 @@ import datetime as dt
 import json
 import logging
 import os
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,7 +36,6 @@ from kafka_soak.steps import read_t0, write_program
 
 log = logging.getLogger(__name__)
 
-SPARK_JOBS = rundir.PROJECT_ROOT / "spark_jobs"
 NIGHTLY = "0 2 * * *"
 
 
@@ -190,7 +188,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                                                                                  rundir.attempt_of(dag_run)))},
     ) as dag:
 
-        @task
+        @task(multiple_outputs=False)  # one XCom, not one per key as a dict annotation implies
         def check_params() -> dict[str, Any]:
             """Refuse a bad run before anything is provisioned; store the resolved program for replay."""
             context = get_current_context()
@@ -225,6 +223,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             return plan.as_dict()
 
         @setup
+        @task(multiple_outputs=False)
         def provision(plan: dict[str, Any]) -> dict[str, Any]:
             """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
             run_dir = _run_dir(create=True)
@@ -252,7 +251,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             ti = get_current_context()["ti"]
             Load(_run_dir(), cluster, plan).start(start_at=steps[0]["planned_at"], attempt=ti.try_number)
 
-        @task
+        @task(multiple_outputs=False)
         def await_generator(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Wait for the generator; if it died, restart it (it resumes without duplicating an id)."""
             load = Load(_run_dir(), cluster, plan)
@@ -281,7 +280,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                              state["rate_per_s"])
                 time.sleep(2)
 
-        @task
+        @task(multiple_outputs=False)
         def drain(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Bring back what the program left broken, then wait until the app has committed all input; on a
             timeout, say why (lag, owners, open transactions) in the log, ``drain.json``, the alert and the report."""
@@ -307,6 +306,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             return outcome
 
         @teardown
+        @task(multiple_outputs=False)
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Stop every instance gracefully (and the generator); runs even when something failed."""
             return teardowns.stop_app(_run_dir(), plan, cluster)
@@ -327,25 +327,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         drained = drain(plan, cluster)
         stopped = stop_instances(plan, cluster)
         validate = ValidateOperator(
-            task_id="validate",
-            cluster=cluster,
-            conn_id="spark_default",
-            name=f"kafka-soak-validate-{dag_id}",
-            application=str(SPARK_JOBS / "validate_soak.py"),
-            py_files=",".join(str(SPARK_JOBS / f) for f in ("kafka_source.py", "anomalies.py", "timeline.py", "verdict.py")),
-            application_args=[
-                "--bootstrap", "{{ ti.xcom_pull(task_ids='provision')['bootstrap_servers'] }}",
-                "--input-topic", "{{ ti.xcom_pull(task_ids='provision')['topics']['input'] }}",
-                "--subjects", "{{ ti.xcom_pull(task_ids='provision')['subjects'] | tojson }}",
-                "--backend", "{{ ti.xcom_pull(task_ids='provision')['backend'] }}",
-                "--expected-records", "{{ params.records }}",
-                "--out-dir", "{{ soak_run_dir(dag_run) }}",
-            ],
-            conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-                  "spark.sql.shuffle.partitions": "8", "spark.driver.host": "127.0.0.1",
-                  "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable},
-            env_vars={"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"},
-        )
+            task_id="validate", cluster=cluster, conn_id="spark_default", name=f"kafka-soak-validate-{dag_id}",
+            out_dir="{{ soak_run_dir(dag_run) }}", expected_records="{{ params.records }}")
         released = release(plan)
 
         plan >> cluster >> program >> generator >> toggles >> loaded >> drained >> stopped >> validate >> released

@@ -1,14 +1,15 @@
 """What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
-app built against ``streams_version``, the external
-cluster's connection, and the images of the Docker runtime and backend on the engine. Checked by
-``check_params`` and by ``make soak`` itself, so
-a run that cannot start is refused with one line, before any broker, topic or container exists."""
+app built against ``streams_version``, Spark's Kafka source for the checker, the external cluster's connection (with
+settings the checker's Java client can use too), and the images of the Docker runtime and backend on the engine.
+Checked by ``check_params`` and by ``make soak`` itself, so a run that cannot start is refused with one line, before
+any broker, topic or container exists."""
 
 from __future__ import annotations
 
+from kafka_soak import java_client, spark_kafka
 from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
-from kafka_soak.backends.external import KafkaConnectionError, connection_config
+from kafka_soak.backends.external import KafkaConnectionError, client_settings
 from kafka_soak.backends.kafka_jars import resolve
 from kafka_soak.maven import BuildError
 from kafka_soak.params import RunPlan
@@ -23,8 +24,14 @@ def check(plan: RunPlan) -> None:
         resolve(plan.kafka_version)  # fetched now (cached after), so a version nobody serves is refused here
     for version in filter(None, run_subjects.versions(plan.as_dict())):
         streams.build(version)  # built now (cached after), timed in the log
+    spark_kafka.resolve()
     if plan.backend == "external":
-        connection_config(plan.kafka_conn_id)
+        try:
+            java_client.java_settings(client_settings({"conn_id": plan.kafka_conn_id}))
+        except java_client.UntranslatableSettings as exc:
+            raise KafkaConnectionError(f"param kafka_conn_id: the settings {exc.names} of connection "
+                                       f"{plan.kafka_conn_id!r} cannot reach the checker, as Spark's Kafka source "
+                                       f"is a Java client ({exc.reason})") from None
     images = app_images(plan) if plan.runtime == "docker" else []
     if plan.backend == "docker":
         images.append((plan.kafka_image, "kafka_image", "make kafka-image builds one from Kafka's jars"))

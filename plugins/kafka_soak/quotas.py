@@ -134,27 +134,3 @@ def restore(applied: list[dict[str, Any]], run: Runner, bootstrap: str, command_
         except Exception as exc:
             log.error("could not restore the quota of client-id %r to %s: %s; restore it by hand", client_id,
                       previous or "none", exc)
-
-
-def properties(settings: dict[str, Any]) -> str:
-    """A connection's librdkafka settings as the Java client's ``--command-config`` properties.
-
-    Translated: ``security.protocol``, ``sasl.mechanism(s)`` and ``sasl.username``/``sasl.password`` (PLAIN and
-    SCRAM, into ``sasl.jaas.config``). Anything else (SSL key stores, OAuth callbacks) is refused by name rather
-    than silently dropped.
-    """
-    ignored = {"bootstrap.servers", "client.id", "group.id"}
-    untranslatable = sorted(set(settings) - ignored - {"security.protocol", "sasl.mechanism", "sasl.mechanisms",
-                                                       "sasl.username", "sasl.password"})
-    if untranslatable:
-        raise QuotaError(f"cannot pass the connection's settings {untranslatable} to kafka-configs (Kafka's Java "
-                         "tool): set the quotas on the cluster yourself, or remove param quotas")
-    lines = [f"security.protocol={settings['security.protocol']}"] if "security.protocol" in settings else []
-    if "sasl.username" in settings:
-        mechanism = str(settings.get("sasl.mechanism") or settings.get("sasl.mechanisms") or "PLAIN").upper()
-        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
-                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
-        lines += [f"sasl.mechanism={mechanism}",
-                  f'sasl.jaas.config={module} required username="{settings["sasl.username"]}" '
-                  f'password="{settings.get("sasl.password", "")}";']
-    return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io
+from kafka_soak import java_client, kafka_io
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.cluster import Cluster
@@ -114,7 +114,12 @@ class ExternalBackend:
     def kafka_configs(self, settings: dict[str, Any]) -> soak_quotas.Runner:
         """kafka-configs from the project's Kafka jars; the connection's client properties reach it on its
         standard input (``--command-config /dev/stdin``): in no file and on no command line."""
-        props = soak_quotas.properties(settings)
+        try:
+            props = java_client.tool_config(settings)
+        except java_client.UntranslatableSettings as exc:
+            raise soak_quotas.QuotaError(f"cannot pass the connection's settings {exc.names} to kafka-configs "
+                                         f"(Kafka's Java tool; {exc.reason}): set the quotas on the cluster "
+                                         "yourself, or remove param quotas") from None
 
         def run(args: list[str]) -> str:
             return kafka_jars.run_tool(self.kafka_version, kafka_jars.CONFIG_COMMAND, args, stdin=props)

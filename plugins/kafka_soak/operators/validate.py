@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,33 +13,54 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from kafka_soak import kafka_io
+from kafka_soak import java_client, kafka_io, spark_kafka
 from kafka_soak.backends.external import client_settings, settings_in_env
+from kafka_soak.rundir import PROJECT_ROOT
 
+SPARK_JOBS = PROJECT_ROOT / "spark_jobs"
+JOB = SPARK_JOBS / "validate_soak.py"
+# What the job imports, shipped with it (a cluster's driver and executors have no checkout).
+MODULES = (SPARK_JOBS / "kafka_topics.py", Path(java_client.__file__), SPARK_JOBS / "anomalies.py",
+           SPARK_JOBS / "timeline.py", SPARK_JOBS / "verdict.py")
+# The job's own settings; a ``spark_default`` connection's master and a deployment's spark-defaults.conf add to them.
+CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable}
+ENV = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
 # Spark's own redaction of the UI's environment page and event logs (its default), plus the variable we set.
 REDACTION = r"(?i)secret|password|token|access[.]?key|" + kafka_io.SETTINGS_ENV
 
 
+def job_args(cluster: dict[str, Any], out_dir: str, expected_records: int | str) -> list[str]:
+    """validate_soak.py's arguments for the run's Kafka (``provision``'s output) and run directory."""
+    return ["--bootstrap", cluster["bootstrap_servers"], "--input-topic", cluster["topics"]["input"],
+            "--subjects", json.dumps(cluster["subjects"]), "--backend", cluster["backend"],
+            "--expected-records", str(expected_records), "--out-dir", str(out_dir)]
+
+
 class ValidateOperator(SparkSubmitOperator):
-    """Hands the cluster's security settings to the Spark job at execute time, after template rendering, so they
-    are neither rendered fields (stored and shown by Airflow) nor on spark-submit's command line (which anyone on
-    the worker can read with ``ps``).
+    """The checker on the run's topics: builds its spark-submit from the run's Kafka (``cluster``, ``provision``'s
+    output), where the run's evidence goes (``out_dir``) and how many records the generator produced, and hands it
+    Spark's own Kafka source (``spark_kafka``, fetched on first use unless ``jars`` are given).
 
-    On a ``local`` master the driver and its Python workers inherit them from spark-submit's environment. On any
-    other master the executors (and, on YARN or Kubernetes, a driver that runs in the cluster) get them from a
-    properties file only this process may read, removed once spark-submit returns. The provider's ``env_vars``
-    would put them on the command line there (``--conf spark.yarn.appMasterEnv.X=...``).
-
-    :param cluster: the run's Kafka (``provision``'s output)
+    The cluster's security settings reach the job at execute time, after template rendering, so they are neither
+    rendered fields (stored and shown by Airflow) nor on spark-submit's command line (which anyone on the worker can
+    read with ``ps``). The driver reads them from its environment: spark-submit's on a ``local`` or client-mode
+    master; on YARN or Kubernetes, where the driver may run in the cluster, from a properties file only this process
+    may read, removed once spark-submit returns (the provider's ``env_vars`` would put them on the command line
+    there). The executors get them inside the job, from Spark's Kafka source.
     """
 
-    template_fields = (*SparkSubmitOperator.template_fields, "cluster")
+    template_fields = (*SparkSubmitOperator.template_fields, "cluster", "out_dir", "expected_records")
 
-    def __init__(self, *, cluster: Any, **kwargs: Any) -> None:
+    def __init__(self, *, cluster: Any, out_dir: str, expected_records: int | str, **kwargs: Any) -> None:
+        kwargs = {"application": str(JOB), "py_files": ",".join(map(str, MODULES)), "conf": CONF, "env_vars": ENV,
+                  **kwargs}
         super().__init__(**kwargs)
-        self.cluster = cluster
+        self.cluster, self.out_dir, self.expected_records = cluster, out_dir, expected_records
 
     def execute(self, context: Any) -> None:
+        self.application_args = job_args(self.cluster, self.out_dir, self.expected_records)
+        self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
         settings = client_settings(self.cluster)
         if not settings:
             return super().execute(context)
@@ -52,23 +75,23 @@ class ValidateOperator(SparkSubmitOperator):
 
 @contextmanager
 def cluster_properties(settings: dict[str, Any], master: str, given: str | None) -> Iterator[str | None]:
-    """A Spark properties file that gives the Kafka ``settings`` to the executors (and to a YARN or Kubernetes
-    driver) of a job on ``master``; None on a ``local`` master, which needs none. It holds what spark-submit would
+    """A Spark properties file that gives the Kafka ``settings`` to a driver YARN or Kubernetes may run in the
+    cluster; None on any other master, whose driver runs here and inherits them. It holds what spark-submit would
     have read otherwise (``given``, or the installation's ``spark-defaults.conf``), since ``--properties-file``
     replaces that, then the settings. Readable by this user only, and removed on exit."""
-    if master.startswith("local"):
+    if "yarn" in master:
+        driver_env = "spark.yarn.appMasterEnv"
+    elif master.startswith("k8s"):
+        driver_env = "spark.kubernetes.driverEnv"
+    else:
         yield None
         return
     value = kafka_io.settings_env(settings)[kafka_io.SETTINGS_ENV]
-    lines = [f"spark.executorEnv.{kafka_io.SETTINGS_ENV}={escape(value)}"]
-    if "yarn" in master:
-        lines.append(f"spark.yarn.appMasterEnv.{kafka_io.SETTINGS_ENV}={escape(value)}")
-    elif master.startswith("k8s"):
-        lines.append(f"spark.kubernetes.driverEnv.{kafka_io.SETTINGS_ENV}={escape(value)}")
+    lines = [f"{driver_env}.{kafka_io.SETTINGS_ENV}={java_client.escape(value)}"]
     base = Path(given) if given else spark_defaults()
     inherited = base.read_text() if base and base.is_file() else ""
     if "spark.redaction.regex" not in inherited:
-        lines.append(f"spark.redaction.regex={escape(REDACTION)}")
+        lines.append(f"spark.redaction.regex={java_client.escape(REDACTION)}")
     fd, path = tempfile.mkstemp(prefix="soak-spark-", suffix=".properties")  # mode 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -82,9 +105,3 @@ def spark_defaults() -> Path | None:
     """The ``spark-defaults.conf`` spark-submit reads when it is given no properties file."""
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (os.environ.get("SPARK_HOME") and f"{os.environ['SPARK_HOME']}/conf")
     return Path(conf_dir, "spark-defaults.conf") if conf_dir else None
-
-
-def escape(value: str) -> str:
-    """A value as a Java properties file reads it back: backslashes doubled, leading blanks and line breaks kept."""
-    value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-    return "\\" + value if value[:1] in (" ", "\t") else value
