@@ -4,29 +4,20 @@ spark-submit with ``--jars``; ``kafka_soak.spark_kafka`` fetches it).
 Each topic is read from its earliest to its latest offsets as the plan is made, under ``read_committed``: the
 records of committed transactions only, and never past an open one (the last stable offset). Transaction markers
 and aborted records leave gaps in the offsets, which the source steps over. A secured cluster's client settings
-come from the ``SOAK_KAFKA_CONFIG`` environment variable of the driver (librdkafka names, as for every client of a
+come from the driver's environment (``java_client.SETTINGS_ENV``, librdkafka names, as for every client of a
 run), translated to the Java client's by ``java_client``; they reach the executors inside the job, never as a
 command-line argument.
 """
 
 from __future__ import annotations
 
-import json
-import os
-
 import java_client
 from pyspark.sql import DataFrame, SparkSession
 
-SETTINGS_ENV = "SOAK_KAFKA_CONFIG"
 GROUP_PREFIX = "kafka-soak-validation"  # the consumer groups' prefix, for a cluster whose ACLs name them
 # A bounded read of whole partitions: large fetches and polls, not the consumer defaults made for tailing a topic.
 CONSUMER = {"max.partition.fetch.bytes": "52428800", "fetch.max.bytes": "52428800", "max.poll.records": "20000",
             "receive.buffer.bytes": "1048576"}
-
-
-def settings() -> dict[str, str]:
-    """This driver's client settings for the cluster (librdkafka names; none for a plain cluster)."""
-    return json.loads(os.environ.get(SETTINGS_ENV) or "{}")
 
 
 def read(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
@@ -34,7 +25,7 @@ def read(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
     reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
               .option("startingOffsets", "earliest").option("endingOffsets", "latest")
               .option("kafka.isolation.level", "read_committed").option("groupIdPrefix", GROUP_PREFIX))
-    for key, value in {**CONSUMER, **java_client.java_settings(settings())}.items():
+    for key, value in {**CONSUMER, **java_client.java_settings(java_client.given_settings())}.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load().selectExpr("partition", "offset", "CAST(key AS STRING) key", "CAST(value AS STRING) value",
                                     "unix_millis(timestamp) timestamp")
@@ -45,8 +36,8 @@ def low_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
     (retention, deletion) before the checker read them, so the history has a gap."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({**settings(), "bootstrap.servers": bootstrap, "group.id": GROUP_PREFIX, "log_level": 3,
-                         "enable.auto.commit": False})
+    consumer = Consumer({**java_client.given_settings(), "bootstrap.servers": bootstrap, "group.id": GROUP_PREFIX,
+                         "log_level": 3, "enable.auto.commit": False})
     try:
         meta = consumer.list_topics(topic, timeout=30).topics[topic]
         if meta.error is not None:

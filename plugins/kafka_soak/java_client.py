@@ -5,15 +5,22 @@ Translated: ``security.protocol``; SASL PLAIN and SCRAM (``sasl.mechanism(s)``, 
 into ``sasl.jaas.config``); SSL with PEM (the CA, the client's certificate and key, inline or from files, the key's
 password, host name verification). Anything else is refused by name rather than silently dropped.
 
-It imports nothing of the project: the checker ships this file to Spark (``--py-files``).
+It also owns the environment variable that carries the settings between a run's processes. It imports nothing of the
+project: the checker ships this file to Spark (``--py-files``).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+# A cluster's security settings (SASL/SSL from an Airflow connection) reach the processes of a run, the checker's
+# Spark driver included, in this environment variable, as JSON: never on a command line, in XCom or in a file of the
+# run.
+SETTINGS_ENV = "SOAK_KAFKA_CONFIG"
 IGNORED = frozenset({"bootstrap.servers", "client.id", "group.id"})
 TRANSLATED = frozenset({
     "security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password",
@@ -22,6 +29,11 @@ TRANSLATED = frozenset({
 LOGIN_MODULES = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
                  "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
                  "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule"}
+
+
+def given_settings() -> dict[str, Any]:
+    """The settings this process was given (librdkafka names; none for a plain cluster)."""
+    return json.loads(os.environ.get(SETTINGS_ENV) or "{}")
 
 
 class UntranslatableSettings(ValueError):

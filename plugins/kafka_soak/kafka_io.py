@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from tenacity import before_sleep_log, retry, retry_if_exception, stop_after_delay, wait_fixed
+
+from kafka_soak.java_client import SETTINGS_ENV, given_settings
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +33,6 @@ def is_transient(exc: BaseException) -> bool:
 retry_transient = retry(retry=retry_if_exception(is_transient), wait=wait_fixed(0.5), stop=stop_after_delay(120),
                         reraise=True, before_sleep=before_sleep_log(log, logging.WARNING))
 
-# A cluster's security settings (SASL/SSL from an Airflow connection) reach the processes of a run in this
-# environment variable, as JSON: never on a command line, in XCom or in a file of the run.
-SETTINGS_ENV = "SOAK_KAFKA_CONFIG"
-
-
 def settings_env(settings: Mapping[str, Any] | None) -> dict[str, str]:
     """The environment that hands ``settings`` to a child process (empty when there are none)."""
     return {SETTINGS_ENV: json.dumps(dict(settings))} if settings else {}
@@ -44,8 +40,7 @@ def settings_env(settings: Mapping[str, Any] | None) -> dict[str, str]:
 
 def client_config(bootstrap: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Client settings for the run's cluster: the security settings this process was given, then ``extra``."""
-    return {"bootstrap.servers": bootstrap, "log_level": 3, **json.loads(os.environ.get(SETTINGS_ENV) or "{}"),
-            **(extra or {})}
+    return {"bootstrap.servers": bootstrap, "log_level": 3, **given_settings(), **(extra or {})}
 
 
 def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
