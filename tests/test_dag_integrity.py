@@ -118,3 +118,30 @@ def test_the_compose_stack_matches_the_project():
     project = (root / "requirements.txt").read_text().splitlines()
     for requirement in (root / "docker" / "worker-requirements.txt").read_text().split():
         assert requirement in project, f"the worker image pins what the project pins: {requirement}"
+
+
+def test_the_worker_image_carries_every_module_the_worker_imports(tmp_path):
+    """docker/worker.Dockerfile copies the worker's modules one by one (and .dockerignore lets only those into the
+    build): lay out /app from exactly those COPY lines and start the worker from it, without the plugins folder."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = DAGS.parent
+    let_in = {line[1:].rstrip("/") for line in (root / ".dockerignore").read_text().splitlines() if line[:1] == "!"}
+    app = tmp_path / "app"
+    for line in (root / "docker" / "worker.Dockerfile").read_text().splitlines():
+        *sources, target = line.split()[1:] if line.startswith("COPY plugins/") else [None]
+        for source in sources:
+            assert source.rstrip("/") in let_in, f".dockerignore keeps {source} out of the image's build context"
+            dest = app / target.removeprefix("/app/")
+            if source.endswith("/"):
+                shutil.copytree(root / source, dest, dirs_exist_ok=True)
+            else:
+                dest.mkdir(parents=True, exist_ok=True)
+                shutil.copy(root / source, dest)
+    started = subprocess.run([sys.executable, "-m", "kafka_soak.app.worker", "--help"], cwd=tmp_path,
+                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(app)}, capture_output=True, text=True,
+                             timeout=60)
+    assert started.returncode == 0, started.stderr
+    assert "usage:" in started.stdout
