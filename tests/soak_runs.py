@@ -24,11 +24,19 @@ SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "par
 STALE_SHORT = {"interval_s": 15, "records": 9000, "keys": 600, "partitions": 12, "rate": 130}
 # soak_id_assignment_rebalance with the reference worker and its bug switches, on the original report's 2 partitions:
 # with "1 2 2" the second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
-# The pytest-xdist group of the tests that read the ``alerted_runs`` fixture's two runs (one worker runs them once).
-ALERTED_RUNS = "alerted-runs"
 WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, "interval_s": 8, "records": 27000,
                           "keys": 27000, "phases": [{"records": 3000, "at_s": 0},
                                                     {"records": 24000, "after_step": 1, "rate": 2000}]}
+# The pytest-xdist group of the tests that read the ``alerted_runs`` fixture's two runs (one worker runs them once).
+ALERTED_RUNS = "alerted-runs"
+# soak_crashing_workers shortened: 4 000 records at 125 records/s through "1 2 3 0"; with crash_probability 0.002 the
+# workers crash about 8 times (none at all: e^-8, 3 in 10 000 runs), and every crash is a rebalance.
+CRASHING_SHORT = {"program": "1 2 3 0", "interval_s": 8, "records": 4000, "keys": 400, "rate": 125,
+                  "crash_probability": 0.002}
+# soak_quota_eos shortened to one version and 45 s of load at the scenario's 32 records/s.
+QUOTA_CLIENT = "soak_quota_eos-app-1-StreamThread-1-producer"
+QUOTA_SHORT = {"streams_versions": [], "streams_version": "4.3.1", "program": "1 0 0", "interval_s": 15,
+               "records": 1440, "quotas": [{"client_id": QUOTA_CLIENT, "producer_byte_rate": 35000}]}
 
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,

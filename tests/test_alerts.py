@@ -139,3 +139,20 @@ def test_an_alert_goes_out_when_no_evidence_can_be_written(channels, tmp_path, m
     assert "evidence not written: the run directory" in text and "evidence not written: the alert streak" in text
     assert "evidence not written" in body(mails[0])
     assert blocker.read_text() == ""
+
+
+def test_the_details_name_the_quota_s_outcome_and_the_app_s_exceptions():
+    """The quota scenario's alert says what the quota did and what the app went through, beside the anomalies."""
+    usage = {"client_id": "a-1-StreamThread-1-producer", "setting": "producer_byte_rate", "quota": 35000.0,
+             "unit": "B/s", "measured": "byte-rate", "achieved": 34890.2, "peak": 41020.0, "throttle_ms_max": 812.0,
+             "bit": True, "per_broker": {}}
+    health = {"instances": {"1": {"starts": 1, "restarts": 0, "exits": [{"expected": True, "by": "a graceful stop"}]}},
+              "exceptions": {"InvalidProducerEpochException": {"count": 2, "errors": 2, "first": None}},
+              "thread_deaths": 0, "incidents": [], "allowance": 0, "unexpected_exits": 0, "errors": 0,
+              "injected_crashes": 0, "restarts": 0}
+    lines = alerting.details({"anomalies": {"lost": 0}, "health": health, "quotas": [usage]})
+    assert lines == [
+        "app health: 1 instance exits (0 unexpected), 0 error incidents, 0 stream thread deaths; exceptions: "
+        "InvalidProducerEpochException x2",
+        "quota a-1-StreamThread-1-producer producer_byte_rate=35000 B/s: the broker measured byte-rate 34890.2 (median; "
+        "peak 41020.0) and throttled it up to 812.0 ms"]

@@ -19,7 +19,22 @@ from pathlib import Path
 
 import pytest
 from conftest import SECRET, live_processes
-from soak_runs import ALERTED_RUNS, DAG_ID, SHORT, STALE_SHORT, WORKER_REBALANCE_SHORT, alerts, kafka_jvms, last_alert, soak
+from soak_runs import (
+    ALERTED_RUNS,
+    CRASHING_SHORT,
+    DAG_ID,
+    QUOTA_CLIENT,
+    QUOTA_SHORT,
+    SHORT,
+    STALE_SHORT,
+    WORKER_REBALANCE_SHORT,
+    alerts,
+    kafka_jvms,
+    last_alert,
+    soak,
+)
+
+from kafka_soak.app.worker import CRASH_EXIT_CODE
 
 
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
@@ -129,6 +144,58 @@ def test_reused_ids_of_the_worker_bug_switches_are_counted(runs_dir, bug):
     assert alert["run_dir"] == str(run_dir) and f"id_reuse={reused}" in alert["message"]
     assert any(f"expected {records['distinct_keys']} distinct ids but found {records['distinct_assigned_ids']}" in line
                for line in alert["details"])
+
+
+def test_workers_that_crash_and_are_restarted_lose_and_duplicate_nothing(runs_dir):
+    """soak_crashing_workers: every crash leaves a transaction open and is restarted by the runtime; on real Kafka
+    the healthy worker passes, and the report's time axis and the app-health counts show each crash and restart."""
+    code, run_dir, verdict = soak(runs_dir, "soak_crashing_workers", **CRASHING_SHORT)
+    assert code == 0 and verdict["status"] == "passed", (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["records"]["input"] == verdict["records"]["output"] == CRASHING_SHORT["records"]
+    health = verdict["health"]
+    assert health["injected_crashes"] >= 1 and health["restarts"] >= 1 and health["unexpected_exits"] == 0
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    crashes = [e for e in events if e["event"] == "exit" and e["exit_code"] == CRASH_EXIT_CODE]
+    restarts = [e for e in events if e["event"] == "restart"]
+    assert len(crashes) == health["injected_crashes"] and len(restarts) == health["restarts"]
+    crashed_log = (run_dir / "logs" / crashes[0]["log"]).read_text()
+    assert "crashing on purpose" in crashed_log and "supervisor: exited by itself (code 86)" in crashed_log
+    report = (run_dir / "report.html").read_text()
+    assert "exited by itself (exit code 86)" in report and f"{health['restarts']} restarts" in report
+
+
+def test_a_revoke_commit_without_offsets_is_caught_as_duplicates(runs_dir):
+    """The crashing workers with bug revoke-no-offsets: each revoke commits the open transaction without its offsets,
+    so the partitions' next owner outputs those records again."""
+    code, run_dir, verdict = soak(runs_dir, "soak_crashing_workers", **CRASHING_SHORT, bug="revoke-no-offsets")
+    assert code == 1 and verdict["status"] == "failed"
+    assert (duplicated := verdict["anomalies"]["duplicated"]) > 0
+    assert verdict["anomalies"]["lost"] == verdict["anomalies"]["unexpected"] == 0
+    assert "bug revoke-no-offsets: committing the transaction" in "".join(
+        p.read_text() for p in (run_dir / "logs").glob("soak_crashing_workers-app-*.log"))
+    alert = last_alert(runs_dir)
+    assert alert["run_dir"] == str(run_dir) and f"duplicated={duplicated}" in alert["message"]
+
+
+def test_kafka_streams_over_a_producer_quota_shows_the_quota_the_throttle_and_its_health(runs_dir):
+    """soak_quota_eos: 1 KB of state per record at 32 records/s puts the stream thread's producer slightly over its
+    35 000 B/s quota; the verdict carries the quota as verified, what the broker measured and the throttle, beside the
+    app-health counts, and the data stays intact."""
+    code, run_dir, verdict = soak(runs_dir, "soak_quota_eos", **QUOTA_SHORT)
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert [(q["client_id"], q["producer_byte_rate"]) for q in cluster["quotas"]] == [(QUOTA_CLIENT, 35000.0)]
+    [used] = verdict["quotas"]
+    assert (used["client_id"], used["quota"], used["bit"]) == (QUOTA_CLIENT, 35000.0, True), used
+    assert used["throttle_ms_max"] > 0
+    data = {k: v for k, v in verdict["anomalies"].items() if k != "app_health"}
+    assert set(data.values()) == {0}, verdict["anomalies"]
+    assert verdict["records"]["input"] == verdict["records"]["output"] == QUOTA_SHORT["records"]
+    health = verdict["health"]
+    assert health["instances"]["1"]["starts"] == 1 and isinstance(health["exceptions"], dict)
+    assert code == (0 if verdict["status"] == "passed" else 1) and verdict["status"] == (
+        "failed" if health["incidents"] else "passed")
+    log = (run_dir / "logs" / "soak_quota_eos-app-1.0.log").read_text()
+    assert "blob-bytes=1024" in log and "Kafka Streams 4.3.1" in log
 
 
 def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected_crash(runs_dir):

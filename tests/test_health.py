@@ -70,13 +70,37 @@ def test_exceptions_are_counted_by_class_with_their_first_trace_and_exits_judged
     # Kafka Streams recovering by design (counted above), not an incident either
     assert [i["kind"] for i in found["incidents"]] == ["thread_death", "error", "unexpected_exit"]
     assert found["unexpected_exits"] == 1 and found["errors"] == 2
-    assert found["instances"]["1"] == {"starts": 1, "exits": [
+    assert found["instances"]["1"] == {"starts": 1, "restarts": 0, "exits": [
         {**found["instances"]["1"]["exits"][0], "code": 0, "expected": True, "by": "a graceful stop"}]}
     crash = found["instances"]["2"]["exits"][0]
     assert (crash["code"], crash["expected"], crash["by"]) == (1, False, "nobody: it exited by itself")
     assert "exited by itself with exit code 1" in found["incidents"][-1]["what"]
     assert health.summary(found).startswith("2 instance exits (1 unexpected), 2 error incidents, 1 stream thread "
                                             "deaths; exceptions: TaskMigratedException x3")
+
+
+def test_injected_crashes_and_restarts_are_counted_and_only_other_exits_are_incidents(tmp_path):
+    """With crash_probability the worker exits with its crash code; its supervisor restarts it (``restart`` events).
+    Those crashes are the soak's faults, counted but not incidents; an exit with another code still is one."""
+    from kafka_soak.app.worker import CRASH_EXIT_CODE
+
+    (tmp_path / "logs").mkdir()
+    journal(tmp_path, "start", instance=1, subject="", step="0", log="app-1.0.log", pid=101)
+    journal(tmp_path, "restart", instance=1, subject="", step="0", log="app-1.0.log", pid=102, restart=1)
+    journal(tmp_path, "restart", instance=1, subject="", step="0", log="app-1.0.log", pid=103, restart=2)
+    journal(tmp_path, "stop", instance=1, subject="", exit_code=0, pid=103)
+    registry = Registry(tmp_path)
+    for pid, code in ((101, CRASH_EXIT_CODE), (102, 1), (103, 0)):
+        registry.add_exit({"pid": pid, "code": code, "signal": None, "at": time.time()})
+    found = health.assess(tmp_path, crash_code=CRASH_EXIT_CODE)
+    assert (found["instances"]["1"]["starts"], found["restarts"], found["injected_crashes"]) == (1, 2, 1)
+    assert [e["by"] for e in found["instances"]["1"]["exits"]] == [
+        "an injected crash (crash_probability)", "nobody: it exited by itself", "a graceful stop"]
+    assert [i["what"] for i in found["incidents"]] == [
+        "instance 1 (started at step 0) exited by itself with exit code 1"]
+    assert health.summary(found).startswith("3 instance exits (1 unexpected, 1 injected crashes), 2 restarts, ")
+    without = health.assess(tmp_path)  # a run that injects no crash: the same exit is an incident
+    assert without["unexpected_exits"] == 2 and without["injected_crashes"] == 0
 
 
 def test_the_supervisor_records_how_a_detached_process_ended(tmp_path):

@@ -59,6 +59,14 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
     ({"interval_s": -5}, "param interval_s: -5 is less than the minimum of 1"),
     ({"records": 0}, "param records: 0 is less than the minimum of 1"),
     ({"bug": "melt"}, "param bug: 'melt' is not one of"),
+    ({"crash_probability": 1}, "param crash_probability: 1 is greater than or equal to the maximum of 1"),
+    ({"quotas": [{"client_id": "soak_eos_id_assignment-app-StreamThread-1-producer", "producer_byte_rate": 35000}]},
+     "quotas: client_id 'soak_eos_id_assignment-app-StreamThread-1-producer' is no client of the app under test "
+     "(worker, 3 instances); its clients are soak_eos_id_assignment-app-1, soak_eos_id_assignment-app-1-producer"),
+    ({"app": "worker", "state_write_bytes": 1024}, "state_write_bytes: is a setting of the Kafka Streams app"),
+    ({"app": "streams", "crash_probability": 0.1}, "crash_probability: 0.1 makes the reference worker crash itself"),
+    ({"runtime": "docker", "restart": "on-failure"}, "restart: 'on-failure' is the local runtime's restart policy; "
+                                                     "runtime 'docker' has none yet"),
     ({"runtime": "kubernetes"}, "param runtime: 'kubernetes' is not one of ['local', 'docker']"),
     ({"backend": "docker", "program": "1 b1- b1+"}, "program: ['b1-', 'b1+'] kill and restart brokers, which only "
                                                     "backend 'local' can do (backend is 'docker')"),

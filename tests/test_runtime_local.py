@@ -69,3 +69,66 @@ def test_an_instance_that_fails_to_stop_stops_none_of_the_others_and_nothing_is_
     with pytest.raises(RuntimeError, match=r"could not stop instance-2: cannot signal instance-2 \(killed instead\)"):
         instances.stop_all(timeout=10)
     assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+
+
+# A process that fails on its first two runs and then sleeps: a crash loop that recovers. Its run count lives in a file.
+FLAKY = [sys.executable, "-c", "import pathlib, sys, time; p = pathlib.Path(sys.argv[1]); n = int(p.read_text() or 0) "
+         "if p.exists() else 0; p.write_text(str(n + 1)); sys.exit(3) if n < 2 else time.sleep(120)"]
+
+
+def journal_events(run_dir):
+    import json
+
+    path = run_dir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def wait_for(condition, timeout=20.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff(processes, tmp_path):
+    from kafka_soak.runtime.spawn import Restart
+
+    runs = tmp_path / "runs"
+    first = processes.start("worker-1", [*FLAKY, str(runs)], tmp_path / "w.log",
+                            restart=Restart(0.2, {"instance": 1, "subject": "", "step": "0", "log": "w.log"}))
+    wait_for(lambda: runs.exists() and runs.read_text() == "3" and processes.process("worker-1") is not None)
+    record = processes.record("worker-1")
+    assert record.pid != first.pid, "the registry follows the restarted process"
+    events = journal_events(tmp_path)
+    exits = [e for e in events if e["event"] == "exit"]
+    restarts = [e for e in events if e["event"] == "restart"]
+    assert [e["exit_code"] for e in exits] == [3, 3] and [e["backoff_s"] for e in exits] == [0.2, 0.4]
+    assert [e["restart"] for e in restarts] == [1, 2] and restarts[-1]["pid"] == record.pid
+    assert all(e["instance"] == 1 and e["name"] == "worker-1" for e in exits + restarts)
+    assert [e["code"] for e in processes.registry.exits()] == [3, 3]
+    assert processes.stop("worker-1", timeout=10) is not None
+    assert not processes.is_alive("worker-1") and processes.supervisor("worker-1") is None
+    assert "restarting in 0.2 s" in (tmp_path / "w.log").read_text()
+
+
+def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):
+    from kafka_soak.runtime.spawn import Restart
+
+    crashing = [sys.executable, "-c", "import sys; sys.exit(5)"]
+    processes.start("worker-2", crashing, tmp_path / "w.log", restart=Restart(30, {"instance": 2, "log": "w.log"}))
+    wait_for(lambda: processes.registry.exits())
+    assert processes.is_alive("worker-2"), "a process waiting out its backoff still exists, as a crash-looping pod"
+    assert processes.stop("worker-2", timeout=5) is None
+    assert not processes.is_alive("worker-2")
+    assert not [e for e in journal_events(tmp_path) if e["event"] == "restart"]
+
+
+def test_the_suite_s_own_kill_is_not_restarted(processes, tmp_path):
+    from kafka_soak.runtime.spawn import Restart
+
+    processes.start("worker-3", SLEEPER, tmp_path / "w.log", restart=Restart(0.1, {"instance": 3, "log": "w.log"}))
+    assert processes.kill("worker-3") == -9
+    assert not processes.is_alive("worker-3")
+    assert not [e for e in journal_events(tmp_path) if e["event"] in ("exit", "restart")]

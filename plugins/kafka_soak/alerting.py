@@ -23,6 +23,8 @@ from airflow.sdk import BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_soak import evidence, rundir
+from kafka_soak.backends.quota_meter import describe
+from kafka_soak.health import summary
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +103,9 @@ def details(verdict: dict[str, Any]) -> list[str]:
     health = verdict.get("health") or {}
     if verdict["anomalies"].get("app_health"):
         lines += [f"app health: {i['what']}" for i in health.get("incidents", [])[:3]]
+    if health.get("exceptions") or health.get("injected_crashes"):
+        lines.append(f"app health: {summary(health)}")
+    lines += [describe(usage) for usage in verdict.get("quotas") or []]
     return lines
 
 

@@ -119,9 +119,12 @@ class RunEvidence:
         for e in sorted(self.events, key=lambda e: e["t"]):
             kind, t = e["event"], e["t"]
             lane = instance_lane(e) if "instance" in e else f"broker {e.get('broker')}"
-            if kind == "start":
+            if kind in ("start", "restart"):
                 close(lane, t, "restarted")
                 open_[lane] = ("running", t)
+            elif kind == "exit":  # by itself; its restart policy brings it back (runtime.spawn)
+                how = f"signal {e['signal']}" if e.get("signal") else f"exit code {e.get('exit_code')}"
+                close(lane, t, f"exited by itself ({how}), restarted after {e.get('backoff_s', 0):g} s")
             elif kind == "pause":
                 close(lane, t, "paused")
                 open_[lane] = ("paused", t)

@@ -102,6 +102,12 @@ def env_object(variable: str, environ: Mapping[str, str] = os.environ) -> dict[s
     return values
 
 
+def app_id_of(scenario: dict[str, Any]) -> str:
+    """The application id (group id, transactional ids' prefix) of a scenario's app: ``<dag_id>-app`` unless the file
+    names one."""
+    return scenario.get("app_id", f"{scenario['dag_id']}-app")
+
+
 @dataclass(frozen=True)
 class Admission:
     """Who sets what for one scenario's runs, and the check every run passes before anything starts: the DAG's
@@ -112,6 +118,7 @@ class Admission:
     params: dict[str, Param]
     allow: dict[str, list[Any]]
     refusal: str
+    app_id: str
 
     @classmethod
     def for_scenario(cls, scenario: dict[str, Any]) -> Admission:
@@ -121,11 +128,11 @@ class Admission:
         refusal = deployment.problem
         if not refusal:
             try:
-                soak_params.check(values)
+                soak_params.check(values, app_id_of(scenario))
             except soak_params.ParamsError as exc:
                 refusal = f"the defaults of {scenario['dag_id']} (its scenario file and SOAK_PARAM_DEFAULTS) cannot run: {exc}"
                 log.error("%s", refusal)
-        return cls(params, deployment.allow, refusal)
+        return cls(params, deployment.allow, refusal, app_id_of(scenario))
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -137,7 +144,7 @@ class Admission:
         refused = [self.refusal] if self.refusal else soak_params.trigger_errors(conf, self.defaults, self.allow)
         if refused:
             raise soak_params.ParamsError("; ".join(refused))
-        plan = soak_params.check(params)
+        plan = soak_params.check(params, self.app_id)
         preflight.check(plan)
         return plan
 
@@ -166,7 +173,7 @@ def _instances(plan: dict[str, Any], cluster: dict[str, Any]) -> Instances:
 
 def build_dag(scenario: dict[str, Any]) -> DAG:
     dag_id = scenario["dag_id"]
-    app_id = scenario.get("app_id", f"{dag_id}-app")
+    app_id = app_id_of(scenario)
     lead_s = float(scenario.get("program_lead_s", 5))
     admission = Admission.for_scenario(scenario)
 

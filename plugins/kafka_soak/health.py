@@ -88,26 +88,29 @@ def who(start: dict[str, Any]) -> str:
     return f"{start['instance']}@{start['subject']}" if start.get("subject") else str(start["instance"])
 
 
-def assess(run_dir: Path, allowance: int = 0) -> dict[str, Any]:
+def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> dict[str, Any]:
     """The run's app health from the journal (``events.jsonl``), the exits its runtimes recorded and the
-    instance logs."""
+    instance logs. ``crash_code``: the exit code of the crashes the run injects (param crash_probability), which
+    are counted but are no incident."""
     journal = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()] \
         if (run_dir / "events.jsonl").exists() else []
-    starts = {e["pid"]: e for e in journal if e["event"] == "start" and e.get("pid")}
+    starts = {e["pid"]: e for e in journal if e["event"] in ("start", "restart") and e.get("pid")}
     asked = {e["pid"]: e["event"] for e in journal if e["event"] in ("stop", "kill") and e.get("pid")}
     instances: dict[str, dict[str, Any]] = {}
     for e in journal:
-        if e["event"] == "start":
-            instances.setdefault(who(e), {"starts": 0, "exits": []})["starts"] += 1
+        if e["event"] in ("start", "restart"):
+            counts = instances.setdefault(who(e), {"starts": 0, "restarts": 0, "exits": []})
+            counts["starts" if e["event"] == "start" else "restarts"] += 1
     incidents = []
     for ended in Registry(run_dir).exits():
         start = starts.get(ended["pid"])
         if start is None:  # a broker, the generator, a meter: not the app
             continue
-        by = asked.get(ended["pid"])
+        by = asked.get(ended["pid"]) or ("crash" if crash_code is not None and ended["code"] == crash_code else None)
         exit_ = {"instance": start["instance"], "step": start["step"], "pid": ended["pid"], "code": ended["code"],
                  "signal": ended["signal"], "at": ended["at"], "expected": by is not None,
-                 "by": {"stop": "a graceful stop", "kill": "kill -9"}.get(by or "", "nobody: it exited by itself")}
+                 "by": {"stop": "a graceful stop", "kill": "kill -9", "crash": "an injected crash (crash_probability)"
+                        }.get(by or "", "nobody: it exited by itself")}
         instances[who(start)]["exits"].append(exit_)
         if by is None:
             how = f"signal {ended['signal']}" if ended["signal"] else f"exit code {ended['code']}"
@@ -141,6 +144,8 @@ def assess(run_dir: Path, allowance: int = 0) -> dict[str, Any]:
     incidents.sort(key=lambda i: i["at"])
     return {"instances": instances, "exceptions": dict(sorted(exceptions.items(), key=lambda kv: -kv[1]["count"])),
             "thread_deaths": thread_deaths, "incidents": incidents, "allowance": allowance,
+            "injected_crashes": sum(e["by"].startswith("an injected") for i in instances.values() for e in i["exits"]),
+            "restarts": sum(i["restarts"] for i in instances.values()),
             "unexpected_exits": sum(i["kind"] == "unexpected_exit" for i in incidents),
             "errors": sum(i["kind"] != "unexpected_exit" for i in incidents)}
 
@@ -149,5 +154,8 @@ def summary(health: dict[str, Any]) -> str:
     """One line for the task log and the alert."""
     counts = ", ".join(f"{cls} x{seen['count']}" for cls, seen in list(health["exceptions"].items())[:6])
     exits = sum(len(i["exits"]) for i in health["instances"].values())
-    return (f"{exits} instance exits ({health['unexpected_exits']} unexpected), {health['errors']} error incidents, "
+    crashes = f", {health['injected_crashes']} injected crashes" if health.get("injected_crashes") else ""
+    restarts = f", {health['restarts']} restarts" if health.get("restarts") else ""
+    return (f"{exits} instance exits ({health['unexpected_exits']} unexpected{crashes}){restarts}, {health['errors']} "
+            f"error incidents, "
             f"{health['thread_deaths']} stream thread deaths; exceptions: {counts or 'none'}")

@@ -30,6 +30,7 @@ from kafka_soak.rundir import journal
 from kafka_soak.runtime import ProcessRecord, Runtime
 from kafka_soak.runtime.docker import DockerContainers
 from kafka_soak.runtime.local import LocalProcesses, python_command
+from kafka_soak.runtime.spawn import Restart
 from kafka_soak.subjects import Subject
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,10 @@ class Instances:
                 "--step", str(step), "--input-topic", values["input_topic"], "--output-topic", values["output_topic"],
                 "--changelog-topic", values["changelog_topic"], "--assertions-topic", values["assertions_topic"],
                 "--standbys", str(plan["standbys"]), "--cache-entries", str(plan["cache_entries"]),
-                "--bug", plan["bug"], "--bug-every", str(plan["bug_every"])]
+                "--bug", plan["bug"], "--bug-every", str(plan["bug_every"]),
+                "--commit-interval-ms", str(plan["commit_interval_ms"]),
+                "--crash-probability", repr(float(plan["crash_probability"])),
+                "--session-timeout-ms", str(plan["session_timeout_ms"])]
 
     def command(self, subject: Subject, instance: int, step: int | str) -> list[str]:
         """``app_command`` with its placeholders filled, or the reference app: the Kafka Streams app's JVM, or
@@ -119,8 +123,12 @@ class Instances:
             log.info("%s already running", subject.label(instance))
             return self.runtime.record(name)
         log_path = self.run_dir / "logs" / f"{subject.app_id}-{instance}.{step}.log"
+        restart = Restart(self.plan["restart_backoff_s"], {"instance": instance, "subject": subject.name,
+                                                           "step": str(step), "log": log_path.name}) \
+            if self.plan["restart"] == "on-failure" else None
         record = self.runtime.start(name, self.command(subject, instance, step), log_path, step=str(step),
-                                    extra_env=self.environment(subject, instance, step), image=self.image(subject))
+                                    extra_env=self.environment(subject, instance, step), image=self.image(subject),
+                                    restart=restart)
         journal(self.run_dir, "start", instance=instance, subject=subject.name, step=str(step), log=log_path.name,
                 pid=record.pid)
         return record

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kafka_soak import program as programs
+from kafka_soak import subjects
 from kafka_soak.app.streams import DEFAULT_VERSION as DEFAULT_STREAMS_VERSION
 from kafka_soak.app.streams import VERSION_PATTERN as STREAMS_VERSION_PATTERN
 from kafka_soak.app.worker import BUGS
@@ -25,6 +26,7 @@ from kafka_soak.program import MAX_STEPS
 from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
 
 APPS = ("worker", "streams")
+RESTART_POLICIES = ("never", "on-failure")
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
 MAX_RATE = 1_000_000  # records/s
 
@@ -73,7 +75,14 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                             "description": "app=streams: max.warmup.replicas, extra replicas warming up for a task "
                                            "that moves."},
     "commit_interval_ms": {"type": "integer", "minimum": 1, "maximum": 600_000,
-                           "description": "app=streams: commit.interval.ms (each commit is a transaction under EOS)."},
+                           "description": "How often the app commits (each commit is a transaction under EOS): Kafka "
+                                          "Streams' commit.interval.ms with app=streams; the reference worker keeps "
+                                          "its transaction open across polls for as long."},
+    "state_write_bytes": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
+                          "description": "app=streams: bytes of a random string every input record writes to an "
+                                         "uncached, changelogged store of its own, as the quota reproduction's "
+                                         "topology does (its Streams producer then writes about this many bytes per "
+                                         "record); 0 = no such store."},
     "standbys": {"type": "integer", "minimum": 0, "maximum": 8,
                  "description": "Standby replicas: Kafka Streams' num.standby.replicas with app=streams; the reference "
                                 "worker keeps 0 or 1 (1 = an instance keeps a warm copy of every partition it loses by "
@@ -102,6 +111,24 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
             "description": "A bug switch of the reference app, to prove the checker catches it."},
     "bug_every": {"type": "integer", "minimum": 1, "maximum": 100_000_000,
                   "description": "The switches drop/duplicate act on every input id divisible by this."},
+    "crash_probability": {"type": "number", "minimum": 0, "exclusiveMaximum": 1,
+                          "description": "app=worker: the chance, per input record, that an instance exits "
+                                         "ungracefully (no commit, no abort: the broker times its open transaction "
+                                         "out), as the workers of the crashing-workers reproduction do; 0 = never. "
+                                         "Pair it with restart 'on-failure'."},
+    "restart": {"type": "string", "enum": list(RESTART_POLICIES),
+                "description": "runtime=local: what happens to an instance that exits by itself (not a stop or kill "
+                               "of the program): never = it stays down; on-failure = started again after a backoff, "
+                               "as Kubernetes or Compose restart a crashed container. Each exit and restart is on "
+                               "the report's time axis and in the app-health counts."},
+    "session_timeout_ms": {"type": "integer", "minimum": 6000, "maximum": 300_000,
+                           "description": "app=worker: the consumer's session.timeout.ms, how long the group waits "
+                                          "for an instance that stopped heartbeating (crashed, killed, paused) before "
+                                          "it hands its partitions to the others; within the broker's "
+                                          "group.min/max.session.timeout.ms."},
+    "restart_backoff_s": {"type": "number", "minimum": 0.1, "maximum": 60,
+                          "description": "restart=on-failure: the first backoff; it doubles with each consecutive "
+                                         "failure up to 30 s and starts over after 30 s of running."},
     "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
              "description": "Seed of the random program and the payloads."},
     "health_allowance": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
@@ -156,9 +183,11 @@ DEFAULTS: dict[str, Any] = {
     "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
     "brokers": 1, "kafka_version": DEFAULT_KAFKA_VERSION,
     "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "streams_versions": [], "threads": 1,
-    "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2, "commit_interval_ms": 100, "standbys": 0,
+    "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2, "commit_interval_ms": 100, "state_write_bytes": 0,
+    "standbys": 0,
     "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
-    "bug": "none", "bug_every": 1000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
+    "bug": "none", "bug_every": 1000, "crash_probability": 0, "restart": "never", "restart_backoff_s": 1,
+    "session_timeout_ms": 45_000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
     "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
     "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_env": {},
     "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
@@ -174,7 +203,7 @@ WHERE_DEPLOYER_SETS = ("the scenario file (dags/scenarios/<dag_id>.yaml), SOAK_P
                        "in SOAK_TRIGGER_ALLOW")
 # Params of the Kafka Streams app (RunPlan fields of the same names).
 APP_SETTINGS = ("app", "streams_version", "streams_versions", "threads", "acceptable_recovery_lag",
-                "max_warmup_replicas", "commit_interval_ms")
+                "max_warmup_replicas", "commit_interval_ms", "state_write_bytes")
 PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
                 "assertions_topic")
 
@@ -201,6 +230,7 @@ class RunPlan:
     acceptable_recovery_lag: int
     max_warmup_replicas: int
     commit_interval_ms: int
+    state_write_bytes: int
     standbys: int
     cache_entries: int
     phases: list[dict[str, Any]]  # each: records, first_id, rate, and at_s or after_step
@@ -208,6 +238,10 @@ class RunPlan:
     payload_bytes: int
     bug: str
     bug_every: int
+    crash_probability: float
+    restart: str
+    restart_backoff_s: float
+    session_timeout_ms: int
     seed: int
     health_allowance: int
     drain_timeout_s: int
@@ -250,8 +284,9 @@ def resolve_phases(values: dict[str, Any], steps: int, rate: float) -> tuple[lis
     return phases, errors
 
 
-def check(params: dict[str, Any]) -> RunPlan:
-    """Resolve ``params`` into a plan for a backend, or raise ``ParamsError`` naming each bad param."""
+def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
+    """Resolve ``params`` into a plan for a backend, or raise ``ParamsError`` naming each bad param. With the run's
+    ``app_id``, quotas on the run's own broker must name a client of the app under test."""
     values = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
     errors = []
     unknown = sorted(set(params) - set(DEFAULTS))
@@ -286,6 +321,7 @@ def check(params: dict[str, Any]) -> RunPlan:
                           f"{MAX_RUN_S // 86_400} days; raise the rate or lower the records")
     errors.extend(app_errors(values))
     errors.extend(deployment_errors(values, program))
+    errors.extend(quota_errors(values, app_id))
     if errors:
         raise ParamsError("; ".join(errors))
     return RunPlan(program=program, program_source=source, interval_s=float(values["interval_s"]),
@@ -294,7 +330,10 @@ def check(params: dict[str, Any]) -> RunPlan:
                    **{name: values[name] for name in APP_SETTINGS}, standbys=values["standbys"],
                    cache_entries=values["cache_entries"], phases=phases, rate=rate,
                    payload_bytes=values["payload_bytes"], bug=values["bug"], bug_every=values["bug_every"],
-                   seed=values["seed"], health_allowance=values["health_allowance"],
+                   crash_probability=float(values["crash_probability"]), restart=values["restart"],
+                   restart_backoff_s=float(values["restart_backoff_s"]),
+                   session_timeout_ms=values["session_timeout_ms"], seed=values["seed"],
+                   health_allowance=values["health_allowance"],
                    drain_timeout_s=values["drain_timeout_s"],
                    **{name: values[name] for name in DEPLOYMENT})
 
@@ -324,6 +363,9 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["streams_versions"] and (values["app"] != "streams" or values["app_command"]):
         return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
                 "leave app_command empty)"]
+    if values["crash_probability"] and (values["app"] != "worker" or values["app_command"]):
+        return [f"crash_probability: {values['crash_probability']:g} makes the reference worker crash itself (app "
+                "'worker', no app_command); another app has no such switch: crash it with the program's kN steps"]
     if values["app_command"]:
         return []
     if values["app"] == "worker" and values["standbys"] > 1:
@@ -332,7 +374,25 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["app"] == "streams" and values["bug"] != "none":
         return [f"bug: {values['bug']!r} is a switch of the reference worker (app=worker); app=streams runs Kafka "
                 "Streams as released (leave bug at 'none')"]
+    if values["app"] == "worker" and values["state_write_bytes"]:
+        return ["state_write_bytes: is a setting of the Kafka Streams app (app=streams); the reference worker has no "
+                "such store"]
+    if values["app"] == "streams" and values["session_timeout_ms"] != DEFAULTS["session_timeout_ms"]:
+        return ["session_timeout_ms: is a setting of the reference worker (app=worker); the Kafka Streams app keeps "
+                "Kafka's default"]
     return []
+
+
+def quota_errors(values: dict[str, Any], app_id: str | None) -> list[str]:
+    """A quota on the run's own broker throttles the app under test: one that names none of the reference app's
+    clients would throttle nothing (an external cluster's quotas are its deployer's to choose)."""
+    known = subjects.client_ids(values, app_id) if app_id and values["backend"] != "external" else None
+    if known is None:
+        return []
+    return [f"quotas: client_id {q['client_id']!r} is no client of the app under test ({values['app']}, "
+            f"{values['instances']} instances); its clients are {', '.join(known[:6])}"
+            + (f" and {len(known) - 6} more of the same pattern" if len(known) > 6 else "")
+            for q in values["quotas"] if q["client_id"] not in known]
 
 
 def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
@@ -347,6 +407,9 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         if values["brokers"] != 1:
             errors.append(f"brokers: {values['brokers']} brokers are for backend 'local'; backend {backend!r} "
                           "has its own (leave brokers at 1)")
+    if runtime != "local" and values["restart"] != "never":
+        errors.append(f"restart: {values['restart']!r} is the local runtime's restart policy; runtime {runtime!r} has "
+                      "none yet (leave restart at 'never')")
     if runtime != "docker":
         for name in ("app_image", "app_env"):
             if values[name]:

@@ -71,11 +71,33 @@ def topics(plan: dict[str, Any]) -> dict[str, int]:
     return roles
 
 
+def version_app_id(app_id: str, version: str) -> str:
+    """The application id of one version of a matrix."""
+    return f"{app_id}-{version}"
+
+
 def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subject]:
     """The subjects of a run whose topics are ``names`` (``{role: topic}``, as provisioned)."""
     if not matrix(plan):
         return [Subject("", app_id, versions(plan)[0], names["output"], names["assertions"])]
-    return [Subject(v, f"{app_id}-{v}", v, names[f"output.{v}"], names[f"assertions.{v}"]) for v in matrix(plan)]
+    return [Subject(v, version_app_id(app_id, v), v, names[f"output.{v}"], names[f"assertions.{v}"])
+            for v in matrix(plan)]
+
+
+def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
+    """The client ids the reference app's instances connect with, which a quota may name: the worker's consumer
+    (``<app_id>-<n>``) and producer (``-producer``); each Kafka Streams instance's (``client.id`` = ``<app_id>-<n>``)
+    stream threads' producer, consumer and restore consumer, and its admin client. None for an ``app_command``,
+    whose clients only its owner knows."""
+    if plan["app_command"]:
+        return None
+    instances = range(1, plan["instances"] + 1)
+    if plan["app"] == "worker":
+        return [name for n in instances for name in (f"{app_id}-{n}", f"{app_id}-{n}-producer")]
+    apps = [version_app_id(app_id, v) for v in matrix(plan)] or [app_id]
+    threads = [f"StreamThread-{t}-{role}" for t in range(1, plan["threads"] + 1)
+               for role in ("producer", "consumer", "restore-consumer")]
+    return [f"{app}-{n}-{client}" for app in apps for n in instances for client in (*threads, "admin")]
 
 
 def of(cluster: dict[str, Any]) -> list[Subject]:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import backends, health, rundir
+from kafka_soak.app.worker import CRASH_EXIT_CODE
+from kafka_soak.backends import quota_meter
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.evidence import read_json
 from kafka_soak.instances import Instances
@@ -35,16 +37,14 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
     generator = Load(run_dir, cluster, plan).stop()
     log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
              or "nothing was running")
-    app_health = health.assess(run_dir, plan["health_allowance"])
+    app_health = health.assess(run_dir, plan["health_allowance"],
+                               crash_code=CRASH_EXIT_CODE if plan["crash_probability"] else None)
     rundir.write_json(run_dir / "health.json", app_health)
     log.info("app health: %s", health.summary(app_health))
     for incident in app_health["incidents"][:10]:
         log.warning("  %s", incident["what"])
     for usage in backends.create(plan, run_dir).quota_usage():
-        log.info("quota %s %s=%g %s: the broker measured %s %s (median; peak %s) and throttled it up to %s ms%s",
-                 usage["client_id"], usage["setting"], usage["quota"], usage["unit"], usage["measured"],
-                 usage["achieved"], usage["peak"], usage["throttle_ms_max"], "" if usage["bit"] else
-                 " (the quota never bit)")
+        log.info("%s", quota_meter.describe(usage))
     return codes
 
 

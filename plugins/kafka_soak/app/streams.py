@@ -78,7 +78,7 @@ def options(plan: dict[str, Any], state_dir: Path | str) -> list[str]:
     values = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
-              "partitions": plan["partitions"], "state-dir": state_dir}
+              "partitions": plan["partitions"], "state-dir": state_dir, "blob-bytes": plan["state_write_bytes"]}
     return [part for name, value in values.items() for part in (f"--{name}", str(value))]
 
 

@@ -3,16 +3,23 @@
 Each key gets a stable id the first time it is seen (``counter * partitions + partition``) from a
 per-partition store (with a write-back cache) backed by a changelog topic, restored when the partition
 is assigned. With ``--standbys 1`` an instance keeps a standby replica of every partition it loses,
-tailing its changelog, and resumes from it when the partition comes back. Every batch is one Kafka
-transaction holding the outputs, the changelog writes, the self-check assertions and the consumed
-offsets (``send_offsets_to_transaction``). SIGTERM is a graceful stop: the open batch is committed and
-the consumer leaves the group. A transaction the broker makes abortable is aborted and the instance
-rewinds to its committed offsets and rebuilds its state, as Kafka Streams does with a corrupted task.
+tailing its changelog, and resumes from it when the partition comes back. A Kafka transaction stays open
+across polls and is committed every ``--commit-interval-ms`` (as Kafka Streams' commit.interval.ms), when
+partitions are revoked (the ``on_revoke`` commit of the crashing-workers reproduction) and at a graceful
+stop; it holds the outputs, the changelog writes, the self-check assertions and the consumed offsets
+(``send_offsets_to_transaction``). SIGTERM is a graceful stop: the open transaction is committed and the
+consumer leaves the group. A transaction the broker makes abortable is aborted and the instance rewinds to
+its committed offsets and rebuilds its state, as Kafka Streams does with a corrupted task. With
+``--crash-probability P`` an instance exits ungracefully (exit code ``CRASH_EXIT_CODE``, its transaction
+left open for the broker to time out) after any input record with probability P, as the workers of the
+kube-kafka consistency checks do; the runtime's restart policy brings it back.
 
 Bug switches prove that the checker catches what it must: ``skip-restore`` (state is not restored on
 assignment -> ids reused), ``stale-cache`` (restoration does not invalidate the cache -> stale reads
 after standby -> active, KAFKA-14624), ``drop`` (the output of every Nth input id is not written -> lost),
-``duplicate`` (the output of every Nth input id is written again in a second transaction -> duplicated).
+``duplicate`` (the output of every Nth input id is written again in a second transaction -> duplicated),
+``revoke-no-offsets`` (the ``on_revoke`` commit leaves the consumed offsets out of the transaction, so the
+partitions' next owner processes those records again -> duplicated).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import argparse
 import json
 import logging
 import os
+import random
 import signal
 import sys
 import threading
@@ -35,8 +43,9 @@ from kafka_soak.app.store import PartitionStore
 
 log = logging.getLogger("kafka_soak.worker")
 
-BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate")
+BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate", "revoke-no-offsets")
 BATCH = 500
+CRASH_EXIT_CODE = 86  # an injected crash (--crash-probability), told apart from a real failure by the health check
 REPORT_EVERY_S = 5.0
 # Transactional calls block until they succeed by default; a broker outage can leave one waiting forever.
 # Each call gets a deadline and is retried while the error is retriable. librdkafka's
@@ -63,6 +72,9 @@ class WorkerConfig:
     cache_entries: int = 0
     bug: str = "none"
     bug_every: int = 1000
+    commit_interval_ms: int = 100
+    crash_probability: float = 0.0
+    session_timeout_ms: int = 45_000
 
 
 def stuck(what: str) -> None:
@@ -71,6 +83,14 @@ def stuck(what: str) -> None:
               TXN_TIMEOUT_S, STUCK_EXIT_CODE)
     logging.shutdown()
     os._exit(STUCK_EXIT_CODE)
+
+
+def crash(record_id: int, probability: float) -> None:
+    """Exit now, as an unhandled failure would: no commit, no abort, no leave-group."""
+    log.warning("crashing on purpose after input id %d (crash_probability %g): exit code %d, the open transaction "
+                "left to time out", record_id, probability, CRASH_EXIT_CODE)
+    logging.shutdown()
+    os._exit(CRASH_EXIT_CODE)
 
 
 def bug_hits(config: WorkerConfig, record_id: int, bug: str) -> bool:
@@ -85,10 +105,16 @@ class Worker:
         self.active: dict[int, PartitionStore] = {}
         self.standby: dict[int, PartitionStore] = {}
         self.processed = self.transactions = self.assertions = self.aborts = 0
+        self.pending: dict[int, int] = {}  # the open transaction's next offset per input partition
+        self.pending_records = 0
+        self.duplicates: list[tuple[str, bytes, int]] = []  # bug duplicate: outputs to write again after the commit
+        self.txn_began: float | None = None
+        self.chaos = random.Random()  # unseeded: a restarted instance must not crash at the same record again
         common = kafka_io.client_config(config.bootstrap)
         self.consumer = Consumer({
             **common, "group.id": config.app_id,
             "client.id": f"{config.app_id}-{config.instance}", "isolation.level": "read_committed",
+            "session.timeout.ms": config.session_timeout_ms,
             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
         self.producer = Producer({
             **common, "transactional.id": f"{config.app_id}-{config.instance}",
@@ -134,11 +160,22 @@ class Worker:
                  time.monotonic() - started)
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        # Every batch is committed before the next poll, so no transaction is open here.
+        """Commit the open transaction before the partitions move on (their next owner starts from the committed
+        offsets), then keep standby replicas of them. A commit that fails is aborted: the next owner processes those
+        records again, and no replica keeps the aborted writes."""
         numbers = sorted(tp.partition for tp in partitions)
+        committed = True
+        if self.txn_began is not None:
+            try:
+                self.commit(with_offsets=self.config.bug != "revoke-no-offsets")
+            except KafkaException as exc:
+                log.warning("commit on revoke failed (%s): aborting; the partitions' next owner processes the records "
+                            "again", exc.args[0])
+                self.abort()
+                committed = False
         for p in numbers:
             store = self.active.pop(p, None)
-            if store is not None and self.config.standbys:
+            if store is not None and self.config.standbys and committed:
                 store.changelog_position = self.changelog.end_offset(p)
                 self.standby[p] = store
                 self.changelog.follow(store)
@@ -146,7 +183,7 @@ class Worker:
                  f"; keeping standby replicas of {numbers}" if self.config.standbys and numbers else "")
 
     # -- processing ------------------------------------------------------------------------------
-    def process(self, msg: Message, duplicates: list[tuple[str, bytes, int]]) -> None:
+    def process(self, msg: Message) -> None:
         cfg = self.config
         record = json.loads(msg.value())
         key, p = record["key"], msg.partition()
@@ -168,23 +205,42 @@ class Worker:
             return
         self.producer.produce(cfg.output_topic, key=key, value=output, partition=p)
         if bug_hits(cfg, record["id"], "duplicate"):
-            duplicates.append((key, output, p))
+            self.duplicates.append((key, output, p))
+        if cfg.crash_probability and self.chaos.random() < cfg.crash_probability:
+            crash(record["id"], cfg.crash_probability)
 
     def write_changelog(self, partition: int, records: list[tuple[str, bytes]]) -> None:
         for key, value in records:
             self.producer.produce(self.config.changelog_topic, key=key, value=value, partition=partition)
 
-    def commit_batch(self, messages: list[Message]) -> None:
+    def commit(self, with_offsets: bool = True) -> None:
+        """Commit the open transaction: the stores' cached writes, then the consumed offsets (left out by bug
+        revoke-no-offsets, at a revoke), then the outputs written again by bug duplicate in a transaction of their
+        own."""
         for p, store in self.active.items():
             self.write_changelog(p, store.flush())
-        offsets: dict[int, int] = {}
-        for msg in messages:
-            offsets[msg.partition()] = msg.offset() + 1
-        self.txn_call("send offsets", self.producer.send_offsets_to_transaction,
-                      [TopicPartition(self.config.input_topic, p, o) for p, o in offsets.items()],
-                      self.consumer.consumer_group_metadata())
+        if with_offsets:
+            self.txn_call("send offsets", self.producer.send_offsets_to_transaction,
+                          [TopicPartition(self.config.input_topic, p, o) for p, o in self.pending.items()],
+                          self.consumer.consumer_group_metadata())
+        else:
+            log.warning("bug revoke-no-offsets: committing the transaction of %d records without their offsets %s",
+                        self.pending_records, self.pending)
         self.txn_call("commit", self.producer.commit_transaction)
         self.transactions += 1
+        self.processed += self.pending_records
+        duplicates = self.duplicates
+        self.forget_transaction()
+        if duplicates:
+            self.write_duplicates(duplicates)
+
+    def forget_transaction(self) -> None:
+        self.pending, self.pending_records, self.duplicates, self.txn_began = {}, 0, [], None
+
+    def abort(self) -> None:
+        self.aborts += 1
+        self.txn_call("abort", self.producer.abort_transaction)
+        self.forget_transaction()
 
     @staticmethod
     def txn_call(what: str, call, *args) -> None:
@@ -212,28 +268,29 @@ class Worker:
         self.producer.commit_transaction()
         log.warning("bug duplicate: wrote %d outputs a second time", len(duplicates))
 
-    def run_batch(self, messages: list[Message]) -> None:
-        duplicates: list[tuple[str, bytes, int]] = []
-        self.producer.begin_transaction()
+    def run_batch(self, messages: list[Message], commit_due: bool) -> None:
+        """Process ``messages`` in the open transaction (begun by the first of them) and commit it when due."""
         try:
+            if messages and self.txn_began is None:
+                self.producer.begin_transaction()
+                self.txn_began = time.monotonic()
             for msg in messages:
-                self.process(msg, duplicates)
-            self.commit_batch(messages)
+                self.process(msg)
+                self.pending[msg.partition()] = msg.offset() + 1
+                self.pending_records += 1
+            if self.txn_began is not None and (commit_due or self.pending_records >= BATCH or
+                                               time.monotonic() - self.txn_began >= self.config.commit_interval_ms / 1000):
+                self.commit()
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if error.fatal() or not (error.txn_requires_abort() or error.retriable()):
                 raise
             self.recover(error)
-            return
-        self.processed += len(messages)
-        if duplicates:
-            self.write_duplicates(duplicates)
 
     def recover(self, error: KafkaError) -> None:
-        """Abort the batch, rewind to the committed offsets and rebuild the state the batch touched."""
-        self.aborts += 1
+        """Abort the transaction, rewind to the committed offsets and rebuild the state it touched."""
         log.warning("transaction aborted (%s): rewinding to the committed offsets and restoring state", error)
-        self.txn_call("abort", self.producer.abort_transaction)
+        self.abort()
         numbers = sorted(self.active)
         committed = kafka_io.retry_transient(self.consumer.committed)(
             [TopicPartition(self.config.input_topic, p) for p in numbers], timeout=30)
@@ -246,13 +303,13 @@ class Worker:
         cfg = self.config
         self.producer.init_transactions()
         self.consumer.subscribe([cfg.input_topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
-        log.info("instance %d of %s started at step %s (standbys=%d, cache_entries=%d, bug=%s)", cfg.instance,
-                 cfg.app_id, cfg.step, cfg.standbys, cfg.cache_entries, cfg.bug)
+        log.info("instance %d of %s started at step %s (standbys=%d, cache_entries=%d, commit_interval_ms=%d, "
+                 "crash_probability=%g, bug=%s)", cfg.instance, cfg.app_id, cfg.step, cfg.standbys, cfg.cache_entries,
+                 cfg.commit_interval_ms, cfg.crash_probability, cfg.bug)
         last_report, last_processed = time.monotonic(), 0
         while not self.stopping:
-            messages = [m for m in self.consumer.consume(BATCH, timeout=0.2) if not self._error(m)]
-            if messages:
-                self.run_batch(messages)
+            messages = [m for m in self.consumer.consume(BATCH, timeout=0.1) if not self._error(m)]
+            self.run_batch(messages, commit_due=False)
             self.changelog.poll()
             now = time.monotonic()
             if now - last_report >= REPORT_EVERY_S:
@@ -260,6 +317,7 @@ class Worker:
                 log.info("processed %d records (%.0f records/s), %d transactions, active %s, standby %s",
                          self.processed, rate, self.transactions, sorted(self.active), sorted(self.standby))
                 last_report, last_processed = now, self.processed
+        self.run_batch([], commit_due=True)
         log.info("stopping gracefully: processed %d records in %d transactions (%d aborted), %d assertions",
                  self.processed, self.transactions, self.aborts, self.assertions)
         self.consumer.close()
@@ -286,12 +344,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-entries", type=int, default=0)
     parser.add_argument("--bug", choices=BUGS, default="none")
     parser.add_argument("--bug-every", type=int, default=1000)
+    parser.add_argument("--commit-interval-ms", type=int, default=100)
+    parser.add_argument("--crash-probability", type=float, default=0.0)
+    parser.add_argument("--session-timeout-ms", type=int, default=45_000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format=f"%(asctime)s %(levelname)s [instance {args.instance}] %(message)s")
     worker = Worker(WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
                                  args.changelog_topic, args.assertions_topic, args.step, args.standbys,
-                                 args.cache_entries, args.bug, args.bug_every))
+                                 args.cache_entries, args.bug, args.bug_every, args.commit_interval_ms,
+                                 args.crash_probability, args.session_timeout_ms))
 
     def stop(signum: int, _frame) -> None:
         log.info("received %s", signal.Signals(signum).name)

@@ -104,3 +104,10 @@ def summarize(quotas: list[Quota], out_dir: Path, brokers: list[int]) -> list[di
                        "bit": any(b["throttle_ms_max"] > 0 for b in per_broker.values()),
                        "per_broker": per_broker})
     return result
+
+
+def describe(usage: dict[str, Any]) -> str:
+    """One quota's outcome in a line, for the task log and the alert."""
+    return (f"quota {usage['client_id']} {usage['setting']}={usage['quota']:g} {usage['unit']}: the broker measured "
+            f"{usage['measured']} {usage['achieved']} (median; peak {usage['peak']}) and throttled it up to "
+            f"{usage['throttle_ms_max']} ms" + ("" if usage["bit"] else " (the quota never bit)"))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kafka_soak.rundir import append_jsonl
+from kafka_soak.runtime.spawn import Restart
 
 
 @dataclass
@@ -26,6 +27,7 @@ class ProcessRecord:
     log: str
     started_at: float
     container: str | None = None  # set by the Docker runtime
+    supervisor: int | None = None  # set by the local runtime: the process that waits for it (runtime.spawn)
 
 
 class Registry:
@@ -67,8 +69,10 @@ class Runtime(Protocol):
     """The operations a program step needs from wherever instances run."""
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
-              extra_env: dict[str, str] | None = None, image: str | None = None) -> ProcessRecord:
-        """``image``: the container image, where the runtime runs containers (default: its own)."""
+              extra_env: dict[str, str] | None = None, image: str | None = None,
+              restart: Restart | None = None) -> ProcessRecord:
+        """``image``: the container image, where the runtime runs containers (default: its own); ``restart``: the
+        restart policy of a process that exits by itself (None: it stays down)."""
 
     def stop(self, name: str, timeout: float = 30.0) -> int | None: ...
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak.runtime import ProcessRecord, Registry
+from kafka_soak.runtime.spawn import Restart
 
 log = logging.getLogger(__name__)
 
@@ -179,9 +180,12 @@ class DockerContainers:
         return bool(state and state["Paused"])
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "", extra_env: dict[str, str] | None = None,
-              image: str | None = None) -> ProcessRecord:
+              image: str | None = None, restart: Restart | None = None) -> ProcessRecord:
         """Replace the instance's previous container (its log was copied) by a new one of ``image`` (default: the
-        runtime's), running ``command``."""
+        runtime's), running ``command``. No restart policy here yet: param ``restart`` is refused for this runtime
+        before a run starts."""
+        if restart is not None:
+            raise ValueError("runtime 'docker' has no restart policy (param restart is for runtime 'local')")
         self.remove(name)
         image = image or self.image
         ensure_image(self.api, image, "app_image" if image == self.image else "streams_version")

@@ -7,6 +7,7 @@ psutil. This runtime assumes every task of the run executes on the same machine.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -19,6 +20,7 @@ import psutil
 
 import kafka_soak
 from kafka_soak.runtime import ProcessRecord, Registry
+from kafka_soak.runtime.spawn import NO_RESTART, Restart
 
 log = logging.getLogger(__name__)
 
@@ -59,30 +61,77 @@ class LocalProcesses:
         except psutil.NoSuchProcess:
             return None
 
+    def supervisor(self, name: str) -> psutil.Process | None:
+        """The live supervisor of ``name`` (``runtime.spawn``): it outlives its process while a restart policy waits
+        out a backoff."""
+        rec = self.record(name)
+        if rec is None or rec.supervisor is None:
+            return None
+        try:
+            proc = psutil.Process(rec.supervisor)
+            if "kafka_soak.runtime.spawn" in proc.cmdline() and rec.log in proc.cmdline():  # not a reused PID
+                return proc
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            pass
+        return None
+
     def is_alive(self, name: str) -> bool:
-        return self.process(name) is not None
+        """Running, paused, or between two runs of a restart policy (as a crash-looping pod still exists)."""
+        return self.process(name) is not None or self.supervisor(name) is not None
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
-              extra_env: dict[str, str] | None = None, image: str | None = None) -> ProcessRecord:
-        """``image`` is for containers; a local process runs ``command`` as it is."""
+              extra_env: dict[str, str] | None = None, image: str | None = None,
+              restart: Restart | None = None) -> ProcessRecord:
+        """``image`` is for containers; a local process runs ``command`` as it is, restarted by its supervisor
+        under ``restart``."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        out = subprocess.run(python_command("kafka_soak.runtime.spawn", str(log_path), str(self.registry.exits_file),
-                                            "--", *command),
+        policy = ["--restart", json.dumps({"backoff_s": restart.backoff_s, "journal": {**restart.journal, "name": name}})
+                  ] if restart else []
+        out = subprocess.run(python_command("kafka_soak.runtime.spawn", *policy, str(log_path),
+                                            str(self.registry.exits_file), "--", *command),
                              env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)
-        pid = int(out.stdout.strip())
+        pid, supervisor = map(int, out.stdout.split())
         try:
             created = psutil.Process(pid).create_time()
         except psutil.NoSuchProcess:  # ended already: its supervisor records how (exits.jsonl)
             created = 0.0
             log.warning("%s (pid %d) exited as soon as it started; see %s", name, pid, log_path)
-        rec = ProcessRecord(name, pid, created, str(log_path), time.time())
+        rec = ProcessRecord(name, pid, created, str(log_path), time.time(), supervisor=supervisor)
         self.registry.write(rec)
         log.info("started %s: pid %d, log %s", name, pid, log_path)
         return rec
 
+    def no_restart(self, name: str) -> psutil.Process | None:
+        """Tell ``name``'s supervisor that the suite ends it, so no restart policy brings it back; returns the
+        supervisor, which the caller waits for once the process has ended (see ``settle``)."""
+        supervisor = self.supervisor(name)
+        if supervisor is not None:
+            supervisor.send_signal(NO_RESTART)
+        return supervisor
+
+    @staticmethod
+    def settle(supervisor: psutil.Process | None, timeout: float = 10.0) -> None:
+        """Wait for a supervisor told ``no_restart`` to end: then no process of that name is left, not even one
+        it was starting when told."""
+        if supervisor is None:
+            return
+        try:
+            supervisor.wait(timeout)
+        except psutil.TimeoutExpired:
+            log.warning("supervisor pid %d still running %.0f s after its process ended", supervisor.pid, timeout)
+        except psutil.NoSuchProcess:
+            pass
+
     def stop(self, name: str, timeout: float = 30.0) -> int | None:
         """SIGTERM (after SIGCONT, should it be paused), then SIGKILL after ``timeout`` seconds; returns the
         exit code when known."""
+        supervisor = self.no_restart(name)
+        try:
+            return self._stop(name, timeout)
+        finally:
+            self.settle(supervisor)
+
+    def _stop(self, name: str, timeout: float) -> int | None:
         proc = self.process(name)
         if proc is None:
             return None
@@ -101,13 +150,16 @@ class LocalProcesses:
 
     def kill(self, name: str) -> int | None:
         """SIGKILL: no shutdown hook runs (no commit, no leave-group); returns the exit code."""
+        supervisor = self.no_restart(name)
         proc = self.process(name)
         if proc is None:
+            self.settle(supervisor)
             return None
         proc.kill()
         proc.wait(10)
         code = self.exit_code(proc.pid)
         log.info("killed %s (pid %d), exit code %s", name, proc.pid, code)
+        self.settle(supervisor)
         return code
 
     def exit_code(self, pid: int, wait_s: float = 2.0) -> int | None:

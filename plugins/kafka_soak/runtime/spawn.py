@@ -1,11 +1,19 @@
-"""Start a command detached from the caller, print its PID, and record how it ends.
+"""Start a command detached from the caller, print its PID, record how it ends, and restart it if asked to.
 
 A task process is short-lived and an Airflow worker may reap or kill its children, so instances, the
 generator and the Kafka brokers are started through this: ``python -m kafka_soak.runtime.spawn LOG EXITS --
 CMD...`` starts a supervisor in a new session and exits once the supervisor has started the command (output to
-``LOG``) and told its PID. The supervisor waits for the command and appends one JSON line to ``EXITS`` when it
-ends (``{"pid", "code", "signal", "at"}``): the exit code or signal of a process that is nobody's child, which
-the run's app-health check judges against what the program asked for.
+``LOG``) and told its PID (printed with the supervisor's: ``PID SUPERVISOR_PID``). The supervisor waits for the
+command and appends one JSON line to ``EXITS`` when it ends (``{"pid", "code", "signal", "at"}``): the exit code or
+signal of a process that is nobody's child, which the run's app-health check judges against what the program asked
+for.
+
+With ``--restart RESTART_JSON`` (``Restart``: a backoff and the instance's journal fields) the supervisor is the
+instance's restart policy, as Kubernetes' kubelet or Compose's ``restart: on-failure`` are: a command that exits by
+itself with anything but 0 is started again after a backoff that doubles with each consecutive failure (up to
+``MAX_BACKOFF_S``; back to the first after a run of ``RESET_AFTER_S``). Each exit and restart is noted in the
+run's journal, and the registry's record points at the new process. SIGUSR1 tells the supervisor that the suite
+ends the instance (a stop, a kill): whatever the command's exit, it is not restarted.
 """
 
 from __future__ import annotations
@@ -16,21 +24,100 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_soak.rundir import append_jsonl
+
+MAX_BACKOFF_S = 30.0  # CrashLoopBackOff's doubling, with a cap that suits a soak of minutes
+RESET_AFTER_S = 30.0  # a process that ran this long starts the backoff over
+NO_RESTART = signal.SIGUSR1
 
 
-def supervise(log_path: str, exits_path: str, command: list[str]) -> None:
-    """Run ``command``, print its PID on stdout, close stdout, wait, record the exit."""
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+@dataclass(frozen=True)
+class Restart:
+    """An instance's restart policy: its first backoff, and the fields of its journal events (instance, subject,
+    step, log, name) so the report and the app-health check see every exit and restart."""
+
+    backoff_s: float
+    journal: dict[str, Any] = field(default_factory=dict)
+
+
+def exit_record(pid: int, code: int) -> dict[str, Any]:
+    return {"pid": pid, "code": code if code >= 0 else None,
+            "signal": signal.Signals(-code).name if code < 0 else None, "at": time.time()}
+
+
+def launch(log_path: str, command: list[str]) -> subprocess.Popen:
     with open(log_path, "ab", buffering=0) as log:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 close_fds=True, env=os.environ)
+
+
+def supervise(log_path: str, exits_path: str, command: list[str], restart: Restart | None) -> None:
+    """Run ``command``, print its PID on stdout, close stdout, wait, record the exit; under a restart policy, start
+    it again after each failure until it exits with 0 or the suite ends it."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    ending: list[bool] = []
+    signal.signal(NO_RESTART, lambda *_: ending.append(True))
+    proc = launch(log_path, command)
     print(proc.pid, flush=True)
     os.close(sys.stdout.fileno())
-    code = proc.wait()
-    record = {"pid": proc.pid, "code": code if code >= 0 else None,
-              "signal": signal.Signals(-code).name if code < 0 else None, "at": time.time()}
-    with open(exits_path, "a") as exits:
-        exits.write(json.dumps(record) + "\n")
+    run_dir = Path(exits_path).parent.parent
+    backoff = restart.backoff_s if restart else 0.0
+    restarts = 0
+    ended_here = False  # the suite's stop or kill named the process before this one
+    while True:
+        started = time.monotonic()
+        code = proc.wait()
+        ended = exit_record(proc.pid, code)
+        append_jsonl(Path(exits_path), ended)
+        if ended_here:
+            append_jsonl(run_dir / "events.jsonl", {"t": ended["at"], "event": "stop", **restart.journal,
+                                                    "pid": proc.pid, "exit_code": ended["code"], "by": "supervisor"})
+        if restart is None or code == 0 or ending:
+            return
+        if time.monotonic() - started >= RESET_AFTER_S:
+            backoff = restart.backoff_s
+        append_jsonl(run_dir / "events.jsonl", {"t": ended["at"], "event": "exit", **restart.journal, "pid": proc.pid,
+                                                "exit_code": ended["code"], "signal": ended["signal"],
+                                                "backoff_s": backoff})
+        with open(log_path, "a") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} supervisor: exited by itself "
+                      f"({ended['signal'] or 'code ' + str(ended['code'])}); restarting in {backoff:g} s ---\n")
+        deadline = time.monotonic() + backoff
+        while time.monotonic() < deadline and not ending:
+            time.sleep(0.05)
+        if ending:
+            return
+        restarts += 1
+        proc = launch(log_path, command)
+        register(run_dir, restart, proc)
+        append_jsonl(run_dir / "events.jsonl", {"t": time.time(), "event": "restart", **restart.journal,
+                                                "pid": proc.pid, "restart": restarts})
+        if ending:  # the suite ended the instance while it was being restarted: end this one too
+            proc.terminate()
+            ended_here = True
+        backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+
+def register(run_dir: Path, restart: Restart, proc: subprocess.Popen) -> None:
+    """Point the instance's registry record at the restarted process (``runtime.Registry``'s file)."""
+    import psutil  # only once a restart happens: the supervisor of every process starts without it
+
+    from kafka_soak.runtime import Registry
+
+    registry = Registry(run_dir)
+    record = registry.record(restart.journal["name"])
+    if record is None:
+        return
+    try:
+        record.create_time = psutil.Process(proc.pid).create_time()
+    except psutil.NoSuchProcess:
+        record.create_time = 0.0
+    record.pid, record.started_at = proc.pid, time.time()
+    registry.write(record)
 
 
 def main() -> None:
@@ -38,21 +125,26 @@ def main() -> None:
     supervising = args[:1] == ["--supervise"]
     if supervising:
         args = args[1:]
+    restart = None
+    if args[:1] == ["--restart"] and len(args) > 1:
+        restart = Restart(**json.loads(args[1]))
+        args = args[2:]
     if len(args) < 4 or args[2] != "--":
-        sys.exit("usage: python -m kafka_soak.runtime.spawn LOG EXITS -- CMD...")
+        sys.exit("usage: python -m kafka_soak.runtime.spawn [--restart RESTART_JSON] LOG EXITS -- CMD...")
     log_path, exits_path, _sep, *command = args
     if supervising:
-        supervise(log_path, exits_path, command)
+        supervise(log_path, exits_path, command, restart)
         return
+    policy = ["--restart", json.dumps(asdict(restart))] if restart else []
     with open(log_path, "ab", buffering=0) as log:  # the supervisor's own complaints, should it fail to start
-        supervisor = subprocess.Popen([sys.executable, "-m", "kafka_soak.runtime.spawn", "--supervise", *args],
+        supervisor = subprocess.Popen([sys.executable, "-m", "kafka_soak.runtime.spawn", "--supervise", *policy, *args],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                       start_new_session=True, close_fds=True, env=os.environ)
     assert supervisor.stdout is not None
     pid = supervisor.stdout.readline().decode().strip()
     if not pid:
         sys.exit(f"could not start {command[0]}: see {log_path}")
-    print(pid, flush=True)
+    print(pid, supervisor.pid, flush=True)
 
 
 if __name__ == "__main__":

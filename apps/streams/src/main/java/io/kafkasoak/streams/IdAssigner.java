@@ -18,10 +18,14 @@ import org.slf4j.LoggerFactory;
  * changelogged and (with a cache size above 0) cached. Every input record must carry the seq after the one the
  * store holds for its key; when it does not, the state read back is older than what was written, and the
  * processor writes an assertion record and logs {@code !!! BROKEN !!! Expected X but found Y partition: P}.
+ *
+ * <p>With {@code blobBytes} above 0 every record also writes a random string of that many bytes to an uncached
+ * store of its own, as the quota reproduction's topology does: its changelog carries about blobBytes x records/s.
  */
 final class IdAssigner implements Processor<String, String, String, String> {
     static final String IDS_STORE = "ids";
     static final String COUNTER_STORE = "counter";
+    static final String BLOBS_STORE = "blobs";
     static final String OUTPUT = "output";
     static final String ASSERTIONS = "assertions";
     static final AtomicLong PROCESSED = new AtomicLong();
@@ -34,14 +38,18 @@ final class IdAssigner implements Processor<String, String, String, String> {
     private final int partitions;
     private final int instance;
     private final String step;
+    private final int blobBytes;
+    private final java.util.Random random = new java.util.Random();
     private ProcessorContext<String, String> context;
     private KeyValueStore<String, String> ids;
     private KeyValueStore<String, Long> counter;
+    private KeyValueStore<String, String> blobs;
 
-    IdAssigner(int partitions, int instance, String step) {
+    IdAssigner(int partitions, int instance, String step, int blobBytes) {
         this.partitions = partitions;
         this.instance = instance;
         this.step = step;
+        this.blobBytes = blobBytes;
     }
 
     @Override
@@ -49,6 +57,7 @@ final class IdAssigner implements Processor<String, String, String, String> {
         this.context = context;
         this.ids = context.getStateStore(IDS_STORE);
         this.counter = context.getStateStore(COUNTER_STORE);
+        this.blobs = blobBytes > 0 ? context.getStateStore(BLOBS_STORE) : null;
     }
 
     @Override
@@ -83,11 +92,22 @@ final class IdAssigner implements Processor<String, String, String, String> {
             context.forward(record.withValue(assertion.toString()), ASSERTIONS);
         }
         ids.put(key, assigned + ":" + seq);
+        if (blobs != null) {
+            blobs.put(key, randomString(blobBytes));
+        }
         ObjectNode output = JSON.createObjectNode()
             .put("id", input.get("id").asLong()).put("key", key).put("seq", seq).put("assigned_id", assigned)
             .put("instance", instance).put("in_partition", partition).put("in_offset", where.offset());
         context.forward(record.withValue(output.toString()), OUTPUT);
         PROCESSED.incrementAndGet();
+    }
+
+    private String randomString(int length) {
+        char[] chars = new char[length];
+        for (int i = 0; i < length; i++) {
+            chars[i] = (char) ('a' + random.nextInt(26));
+        }
+        return new String(chars);
     }
 
     private static JsonNode read(String value) {

@@ -35,7 +35,8 @@ public final class IdAssignmentApp {
     private static final long CLOSE_TIMEOUT_S = 20;
     private static final Map<String, String> DEFAULTS = Map.of(
         "threads", "1", "standbys", "0", "cache-max-bytes", "0", "acceptable-recovery-lag", "10000",
-        "max-warmup-replicas", "2", "commit-interval-ms", "100", "partitions", "1", "state-dir", "state");
+        "max-warmup-replicas", "2", "commit-interval-ms", "100", "partitions", "1", "state-dir", "state",
+        "blob-bytes", "0");
 
     private IdAssignmentApp() {
     }
@@ -95,11 +96,16 @@ public final class IdAssignmentApp {
         Topology topology = new Topology();
         topology.addSource("input", Serdes.String().deserializer(), Serdes.String().deserializer(),
             env("SOAK_INPUT_TOPIC"));
-        topology.addProcessor("assign", () -> new IdAssigner(partitions, instance, step), "input");
+        int blobBytes = Integer.parseInt(options.get("blob-bytes"));
+        topology.addProcessor("assign", () -> new IdAssigner(partitions, instance, step, blobBytes), "input");
         topology.addStateStore(cached(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore(IdAssigner.IDS_STORE), Serdes.String(), Serdes.String()), cached), "assign");
         topology.addStateStore(cached(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore(IdAssigner.COUNTER_STORE), Serdes.String(), Serdes.Long()), cached), "assign");
+        if (blobBytes > 0) {  // the quota reproduction's store: every record writes blobBytes to its changelog
+            topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(IdAssigner.BLOBS_STORE),
+                Serdes.String(), Serdes.String()).withCachingDisabled(), "assign");
+        }
         topology.addSink(IdAssigner.OUTPUT, env("SOAK_OUTPUT_TOPIC"), Serdes.String().serializer(),
             Serdes.String().serializer(), "assign");
         topology.addSink(IdAssigner.ASSERTIONS, env("SOAK_ASSERTIONS_TOPIC"), Serdes.String().serializer(),
