@@ -21,7 +21,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench reproduction setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test bench reproduction quota-eos setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
@@ -44,6 +44,12 @@ bench: setup
 # scenario, about 40 minutes; SIZE=large: 20). Written to docs/benchmarks.md and quoted in docs/scenarios.md.
 reproduction: setup
 	$(PY) bench/reproduction.py --size $(SIZE)
+	$(PY) bench/report.py
+
+# What soak_quota_eos shows on Kafka Streams 3.8.1 and the newest release over a 35 KB/s producer quota (quick: 3 runs
+# of 4 minutes of load, about 20 minutes; SIZE=large: 5 runs of the scenario's 10 minutes). Into docs/benchmarks.md.
+quota-eos: setup
+	$(PY) bench/quota_eos.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # Apache Kafka from the project's jars as an image for backend=docker (BASE_IMAGE: see docker/kafka.Dockerfile).

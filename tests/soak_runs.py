@@ -29,10 +29,12 @@ WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, 
                                                     {"records": 24000, "after_step": 1, "rate": 2000}]}
 # The pytest-xdist group of the tests that read the ``alerted_runs`` fixture's two runs (one worker runs them once).
 ALERTED_RUNS = "alerted-runs"
-# soak_crashing_workers shortened: 4 000 records at 125 records/s through "1 2 3 0"; with crash_probability 0.002 the
-# workers crash about 8 times (none at all: e^-8, 3 in 10 000 runs), and every crash is a rebalance.
-CRASHING_SHORT = {"program": "1 2 3 0", "interval_s": 8, "records": 4000, "keys": 400, "rate": 125,
-                  "crash_probability": 0.002}
+# soak_crashing_workers shortened: 4 000 records at 125 records/s through "1 2 3 1"; with crash_probability 0.0015 the
+# workers crash about 6 times (none at all: e^-6, 1 run in 400), and every crash is a rebalance. Higher, a restarted
+# worker's backlog (a second of records, up to 500 at a time) crashes it again before it commits: a crash loop. Steps
+# 1-3 revoke partitions from running workers five times (1; 1 and 2; 2 and 3), each with a second of records open.
+CRASHING_SHORT = {"program": "1 2 3 1", "interval_s": 8, "records": 4000, "keys": 400, "rate": 125,
+                  "crash_probability": 0.0015}
 # soak_quota_eos shortened to one version and 45 s of load at the scenario's 32 records/s.
 QUOTA_CLIENT = "soak_quota_eos-app-1-StreamThread-1-producer"
 QUOTA_SHORT = {"streams_versions": [], "streams_version": "4.3.1", "program": "1 0 0", "interval_s": 15,

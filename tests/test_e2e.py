@@ -180,20 +180,17 @@ def test_a_revoke_commit_without_offsets_is_caught_as_duplicates(runs_dir):
 def test_kafka_streams_over_a_producer_quota_shows_the_quota_the_throttle_and_its_health(runs_dir):
     """soak_quota_eos: 1 KB of state per record at 32 records/s puts the stream thread's producer slightly over its
     35 000 B/s quota; the verdict carries the quota as verified, what the broker measured and the throttle, beside the
-    app-health counts, and the data stays intact."""
+    app-health counts. Kafka Streams 4.3.1 rides the throttle out for this long: data intact, nothing to report."""
     code, run_dir, verdict = soak(runs_dir, "soak_quota_eos", **QUOTA_SHORT)
+    assert code == 0 and verdict["status"] == "passed", verdict["anomalies"]
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert [(q["client_id"], q["producer_byte_rate"]) for q in cluster["quotas"]] == [(QUOTA_CLIENT, 35000.0)]
     [used] = verdict["quotas"]
     assert (used["client_id"], used["quota"], used["bit"]) == (QUOTA_CLIENT, 35000.0, True), used
-    assert used["throttle_ms_max"] > 0
-    data = {k: v for k, v in verdict["anomalies"].items() if k != "app_health"}
-    assert set(data.values()) == {0}, verdict["anomalies"]
+    assert used["throttle_ms_max"] > 0 and used["achieved"] > 35000 * 0.9
     assert verdict["records"]["input"] == verdict["records"]["output"] == QUOTA_SHORT["records"]
     health = verdict["health"]
-    assert health["instances"]["1"]["starts"] == 1 and isinstance(health["exceptions"], dict)
-    assert code == (0 if verdict["status"] == "passed" else 1) and verdict["status"] == (
-        "failed" if health["incidents"] else "passed")
+    assert health["instances"]["1"]["starts"] == 1 and health["incidents"] == [], health["incidents"]
     log = (run_dir / "logs" / "soak_quota_eos-app-1.0.log").read_text()
     assert "blob-bytes=1024" in log and "Kafka Streams 4.3.1" in log
 

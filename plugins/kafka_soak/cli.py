@@ -221,20 +221,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
     """(environment, trigger conf) of a run started from this machine's shell. Whoever runs it owns the machine, so
-    the params only a deployment sets (app command, images, Docker engine, connections, quotas) go to the run as the
+    the params only a deployment sets (app command, images, Docker engine, connections, a shared cluster's quotas) go
+    to the run as the
     deployment's own (``SOAK_PARAM_DEFAULTS``), where Airflow's trigger path refuses them in a conf."""
     from kafka_soak.factory import env_object, schema_problem
 
-    deployment, rest = soak_params.split(conf)
+    try:
+        current, malformed = env_object("SOAK_PARAM_DEFAULTS", environ), ""
+    except ValueError as exc:  # the run refuses itself with this unless the conf needs the variable
+        current, malformed = {}, str(exc)
+    deployment, rest = soak_params.split(conf, conf.get("backend") or current.get("backend") or
+                                         soak_params.DEFAULTS["backend"])
     if not deployment:
         return dict(environ), rest
     invalid = [f"param {name}: {problem}" for name, value in deployment.items() if (problem := schema_problem(name, value))]
-    if invalid:
-        raise UsageError("; ".join(invalid))
-    try:
-        current = env_object("SOAK_PARAM_DEFAULTS", environ)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    if invalid or malformed:
+        raise UsageError("; ".join(invalid or [malformed]))
     return {**environ, "SOAK_PARAM_DEFAULTS": json.dumps({**current, **deployment})}, rest
 
 

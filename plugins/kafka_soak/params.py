@@ -338,6 +338,12 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
                    **{name: values[name] for name in DEPLOYMENT})
 
 
+def deployer_only(name: str, backend: str) -> bool:
+    """Whether only the deployment sets param ``name`` of a run on ``backend``: quotas on a shared (external) cluster
+    throttle other people's clients; on the run's own broker they shape the soak."""
+    return name in DEPLOYER_ONLY and (name != "quotas" or backend == "external")
+
+
 def trigger_errors(conf: dict[str, Any], deployed: dict[str, Any], allow: dict[str, list[Any]]) -> list[str]:
     """A trigger conf's changes to what only the deployment may set (``deployed``: the DAG's param defaults;
     ``allow``: values the deployment lets a trigger choose, per param)."""
@@ -345,17 +351,18 @@ def trigger_errors(conf: dict[str, Any], deployed: dict[str, Any], allow: dict[s
     for name in DEPLOYER_ONLY:
         if name not in conf or conf[name] == deployed.get(name) or conf[name] in allow.get(name, []):
             continue
-        if name == "quotas" and deployed.get("backend") != "external":
+        if not deployer_only(name, deployed.get("backend", DEFAULTS["backend"])):
             continue
         errors.append(f"{name}: decides what runs where or with which credentials, so only whoever deploys the suite "
                       f"sets it: in {WHERE_DEPLOYER_SETS}; a trigger conf may not change it")
     return errors
 
 
-def split(conf: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(what only the deployment sets, the rest): how the CLI, run by whoever owns the machine, passes each part."""
-    deployment = {k: v for k, v in conf.items() if k in DEPLOYER_ONLY}
-    return deployment, {k: v for k, v in conf.items() if k not in DEPLOYER_ONLY}
+def split(conf: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what only the deployment sets, the rest) of a run on ``backend``: how the CLI, run by whoever owns the
+    machine, passes each part (the rest as a trigger conf, which overrides a scenario file's defaults)."""
+    deployment = {k: v for k, v in conf.items() if deployer_only(k, backend)}
+    return deployment, {k: v for k, v in conf.items() if k not in deployment}
 
 
 def app_errors(values: dict[str, Any]) -> list[str]:
