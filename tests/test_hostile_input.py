@@ -165,7 +165,7 @@ def test_the_deployment_may_allow_values_and_quotas_are_its_own_on_a_shared_clus
     defaults = admission.defaults
     assert admission.admit({"kafka_conn_id": "kafka_staging"}, {**defaults, "kafka_conn_id": "kafka_staging"})
     assert admission.admit({"runtime": "local"}, defaults).runtime == "local"
-    quota = [{"client_id": "x", "producer_byte_rate": 1000}]
+    quota = [{"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 1000}]
     assert admission.admit({"quotas": quota}, {**defaults, "quotas": quota}).quotas == quota
     with pytest.raises(soak_params.ParamsError, match="kafka_conn_id: decides what runs where"):
         admission.admit({"kafka_conn_id": "kafka_prod"}, {**defaults, "kafka_conn_id": "kafka_prod"})
