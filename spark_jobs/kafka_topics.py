@@ -15,9 +15,11 @@ import java_client
 from pyspark.sql import DataFrame, SparkSession
 
 GROUP_PREFIX = "kafka-soak-validation"  # the consumer groups' prefix, for a cluster whose ACLs name them
-# A bounded read of whole partitions: large fetches and polls, not the consumer defaults made for tailing a topic.
+# A bounded read of whole partitions: large fetches and polls, not the consumer defaults made for tailing a topic. A
+# fetch that finds nothing new (at a partition's end, past its last transaction marker) returns after 10 ms instead of
+# waiting fetch.max.wait.ms's 500 ms for data that will not come.
 CONSUMER = {"max.partition.fetch.bytes": "52428800", "fetch.max.bytes": "52428800", "max.poll.records": "20000",
-            "receive.buffer.bytes": "1048576"}
+            "receive.buffer.bytes": "1048576", "fetch.max.wait.ms": "10"}
 
 
 def read(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:

@@ -12,9 +12,11 @@ holds the table: version x status x anomaly counts, and the worst status as the 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -191,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s")
     log.info("driver started at %.3f", time.time())
     started = time.monotonic()
+    # Importing GX takes seconds of Python; the driver mostly waits on the JVM until the suites, so import it alongside
+    # (``run_suites``' own import then waits for this one under Python's import lock, or raises its error).
+    threading.Thread(target=importlib.import_module, args=("great_expectations",), name="gx-import", daemon=True).start()
 
     with phase("session"):
         spark = SparkSession.builder.appName("kafka-soak-validate").getOrCreate()

@@ -89,6 +89,7 @@ def test_injected_crashes_and_restarts_are_counted_and_only_other_exits_are_inci
     journal(tmp_path, "restart", instance=1, subject="", step="0", log="app-1.0.log", pid=102, restart=1)
     journal(tmp_path, "restart", instance=1, subject="", step="0", log="app-1.0.log", pid=103, restart=2)
     journal(tmp_path, "stop", instance=1, subject="", exit_code=0, pid=103)
+    journal(tmp_path, "stop", instance=1, subject="", exit_code=None, pid=101)  # a stop during 101's restart backoff
     registry = Registry(tmp_path)
     for pid, code in ((101, CRASH_EXIT_CODE), (102, 1), (103, 0)):
         registry.add_exit({"pid": pid, "code": code, "signal": None, "at": time.time()})

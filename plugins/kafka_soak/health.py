@@ -106,7 +106,8 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
         start = starts.get(ended["pid"])
         if start is None:  # a broker, the generator, a meter: not the app
             continue
-        by = asked.get(ended["pid"]) or ("crash" if crash_code is not None and ended["code"] == crash_code else None)
+        # an injected crash first: a stop of an instance waiting out its restart backoff names the crashed pid too
+        by = "crash" if crash_code is not None and ended["code"] == crash_code else asked.get(ended["pid"])
         exit_ = {"instance": start["instance"], "step": start["step"], "pid": ended["pid"], "code": ended["code"],
                  "signal": ended["signal"], "at": ended["at"], "expected": by is not None,
                  "by": {"stop": "a graceful stop", "kill": "kill -9", "crash": "an injected crash (crash_probability)"

@@ -161,9 +161,10 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                   {"required": ["request_percentage"]}]},
         "description": "Client quotas for the run, e.g. [{\"client_id\": \"my-app-StreamThread-1-producer\", "
                        "\"producer_byte_rate\": 35000}]; verified after setting; release puts back what each client "
-                       "id had before. The reference "
+                       "id had before. On the run's own broker a quota must name a client of the reference app: the "
                        "worker's producer is <app_id>-<instance>-producer, the Kafka Streams app's "
-                       "<app_id>-<instance>-StreamThread-<thread>-producer."},
+                       "<app_id>-<instance>-StreamThread-<thread>-producer (<app_id>: <dag_id>-app, "
+                       "<dag_id>-app-<version> in a matrix)."},
     "app_image": {"type": "string",
                   "description": "runtime=docker: image of the app under test; empty = the reference app, "
                                  "kafka-soak-worker:latest (make worker-image)."},

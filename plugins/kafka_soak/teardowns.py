@@ -38,7 +38,7 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
     log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
              or "nothing was running")
     app_health = health.assess(run_dir, plan["health_allowance"],
-                               crash_code=CRASH_EXIT_CODE if plan["crash_probability"] else None)
+                               crash_code=CRASH_EXIT_CODE if plan.get("crash_probability") else None)  # older plans: none
     rundir.write_json(run_dir / "health.json", app_health)
     log.info("app health: %s", health.summary(app_health))
     for incident in app_health["incidents"][:10]:
