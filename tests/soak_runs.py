@@ -35,10 +35,11 @@ ALERTED_RUNS = "alerted-runs"
 # 1-3 revoke partitions from running workers five times (1; 1 and 2; 2 and 3), each with a second of records open.
 CRASHING_SHORT = {"program": "1 2 3 1", "interval_s": 8, "records": 4000, "keys": 400, "rate": 125,
                   "crash_probability": 0.0015}
-# soak_quota_eos shortened to one version and 45 s of load at the scenario's 32 records/s.
+# soak_quota_eos shortened to one version and 45 s of load at the scenario's 32 records/s; its quota's {app_id} is then
+# the scenario's one application id.
 QUOTA_CLIENT = "soak_quota_eos-app-1-StreamThread-1-producer"
 QUOTA_SHORT = {"streams_versions": [], "streams_version": "4.3.1", "program": "1 0 0", "interval_s": 15,
-               "records": 1440, "quotas": [{"client_id": QUOTA_CLIENT, "producer_byte_rate": 35000}]}
+               "records": 1440}
 
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,

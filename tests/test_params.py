@@ -117,3 +117,19 @@ def test_docker_runtime_runs_an_image_per_kafka_streams_version():
         ("kafka-soak-streams:4.3.1", "streams_version", "build it with: make streams-image STREAMS_VERSION=4.3.1")]
     own = params.check({"app": "streams", "runtime": "docker", "app_image": "team/app:7"})
     assert preflight.app_images(own) == [("team/app:7", "app_image", "")]
+
+
+def test_a_quota_on_app_id_is_one_quota_per_application_id_of_the_run():
+    """soak_quota_eos names its producer as {app_id}-1-StreamThread-1-producer: each version of a matrix gets its own
+    quota, a run of one version one; a client the app does not have is refused."""
+    quota = {"client_id": "{app_id}-1-StreamThread-1-producer", "producer_byte_rate": 35000}
+    matrix = params.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "instances": 1, "program": "1",
+                           "quotas": [quota]}, app_id="q-app")
+    assert [q["client_id"] for q in matrix.quotas] == ["q-app-3.8.1-1-StreamThread-1-producer",
+                                                       "q-app-4.3.1-1-StreamThread-1-producer"]
+    single = params.check({"app": "streams", "instances": 1, "program": "1", "quotas": [quota]}, app_id="q-app")
+    assert single.quotas == [{**quota, "client_id": "q-app-1-StreamThread-1-producer"}]
+    with pytest.raises(params.ParamsError, match="client_id 'q-app-2-StreamThread-1-producer' is no client"):
+        params.check({"app": "streams", "instances": 1, "program": "1",
+                      "quotas": [{**quota, "client_id": "{app_id}-2-StreamThread-1-producer"}]}, app_id="q-app")
+

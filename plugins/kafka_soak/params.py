@@ -27,6 +27,7 @@ from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
 
 APPS = ("worker", "streams")
 RESTART_POLICIES = ("never", "on-failure")
+APP_ID = "{app_id}"  # in a quota's client id: each application id of the run
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
 MAX_RATE = 1_000_000  # records/s
 
@@ -164,7 +165,7 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                        "id had before. On the run's own broker a quota must name a client of the reference app: the "
                        "worker's producer is <app_id>-<instance>-producer, the Kafka Streams app's "
                        "<app_id>-<instance>-StreamThread-<thread>-producer (<app_id>: <dag_id>-app, "
-                       "<dag_id>-app-<version> in a matrix)."},
+                       "<dag_id>-app-<version> in a matrix; write {app_id} for it: a quota per application id)."},
     "app_image": {"type": "string",
                   "description": "runtime=docker: image of the app under test; empty = the reference app, "
                                  "kafka-soak-worker:latest (make worker-image)."},
@@ -322,6 +323,8 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
                           f"{MAX_RUN_S // 86_400} days; raise the rate or lower the records")
     errors.extend(app_errors(values))
     errors.extend(deployment_errors(values, program))
+    if app_id:
+        values["quotas"] = expand_quotas(values, app_id)
     errors.extend(quota_errors(values, app_id))
     if errors:
         raise ParamsError("; ".join(errors))
@@ -389,6 +392,19 @@ def app_errors(values: dict[str, Any]) -> list[str]:
         return ["session_timeout_ms: is a setting of the reference worker (app=worker); the Kafka Streams app keeps "
                 "Kafka's default"]
     return []
+
+
+def expand_quotas(values: dict[str, Any], app_id: str) -> list[dict[str, Any]]:
+    """The quotas with ``{app_id}`` in a client id made one per application id of the run (each version of a matrix
+    has its own), so a scenario names its app's clients without knowing which versions a trigger compares."""
+    expanded = []
+    for quota in values["quotas"]:
+        if APP_ID in quota["client_id"]:
+            expanded += [{**quota, "client_id": quota["client_id"].replace(APP_ID, app)}
+                         for app in subjects.app_ids(values, app_id)]
+        else:
+            expanded.append(quota)
+    return expanded
 
 
 def quota_errors(values: dict[str, Any], app_id: str | None) -> list[str]:

@@ -84,6 +84,11 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
             for v in matrix(plan)]
 
 
+def app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
+    """The application ids of a run's subjects: one per version of a matrix, else the run's own."""
+    return [version_app_id(app_id, v) for v in matrix(plan)] or [app_id]
+
+
 def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
     """The client ids the reference app's instances connect with, which a quota may name: the worker's consumer
     (``<app_id>-<n>``) and producer (``-producer``); each Kafka Streams instance's (``client.id`` = ``<app_id>-<n>``)
@@ -94,10 +99,9 @@ def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
     instances = range(1, plan["instances"] + 1)
     if plan["app"] == "worker":
         return [name for n in instances for name in (f"{app_id}-{n}", f"{app_id}-{n}-producer")]
-    apps = [version_app_id(app_id, v) for v in matrix(plan)] or [app_id]
     threads = [f"StreamThread-{t}-{role}" for t in range(1, plan["threads"] + 1)
                for role in ("producer", "consumer", "restore-consumer")]
-    return [f"{app}-{n}-{client}" for app in apps for n in instances for client in (*threads, "admin")]
+    return [f"{app}-{n}-{client}" for app in app_ids(plan, app_id) for n in instances for client in (*threads, "admin")]
 
 
 def of(cluster: dict[str, Any]) -> list[Subject]:
