@@ -141,8 +141,9 @@ def test_an_alert_goes_out_when_no_evidence_can_be_written(channels, tmp_path, m
     assert blocker.read_text() == ""
 
 
-def test_the_details_name_the_quota_s_outcome_and_the_app_s_exceptions():
-    """The quota scenario's alert says what the quota did and what the app went through, beside the anomalies."""
+def test_the_details_name_the_quota_s_outcome_and_the_app_s_exceptions(tmp_path):
+    """The quota scenario's alert says what the quota did and what the app went through, beside the anomalies, and so
+    does the alert of a run whose app stopped making progress (the drain timed out: no verdict)."""
     usage = {"client_id": "a-1-StreamThread-1-producer", "setting": "producer_byte_rate", "quota": 35000.0,
              "unit": "B/s", "measured": "byte-rate", "achieved": 34890.2, "peak": 41020.0, "throttle_ms_max": 812.0,
              "bit": True, "per_broker": {}}
@@ -156,3 +157,9 @@ def test_the_details_name_the_quota_s_outcome_and_the_app_s_exceptions():
         "InvalidProducerEpochException x2",
         "quota a-1-StreamThread-1-producer producer_byte_rate=35000 B/s: the broker measured byte-rate 34890.2 (median; "
         "peak 41020.0) and throttled it up to 812.0 ms"]
+    rundir.write_json(tmp_path / "health.json", health)
+    rundir.write_json(tmp_path / "quotas.json", [usage])
+    rundir.append_jsonl(tmp_path / "failures.jsonl", {"task_id": "drain", "map_index": -1, "try": 1, "at": 1.0,
+                                                      "error": "the group still lags 5062 records\npartition 0: 5062"})
+    alert = alerting.compose("q", "r", tmp_path, failed_task="drain")
+    assert alert["status"] == "no_verdict" and alert["details"] == ["partition 0: 5062", *lines]

@@ -63,7 +63,9 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
         stopped = f"task {task} failed" if task else NOT_VALIDATED
         alert["message"] = (f"soak {dag_id} did not reach a verdict: {stopped}"
                             f"{': ' + why[0] if why else ''} (run {run_id}); logs: {run_dir}")
-        alert["details"] = why[1:]  # e.g. the drain's lag per partition, owners and open transactions
+        # e.g. the drain's lag per partition, owners and open transactions; then what the app went through
+        health, quotas = evidence.read_json(run_dir / "health.json"), evidence.read_json(run_dir / "quotas.json")
+        alert["details"] = why[1:] + app_lines(health or {}, quotas or [], incidents=True)
     return alert
 
 
@@ -100,13 +102,17 @@ def details(verdict: dict[str, Any]) -> list[str]:
     for row in verdict.get("matrix", []):  # which versions have it
         found = ", ".join(f"{k}={v}" for k, v in row["anomalies"].items() if v)
         lines.append(f"Kafka Streams {row['version']}: {row['status']}" + (f" ({found})" if found else ""))
-    health = verdict.get("health") or {}
-    if verdict["anomalies"].get("app_health"):
-        lines += [f"app health: {i['what']}" for i in health.get("incidents", [])[:3]]
+    return lines + app_lines(verdict.get("health") or {}, verdict.get("quotas") or [],
+                             incidents=bool(verdict["anomalies"].get("app_health")))
+
+
+def app_lines(health: dict[str, Any], quotas: list[dict[str, Any]], incidents: bool) -> list[str]:
+    """What the app went through (``health.json``: its first incidents, its exceptions by class, its injected
+    crashes) and what each quota did (``quotas.json``), whether or not the run reached a verdict."""
+    lines = [f"app health: {i['what']}" for i in health.get("incidents", [])[:3]] if incidents else []
     if health.get("exceptions") or health.get("injected_crashes"):
         lines.append(f"app health: {summary(health)}")
-    lines += [describe(usage) for usage in verdict.get("quotas") or []]
-    return lines
+    return lines + [describe(usage) for usage in quotas]
 
 
 def text(alert: dict[str, Any]) -> str:
