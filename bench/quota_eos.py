@@ -80,8 +80,9 @@ def main() -> None:
         for version in versions:
             v = r["versions"][version]
             found = ", ".join(f"{k}={c}" for k, c in v["anomalies"].items()) or "no anomaly"
+            status = v["status"] if v["status"].startswith("no verdict") else f"{v['status']} ({found})"
             thrown = ", ".join(f"{k} x{c}" for k, c in list(v["exceptions"].items())[:4]) or "no exception"
-            cells.append(f"{v['status']} ({found}); {thrown}; quota {'bit' if v['bit'] else 'never bit'}, "
+            cells.append(f"{status}; {thrown}; quota {'bit' if v['bit'] else 'never bit'}, "
                          f"{v['achieved']} B/s median, throttled up to {v['throttle_ms_max']} ms")
         lines.append(f"| {n} | {r['wall_s']:.0f} s | {' | '.join(cells)} |")
     body = (f"Each run: `{DAG_ID}` with its defaults{' and ' + json.dumps(CONF[size]) if CONF[size] else ''}: "
