@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
 def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
     """(environment, trigger conf) of a run started from this machine's shell. Whoever runs it owns the machine, so
     the params only a deployment sets (app command, images, Docker engine, connections, a shared cluster's quotas) go
-    to the run as the
-    deployment's own (``SOAK_PARAM_DEFAULTS``), where Airflow's trigger path refuses them in a conf."""
+    to the run as the deployment's own (``SOAK_PARAM_DEFAULTS``), where Airflow's trigger path refuses them in a
+    conf; the rest go as the trigger conf, which overrides a scenario file's defaults."""
     from kafka_soak.factory import env_object, schema_problem
 
     try:
