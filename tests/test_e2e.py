@@ -21,6 +21,7 @@ import pytest
 from conftest import SECRET, live_processes
 from soak_runs import (
     ALERTED_RUNS,
+    CRASHING_HEALTHY,
     CRASHING_SHORT,
     DAG_ID,
     QUOTA_CLIENT,
@@ -38,10 +39,7 @@ from kafka_soak.app.worker import CRASH_EXIT_CODE
 
 
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
-def test_healthy_app_passes_through_crashes_its_runtime_restarts(alerted_runs):
-    """The reference worker, crashing at random (each crash leaves a transaction open) and restarted by the runtime,
-    loses and duplicates nothing on real Kafka; the report's time axis and the app-health counts show every crash
-    and restart."""
+def test_healthy_app_passes(alerted_runs):
     code, run_dir, verdict = alerted_runs.passed
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed"
@@ -58,16 +56,6 @@ def test_healthy_app_passes_through_crashes_its_runtime_restarts(alerted_runs):
     assert all(abs(s["jitter_ms"]) < 1000 for s in steps)
     assert {p.name for p in (run_dir / "logs").glob(f"{DAG_ID}-app-*.log")} == \
         {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log"}
-    health = verdict["health"]
-    assert health["injected_crashes"] >= 1 and health["restarts"] >= 1 and health["unexpected_exits"] == 0
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    crashes = [e for e in events if e["event"] == "exit" and e["exit_code"] == CRASH_EXIT_CODE]
-    restarts = [e for e in events if e["event"] == "restart"]
-    assert len(crashes) == health["injected_crashes"] and len(restarts) == health["restarts"]
-    crashed_log = (run_dir / "logs" / crashes[0]["log"]).read_text()
-    assert "crashing on purpose" in crashed_log and "supervisor: exited by itself (code 86)" in crashed_log
-    report = (run_dir / "report.html").read_text()
-    assert "exited by itself (exit code 86)" in report and f"{health['restarts']} restarts" in report
 
 
 def assert_caught_exactly(runs_dir: Path, run: tuple[int, Path, dict | None], anomaly: str, count: int) -> None:
@@ -157,6 +145,24 @@ def test_reused_ids_of_the_worker_bug_switches_are_counted(runs_dir, bug):
     assert alert["run_dir"] == str(run_dir) and f"id_reuse={reused}" in alert["message"]
     assert any(f"expected {records['distinct_keys']} distinct ids but found {records['distinct_assigned_ids']}" in line
                for line in alert["details"])
+
+
+def test_workers_that_crash_and_are_restarted_lose_and_duplicate_nothing(runs_dir):
+    """soak_crashing_workers: every crash leaves a transaction open and is restarted by the runtime; on real Kafka
+    the healthy worker passes, and the report's time axis and the app-health counts show each crash and restart."""
+    code, run_dir, verdict = soak(runs_dir, "soak_crashing_workers", **CRASHING_HEALTHY)
+    assert code == 0 and verdict["status"] == "passed", (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["records"]["input"] == verdict["records"]["output"] == CRASHING_HEALTHY["records"]
+    health = verdict["health"]
+    assert health["injected_crashes"] >= 1 and health["restarts"] >= 1 and health["unexpected_exits"] == 0
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    crashes = [e for e in events if e["event"] == "exit" and e["exit_code"] == CRASH_EXIT_CODE]
+    restarts = [e for e in events if e["event"] == "restart"]
+    assert len(crashes) == health["injected_crashes"] and len(restarts) == health["restarts"]
+    crashed_log = (run_dir / "logs" / crashes[0]["log"]).read_text()
+    assert "crashing on purpose" in crashed_log and "supervisor: exited by itself (code 86)" in crashed_log
+    report = (run_dir / "report.html").read_text()
+    assert "exited by itself (exit code 86)" in report and f"{health['restarts']} restarts" in report
 
 
 def test_a_revoke_commit_without_offsets_is_caught_as_duplicates(runs_dir):
