@@ -124,7 +124,7 @@ class RunEvidence:
                 open_[lane] = ("running", t)
             elif kind == "exit":  # by itself; its restart policy brings it back (runtime.spawn)
                 how = f"signal {e['signal']}" if e.get("signal") else f"exit code {e.get('exit_code')}"
-                close(lane, t, f"exited by itself ({how}), restarted after {e.get('backoff_s', 0):g} s")
+                close(lane, t, f"exited by itself ({how}), its restart due after {e.get('backoff_s', 0):g} s")
             elif kind == "pause":
                 close(lane, t, "paused")
                 open_[lane] = ("paused", t)

@@ -102,6 +102,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
             counts = instances.setdefault(who(e), {"starts": 0, "restarts": 0, "exits": []})
             counts["starts" if e["event"] == "start" else "restarts"] += 1
     incidents = []
+    crashes = 0
     for ended in Registry(run_dir).exits():
         start = starts.get(ended["pid"])
         if start is None:  # a broker, the generator, a meter: not the app
@@ -113,6 +114,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
                  "by": {"stop": "a graceful stop", "kill": "kill -9", "crash": "an injected crash (crash_probability)"
                         }.get(by or "", "nobody: it exited by itself")}
         instances[who(start)]["exits"].append(exit_)
+        crashes += by == "crash"
         if by is None:
             how = f"signal {ended['signal']}" if ended["signal"] else f"exit code {ended['code']}"
             incidents.append({"kind": "unexpected_exit", "instance": start["instance"], "subject": start.get("subject", ""),
@@ -145,7 +147,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
     incidents.sort(key=lambda i: i["at"])
     return {"instances": instances, "exceptions": dict(sorted(exceptions.items(), key=lambda kv: -kv[1]["count"])),
             "thread_deaths": thread_deaths, "incidents": incidents, "allowance": allowance,
-            "injected_crashes": sum(e["by"].startswith("an injected") for i in instances.values() for e in i["exits"]),
+            "injected_crashes": crashes,
             "restarts": sum(i["restarts"] for i in instances.values()),
             "unexpected_exits": sum(i["kind"] == "unexpected_exit" for i in incidents),
             "errors": sum(i["kind"] != "unexpected_exit" for i in incidents)}
@@ -158,5 +160,4 @@ def summary(health: dict[str, Any]) -> str:
     crashes = f", {health['injected_crashes']} injected crashes" if health.get("injected_crashes") else ""
     restarts = f", {health['restarts']} restarts" if health.get("restarts") else ""
     return (f"{exits} instance exits ({health['unexpected_exits']} unexpected{crashes}){restarts}, {health['errors']} "
-            f"error incidents, "
-            f"{health['thread_deaths']} stream thread deaths; exceptions: {counts or 'none'}")
+            f"error incidents, {health['thread_deaths']} stream thread deaths; exceptions: {counts or 'none'}")
