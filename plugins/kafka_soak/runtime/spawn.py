@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_soak.rundir import append_jsonl
+from kafka_soak.rundir import append_jsonl, journal
 
 MAX_BACKOFF_S = 30.0  # CrashLoopBackOff's doubling, with a cap that suits a soak of minutes
 RESET_AFTER_S = 30.0  # a process that ran this long starts the backoff over
@@ -74,15 +74,13 @@ def supervise(log_path: str, exits_path: str, command: list[str], restart: Resta
         ended = exit_record(proc.pid, code)
         append_jsonl(Path(exits_path), ended)
         if ended_here:
-            append_jsonl(run_dir / "events.jsonl", {"t": ended["at"], "event": "stop", **restart.journal,
-                                                    "pid": proc.pid, "exit_code": ended["code"], "by": "supervisor"})
+            journal(run_dir, "stop", **restart.journal, pid=proc.pid, exit_code=ended["code"], by="supervisor")
         if restart is None or code == 0 or ending:
             return
         if time.monotonic() - started >= RESET_AFTER_S:
             backoff = restart.backoff_s
-        append_jsonl(run_dir / "events.jsonl", {"t": ended["at"], "event": "exit", **restart.journal, "pid": proc.pid,
-                                                "exit_code": ended["code"], "signal": ended["signal"],
-                                                "backoff_s": backoff})
+        journal(run_dir, "exit", **restart.journal, pid=proc.pid, exit_code=ended["code"], signal=ended["signal"],
+                backoff_s=backoff)
         with open(log_path, "a") as log:
             log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} supervisor: exited by itself "
                       f"({ended['signal'] or 'code ' + str(ended['code'])}); restarting in {backoff:g} s ---\n")
@@ -94,8 +92,7 @@ def supervise(log_path: str, exits_path: str, command: list[str], restart: Resta
         restarts += 1
         proc = launch(log_path, command)
         register(run_dir, restart, proc)
-        append_jsonl(run_dir / "events.jsonl", {"t": time.time(), "event": "restart", **restart.journal,
-                                                "pid": proc.pid, "restart": restarts})
+        journal(run_dir, "restart", **restart.journal, pid=proc.pid, restart=restarts)
         if ending:  # the suite ended the instance while it was being restarted: end this one too
             proc.terminate()
             ended_here = True
