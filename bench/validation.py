@@ -27,7 +27,7 @@ import soak_history
 
 from kafka_soak import spark_kafka
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, JOB, MODULES, job_args
+from kafka_soak.operators.validate import CONF, JOB, MODULES, jit_conf, job_args
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 TARGET_RECORDS = 10_000_000  # the target: faster than the baseline at 10M records
@@ -61,7 +61,7 @@ def run_baseline(work: Path, bootstrap: str, topics: dict[str, str]) -> dict[str
 def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) -> dict[str, Any]:
     log, out = work / "spark.log", work / "spark-run"
     # As the DAG's validate task (ValidateOperator) submits the job, on local[2].
-    conf = [arg for key, value in CONF.items() for arg in ("--conf", f"{key}={value}")]
+    conf = [arg for key, value in {**jit_conf(records), **CONF}.items() for arg in ("--conf", f"{key}={value}")]
     cluster = {"bootstrap_servers": bootstrap, "topics": topics, "backend": "local",
                "subjects": [{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]}
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", *conf,

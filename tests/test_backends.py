@@ -219,3 +219,25 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     assert "SOAK_KAFKA_CONFIG" in given["spark.redaction.regex"]
     file = args[args.index("--properties-file") + 1]
     assert not os.path.exists(file), "the properties file is removed after the submit"
+
+
+@pytest.mark.parametrize("records, given, jit", [(6000, None, "-XX:TieredStopAtLevel=1"), (10_000_000, None, None),
+                                                 (6000, "-Xss4m", "-Xss4m")])
+def test_the_checker_of_a_small_run_compiles_with_c1_alone(records, given, jit, monkeypatch, tmp_path):
+    """The validate task's driver JVM of a run that ends within a minute or two gets C1 alone (its C2 compiles cost
+    more CPU than they save); a big run keeps tiered compilation; options given to the operator win."""
+    from kafka_soak.operators.validate import CONF, ValidateOperator
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "spark-submit").write_text(RECORDING_SPARK_SUBMIT)
+    (tmp_path / "bin" / "spark-submit").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("SUBMITTED", str(tmp_path / "submitted.txt"))
+    conf = {**CONF, **({"spark.driver.extraJavaOptions": given} if given else {})}
+    cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": {"input": "soak.in"},
+               "subjects": [{"name": "", "output": "soak.out", "assertions": "soak.a"}]}
+    ValidateOperator(task_id="validate", cluster=cluster, out_dir=str(tmp_path), expected_records=str(records),
+                     conf=conf).execute({})
+    args = [line.removeprefix("arg: ") for line in (tmp_path / "submitted.txt").read_text().splitlines()]
+    options = [a.split("=", 1)[1] for a in args if a.startswith("spark.driver.extraJavaOptions=")]
+    assert options == ([jit] if jit else [])

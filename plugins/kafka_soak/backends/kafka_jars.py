@@ -27,6 +27,9 @@ POM = RESOURCES / "pom.xml"
 LOG_CONFIG = RESOURCES / "log4j2.properties"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"  # kafka-transactions.sh
+# For a JVM that ends within seconds (Kafka's tools, the checker on a small run): C1 alone compiles what little runs
+# hot; tiered compilation's C2 would spend more CPU than it saves (a Kafka tool: 2.6 -> 1.6 CPU-s; docs/benchmarks.md).
+SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"
 # A tool's --command-config read from its standard input (run_tool's ``stdin``): a secured cluster's client
 # properties in no file and on no command line.
 STDIN_CONFIG = "/dev/stdin"
@@ -66,11 +69,12 @@ def resolve(version: str = DEFAULT_VERSION, timeout: float = 600.0) -> Path:
 
 
 def java_command(version: str, main_class: str, *args: str, heap: str = "256m",
-                 properties: dict[str, str] | None = None) -> list[str]:
-    """``java`` running ``main_class`` of Kafka ``version`` with the project's logging configuration."""
+                 properties: dict[str, str] | None = None, tool: bool = False) -> list[str]:
+    """``java`` running ``main_class`` of Kafka ``version`` with the project's logging configuration. A ``tool``
+    lives for a second or two: it compiles with C1 alone (``SHORT_LIVED_JIT``); a broker keeps the JVM's default."""
     system = {"log4j2.configurationFile": str(LOG_CONFIG), **(properties or {})}
     return [java_executable(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-            *(f"-D{k}={v}" for k, v in system.items()),
+            *([SHORT_LIVED_JIT] if tool else []), *(f"-D{k}={v}" for k, v in system.items()),
             "-cp", str(resolve(version) / "*"), main_class, *args]
 
 
@@ -78,7 +82,7 @@ def run_tool(version: str, main_class: str, args: list[str], stdin: str | None =
              timeout: float = 120.0) -> str:
     """One of Kafka's command-line tools as its own JVM (they end with ``Exit.exit``); its output. ``stdin`` feeds
     a ``--command-config /dev/stdin``, so a secured cluster's password is in no file and on no command line."""
-    command = java_command(version, main_class, *args, properties={"kafka.soak.log.level": "WARN"})
+    command = java_command(version, main_class, *args, properties={"kafka.soak.log.level": "WARN"}, tool=True)
     proc = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         said = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]

@@ -177,7 +177,7 @@ class LocalKafkaBackend:
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties(layout, node, data).items()))
         command = kafka_jars.java_command(layout.version, "kafka.tools.StorageTool", "format", "-t",
                                           layout.cluster_id, "-c", str(config), "--ignore-formatted",
-                                          *self.format_options())
+                                          *self.format_options(), tool=True)
         out = self.log_file(node)
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("ab") as fh:

@@ -15,6 +15,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 from kafka_soak import java_client, kafka_io, spark_kafka
 from kafka_soak.backends.external import client_settings, settings_in_env
+from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.rundir import PROJECT_ROOT
 
 SPARK_JOBS = PROJECT_ROOT / "spark_jobs"
@@ -26,6 +27,10 @@ MODULES = (SPARK_JOBS / "kafka_topics.py", Path(java_client.__file__), SPARK_JOB
 CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable}
 ENV = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+# Up to this many records the job ends within a minute or two, and the driver JVM's C2 compiler spends more CPU than
+# it saves: such a run's checker compiles with C1 alone (docs/benchmarks.md: "The checker's JIT"). Past it, Spark's
+# hot loops want C2.
+SHORT_JOB_RECORDS = 1_000_000
 # Spark's own redaction of the UI's environment page and event logs (its default), plus the variable we set.
 REDACTION = r"(?i)secret|password|token|access[.]?key|" + kafka_io.SETTINGS_ENV
 
@@ -60,6 +65,7 @@ class ValidateOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         self.application_args = job_args(self.cluster, self.out_dir, self.expected_records)
+        self.conf = {**jit_conf(int(self.expected_records)), **(self.conf or {})}
         self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
         settings = client_settings(self.cluster)
         if not settings:
@@ -71,6 +77,11 @@ class ValidateOperator(SparkSubmitOperator):
                 return super().execute(context)
             finally:
                 self.properties_file = given
+
+
+def jit_conf(expected_records: int) -> dict[str, str]:
+    """The driver JVM's compiler for a run of this size; ``extraJavaOptions`` given to the operator take precedence."""
+    return {"spark.driver.extraJavaOptions": SHORT_LIVED_JIT} if expected_records <= SHORT_JOB_RECORDS else {}
 
 
 @contextmanager
