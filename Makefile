@@ -37,6 +37,7 @@ bench: setup
 	$(PY) bench/toggle.py --size $(SIZE)
 	$(PY) bench/generator.py --size $(SIZE)
 	$(PY) bench/validation.py --size $(SIZE)
+	$(PY) bench/checker_jit.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/report.py
 

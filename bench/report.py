@@ -12,7 +12,7 @@ import sys
 
 from common import RESULTS_DIR, ROOT, machine, versions
 
-ORDER = ("broker_start", "toggle", "generator", "validation", "overhead", "reproduction", "quota_eos")
+ORDER = ("broker_start", "toggle", "generator", "validation", "checker_jit", "overhead", "reproduction", "quota_eos")
 DOC = ROOT / "docs" / "benchmarks.md"
 NOTES = ROOT / "bench" / "notes.md"
 

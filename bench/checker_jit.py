@@ -1,0 +1,110 @@
+"""The checker's JIT: the validate job with C1 alone against the JVM's default tiered compilation, side by side.
+
+    python bench/checker_jit.py --size quick   # 6 000 records (a `make test` run's size) and 100 000, 3 pairs each
+    python bench/checker_jit.py --size large   # also 1M, past ValidateOperator's SHORT_JOB_RECORDS
+
+Per size: an Apache Kafka broker (backend local) and a history with planted anomalies (``soak_history``), then the real
+job (``spark-submit spark_jobs/validate_soak.py``, local[2], the DAG's conf) alternately with tiered compilation (the
+baseline) and with ``-XX:TieredStopAtLevel=1`` (what ValidateOperator gives a run up to SHORT_JOB_RECORDS). Both must
+report the planted anomalies. Measured: wall time and CPU seconds of the job's process tree (medians).
+Writes ``bench/results/checker_jit.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import common
+import soak_history
+from validation import child_env
+
+from kafka_soak import spark_kafka
+from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
+from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.operators.validate import CONF, JOB, MODULES, SHORT_JOB_RECORDS, job_args
+
+SIZES = {"quick": (6000, SHORT_JOB_RECORDS), "large": (6000, SHORT_JOB_RECORDS, 1_000_000)}
+PAIRS = 3
+TIMEOUT_S = 1200
+
+
+def run_job(work: Path, cluster: dict[str, Any], records: int, java_options: str | None) -> dict[str, float]:
+    """One validate job; its wall time and the CPU seconds of its process tree (spark-submit waits for all of it)."""
+    conf = {**CONF, **({"spark.driver.extraJavaOptions": java_options} if java_options else {})}
+    out = work / f"out-{java_options or 'tiered'}"
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+               *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
+               "--jars", ",".join(map(str, spark_kafka.resolve())), "--py-files", ",".join(map(str, MODULES)),
+               str(JOB), *job_args(cluster, str(out), records)]
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    with (work / "spark.log").open("a") as log:
+        proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=child_env(), timeout=TIMEOUT_S)
+    wall, after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+    verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else None
+    if proc.returncode not in (0, 2, 3) or verdict is None:
+        raise RuntimeError(f"spark job exited {proc.returncode} without a verdict; see {work / 'spark.log'}")
+    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "anomalies": {k: v for k, v in verdict["anomalies"].items() if v}}
+
+
+def measure(records: int) -> dict[str, Any]:
+    work = common.runs_dir(f"checker-jit-{records}")
+    history = soak_history.History.of(records)
+    backend = LocalKafkaBackend(work)
+    runs: dict[str, list[dict[str, float]]] = {"tiered": [], "c1": []}
+    try:
+        cluster = backend.provision({"input": history.partitions, "output": history.partitions, "assertions": 1},
+                                    prefix=f"jit-{records}")
+        soak_history.write(cluster.bootstrap_servers, cluster.topics, history)
+        subject = {"name": "", "output": cluster.topics["output"], "assertions": cluster.topics["assertions"]}
+        job_cluster = {"bootstrap_servers": cluster.bootstrap_servers, "topics": cluster.topics, "backend": "local",
+                       "subjects": [subject]}
+        for pair in range(PAIRS):
+            for name, options in (("tiered", None), ("c1", SHORT_LIVED_JIT)):
+                run = run_job(work, job_cluster, records, options)
+                if run["anomalies"] != history.planted:
+                    raise RuntimeError(f"{records}, {name}: found {run['anomalies']}, planted {history.planted}")
+                runs[name].append(run)
+                print(f"{records} records, pair {pair + 1}, {name}: {run['wall_s']:.1f} s wall, "
+                      f"{run['cpu_s']:.1f} CPU-s", flush=True)
+    finally:
+        backend.release(None)
+    return {"records": records, "work_dir": str(work),
+            **{name: {key: statistics.median(r[key] for r in rs) for key in ("wall_s", "cpu_s")}
+               for name, rs in runs.items()}}
+
+
+def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Up to SHORT_JOB_RECORDS C1 alone must cost less CPU and no wall time; past it, where the operator keeps tiered
+    compilation, the figures say whether that is still right."""
+    n, c1, tiered = f"{run['records']:,} records", run["c1"], run["tiered"]
+    if run["records"] > SHORT_JOB_RECORDS:
+        return [common.figure(f"wall time of the job, {n}", c1["wall_s"], "s", tiered["wall_s"],
+                              "> 1× (tiered kept past SHORT_JOB_RECORDS)", c1["wall_s"] > tiered["wall_s"])]
+    return [common.figure(f"CPU seconds of the job, {n}", c1["cpu_s"], "s", tiered["cpu_s"], "< 1× (less CPU)",
+                          c1["cpu_s"] < tiered["cpu_s"], "process tree: spark-submit JVM, Python driver, workers"),
+            common.figure(f"wall time of the job, {n}", c1["wall_s"], "s", tiered["wall_s"], "≤ 1× (no slower)",
+                          c1["wall_s"] <= tiered["wall_s"])]
+
+
+def main() -> None:
+    size = common.parse_size(__doc__.splitlines()[0])
+    results = [measure(records) for records in SIZES[size]]
+    body = (f"Medians of {PAIRS} pairs per size, the two compilers alternating on the same history and broker. "
+            "Value: the driver JVM with `-XX:TieredStopAtLevel=1` (C1 alone), as ValidateOperator submits a run of "
+            f"up to {SHORT_JOB_RECORDS:,} records; baseline: the JVM's default tiered compilation (C1, then C2). "
+            "On a small run the C2 compiler's work is most of the job's CPU and never pays back; less CPU is what "
+            "counts on a 2-core machine where the run's broker and apps share the cores.")
+    common.write_results("checker_jit", "The checker's JIT (C1 alone for a small run)", size,
+                         [f for run in results for f in figures(run)], body, {"runs": results})
+
+
+if __name__ == "__main__":
+    main()
