@@ -28,7 +28,7 @@ LOG_CONFIG = RESOURCES / "log4j2.properties"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"  # kafka-transactions.sh
 # For a JVM that ends within seconds (Kafka's tools, the checker on a small run): C1 alone compiles what little runs
-# hot; tiered compilation's C2 would spend more CPU than it saves (a Kafka tool: 2.6 -> 1.6 CPU-s; docs/benchmarks.md).
+# hot; tiered compilation's C2 would spend more CPU than it saves (the checker: bench/checker_jit.py).
 SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"
 # A tool's --command-config read from its standard input (run_tool's ``stdin``): a secured cluster's client
 # properties in no file and on no command line.
