@@ -1,6 +1,6 @@
 """The checker's JIT: the validate job with C1 alone against the JVM's default tiered compilation, side by side.
 
-    python bench/checker_jit.py --size quick   # 6 000 records (a `make test` run's size) and 100 000, 3 pairs each
+    python bench/checker_jit.py --size quick   # 6 000 records (a `make test` run's size) and 100 000, 2 pairs each
     python bench/checker_jit.py --size large   # also 1M, past ValidateOperator's SHORT_JOB_RECORDS
 
 Per size: an Apache Kafka broker (backend local) and a history with planted anomalies (``soak_history``), then the real
@@ -31,7 +31,7 @@ from kafka_soak.backends.local_kafka import LocalKafkaBackend
 from kafka_soak.operators.validate import CONF, JOB, MODULES, SHORT_JOB_RECORDS, job_args
 
 SIZES = {"quick": (6000, SHORT_JOB_RECORDS), "large": (6000, SHORT_JOB_RECORDS, 1_000_000)}
-PAIRS = 3
+PAIRS = 2
 TIMEOUT_S = 1200
 
 

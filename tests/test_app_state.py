@@ -91,3 +91,26 @@ def test_standby_follows_the_changelog_and_catches_up_on_assignment(broker):
         assert reader.poll(timeout=1.0) == 0, "an unfollowed partition is not applied"
     finally:
         reader.close()
+
+
+def test_a_restore_waits_for_a_transaction_that_is_not_decided_yet(broker):
+    """The end a restore reads to is the high watermark, not the last stable offset: a store restored while the
+    transaction with its latest writes is still being decided (commit returned, markers not yet written; here: not
+    yet committed) gets those writes once it is, instead of stopping short of them."""
+    topic = broker.topics["changelog"]
+    producer = Producer(kafka_io.client_config(broker.bootstrap_servers, {"transactional.id": f"{topic}-txn"}))
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce(topic, key="a", value=json.dumps({"assigned_id": 1, "seq": 1}), partition=1)
+    producer.flush(10)
+    reader = ChangelogReader(broker.bootstrap_servers, "test-app", topic)
+    try:
+        assert reader.end_offset(1) == 1, "the undecided record is below the end"
+        restored = PartitionStore(partition=1, partition_count=4)
+        reader.follow(restored, from_start=True)
+        assert reader.poll(timeout=1.0) == 0, "read_committed: nothing to apply while the transaction is open"
+        producer.commit_transaction(10)
+        assert reader.catch_up([1]) == 1
+        assert restored.get("a") == {"assigned_id": 1, "seq": 1}
+    finally:
+        reader.close()

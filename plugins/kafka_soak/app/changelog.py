@@ -23,14 +23,19 @@ BATCH = 500
 class ChangelogReader:
     def __init__(self, bootstrap: str, app_id: str, topic: str) -> None:
         self.topic = topic
-        self.consumer = Consumer(kafka_io.client_config(bootstrap, {
-            "group.id": f"{app_id}-restore", "enable.auto.commit": False, "isolation.level": "read_committed"}))
+        settings = {"group.id": f"{app_id}-restore", "enable.auto.commit": False}
+        self.consumer = Consumer(kafka_io.client_config(bootstrap, {**settings, "isolation.level": "read_committed"}))
+        # The ends to restore to: the high watermark. A read_committed consumer's end is the last stable offset, which
+        # stops short of a transaction whose commit returned but whose markers are not written yet: a store restored
+        # right after this instance's own commit on revoke missed that commit's writes (stale_state on 3 brokers).
+        self.ends = Consumer(kafka_io.client_config(bootstrap, {**settings, "isolation.level": "read_uncommitted"}))
         self.following: dict[int, PartitionStore] = {}
         self.assigned_at: dict[int, int] = {}  # the offset each followed partition was assigned at
 
     @kafka_io.retry_transient
     def end_offset(self, partition: int, timeout: float = 10.0) -> int:
-        return self.consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=timeout)[1]
+        """The partition's high watermark: reading to it waits for every transaction before it to be decided."""
+        return self.ends.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=timeout)[1]
 
     def follow(self, store: PartitionStore, from_start: bool = False) -> None:
         """Start applying ``store``'s changelog partition to it, from its position (or the beginning)."""
@@ -82,3 +87,4 @@ class ChangelogReader:
 
     def close(self) -> None:
         self.consumer.close()
+        self.ends.close()
