@@ -19,7 +19,9 @@ log = logging.getLogger(__name__)
 TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TRANSPORT,
              KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT,
              KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-             KafkaError.UNKNOWN_TOPIC_OR_PART}
+             KafkaError.UNKNOWN_TOPIC_OR_PART,
+             # a client whose metadata lost a partition's leader in an election, until its next metadata refresh
+             KafkaError._UNKNOWN_PARTITION}
 
 
 def is_transient(exc: BaseException) -> bool:

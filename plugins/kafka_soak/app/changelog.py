@@ -34,7 +34,10 @@ class ChangelogReader:
 
     @kafka_io.retry_transient
     def end_offset(self, partition: int, timeout: float = 10.0) -> int:
-        """The partition's high watermark: reading to it waits for every transaction before it to be decided."""
+        """The partition's high watermark: reading to it waits for every transaction before it to be decided. The
+        topic's metadata is fetched first: this consumer fetches nothing, so after a broker outage its cache may still
+        know no leader for the partition (``_UNKNOWN_PARTITION``), and nothing else would refresh it."""
+        self.ends.list_topics(self.topic, timeout=timeout)
         return self.ends.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=timeout)[1]
 
     def follow(self, store: PartitionStore, from_start: bool = False) -> None:
