@@ -29,7 +29,7 @@ CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "s
 ENV = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
 # Up to this many records the job ends within a minute, and the driver JVM's C2 compiler spends more CPU than it
 # saves: such a run's checker compiles with C1 alone (docs/benchmarks.md: "The checker's JIT"). Past it, Spark's hot
-# loops want C2 (1M records, one pair: C1 alone 101 s, tiered 83 s, the same CPU).
+# loops want C2 (at 1M records C1 alone was the slower of one pair; `bench/checker_jit.py --size large` measures it).
 SHORT_JOB_RECORDS = 100_000
 # Spark's own redaction of the UI's environment page and event logs (its default), plus the variable we set.
 REDACTION = r"(?i)secret|password|token|access[.]?key|" + kafka_io.SETTINGS_ENV
