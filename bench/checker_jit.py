@@ -16,33 +16,29 @@ import json
 import resource
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import common
 import soak_history
-from validation import child_env
+from validation import child_env, spark_command
 
-from kafka_soak import spark_kafka
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, JOB, MODULES, SHORT_JOB_RECORDS, job_args
+from kafka_soak.operators.validate import CONF, SHORT_JOB_RECORDS
 
 SIZES = {"quick": (6000, SHORT_JOB_RECORDS), "large": (6000, SHORT_JOB_RECORDS, 1_000_000)}
 PAIRS = 2
 TIMEOUT_S = 1200
 
 
-def run_job(work: Path, cluster: dict[str, Any], records: int, java_options: str | None) -> dict[str, float]:
+def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int,
+            java_options: str | None) -> dict[str, float]:
     """One validate job; its wall time and the CPU seconds of its process tree (spark-submit waits for all of it)."""
     conf = {**CONF, **({"spark.driver.extraJavaOptions": java_options} if java_options else {})}
     out = work / f"out-{java_options or 'tiered'}"
-    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
-               *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
-               "--jars", ",".join(map(str, spark_kafka.resolve())), "--py-files", ",".join(map(str, MODULES)),
-               str(JOB), *job_args(cluster, str(out), records)]
+    command = spark_command(bootstrap, topics, records, out, conf)
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     with (work / "spark.log").open("a") as log:
         proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=child_env(), timeout=TIMEOUT_S)
@@ -63,12 +59,9 @@ def measure(records: int) -> dict[str, Any]:
         cluster = backend.provision({"input": history.partitions, "output": history.partitions, "assertions": 1},
                                     prefix=f"jit-{records}")
         soak_history.write(cluster.bootstrap_servers, cluster.topics, history)
-        subject = {"name": "", "output": cluster.topics["output"], "assertions": cluster.topics["assertions"]}
-        job_cluster = {"bootstrap_servers": cluster.bootstrap_servers, "topics": cluster.topics, "backend": "local",
-                       "subjects": [subject]}
         for pair in range(PAIRS):
             for name, options in (("tiered", None), ("c1", SHORT_LIVED_JIT)):
-                run = run_job(work, job_cluster, records, options)
+                run = run_job(work, cluster.bootstrap_servers, cluster.topics, records, options)
                 if run["anomalies"] != history.planted:
                     raise RuntimeError(f"{records}, {name}: found {run['anomalies']}, planted {history.planted}")
                 runs[name].append(run)

@@ -58,15 +58,19 @@ def run_baseline(work: Path, bootstrap: str, topics: dict[str, str]) -> dict[str
             "mean_load": round(measured.mean_load, 1), "log": str(log)}
 
 
-def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) -> dict[str, Any]:
-    log, out = work / "spark.log", work / "spark-run"
-    # As the DAG's validate task (ValidateOperator) submits the job, on local[2].
-    conf = [arg for key, value in {**jit_conf(records), **CONF}.items() for arg in ("--conf", f"{key}={value}")]
+def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Path, conf: dict[str, str]) -> list[str]:
+    """spark-submit of the validate job on one run's topics, as the DAG's validate task submits it, on local[2]."""
     cluster = {"bootstrap_servers": bootstrap, "topics": topics, "backend": "local",
                "subjects": [{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]}
-    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", *conf,
-               "--name", "kafka-soak-validate-bench", "--jars", ",".join(map(str, spark_kafka.resolve())),
-               "--py-files", ",".join(map(str, MODULES)), str(JOB), *job_args(cluster, str(out), records)]
+    return [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+            *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
+            "--name", "kafka-soak-validate-bench", "--jars", ",".join(map(str, spark_kafka.resolve())),
+            "--py-files", ",".join(map(str, MODULES)), str(JOB), *job_args(cluster, str(out), records)]
+
+
+def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) -> dict[str, Any]:
+    log, out = work / "spark.log", work / "spark-run"
+    command = spark_command(bootstrap, topics, records, out, {**jit_conf(records), **CONF})
     measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
     verdict_file = out / "verdict.json"
     if measured.exit_code not in (0, 2, 3) or not verdict_file.exists():
