@@ -21,7 +21,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench reproduction quota-eos setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test bench reproduction quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
@@ -51,6 +51,13 @@ reproduction: setup
 # of 4 minutes of load, about 20 minutes; SIZE=large: 5 runs of the scenario's 10 minutes). Into docs/benchmarks.md.
 quota-eos: setup
 	$(PY) bench/quota_eos.py --size $(SIZE)
+	$(PY) bench/report.py
+
+# How often soak_workflow_rollback catches the original's KTable self-join and passes the single writer (quick: 3 runs
+# of a 60 s program and the sequential control, about 10 minutes; SIZE=large: 5 runs of its defaults). Into
+# docs/benchmarks.md and quoted in docs/scenarios.md.
+workflow-rollback: setup
+	$(PY) bench/workflow_rollback.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # Apache Kafka from the project's jars as an image for backend=docker (BASE_IMAGE: see docker/kafka.Dockerfile).

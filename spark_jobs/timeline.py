@@ -5,7 +5,8 @@ the verdict's records, not a second opinion. What reaches the driver is aggregat
 instance) or capped at ``EVENT_CAP`` events per anomaly: its size does not grow with the run.
 
 Time of an anomaly: when the app produced the output involved (its Kafka timestamp); for ``lost``, which
-has no output, when the input was produced; for ``stale_state``, when the app caught itself.
+has no output, when the input was produced; for ``stale_state``, when the app caught itself; for ``rolled_back``, when
+the app committed the execution's first version that went backwards.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], 
         parts.append(_events("stale_state", assertions.withColumn("id", null), "ts", F.col("instance"),
                              F.col("partition"), F.concat(F.lit("expected "), F.col("expected").cast("string"),
                                                           F.lit(", found "), F.col("found").cast("string"))))
+    if "rolled_back" in found:  # an execution's first version that lost what an earlier one had
+        rolled = frames["executions"].where("rollbacks > 0")
+        parts.append(_events("rolled_back", rolled, "rolled_back_at", F.col("rolled_back_by"), F.col("in_partition"),
+                             F.col("first_rollback")))
     return reduce(DataFrame.unionByName, parts) if parts else None
 
 

@@ -42,20 +42,22 @@ def phase(name: str) -> Iterator[None]:
     log.info("phase %s: %.2f s", name, time.monotonic() - started)
 
 
-def load_suite(path: Path):
-    """A suite kept as GX's own JSON; each expectation is built strictly so a typo fails loudly."""
+def load_suite(path: Path, anomalies: tuple[str, ...] = verdicts.ANOMALIES):
+    """A suite kept as GX's own JSON, with the expectations that decide one of ``anomalies`` (those of the app's data
+    contract) or the run's conclusiveness; each is built strictly so a typo fails loudly."""
     from great_expectations.core.expectation_suite import ExpectationSuite
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
     data = json.loads(path.read_text())
     expectations = [ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"], meta=e.get("meta")).to_domain_obj()
-                    for e in data["expectations"]]
+                    for e in data["expectations"] if (e.get("meta") or {}).get("anomaly") in (None, *anomalies)]
     return ExpectationSuite(name=data["name"], expectations=expectations, meta=data.get("meta"))
 
 
-def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path,
-               parameters: dict[str, Any]) -> list[dict[str, Any]]:
-    """Validate each frame with its suite; render Data Docs; return one flat dict per expectation."""
+def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path, parameters: dict[str, Any],
+               anomalies: tuple[str, ...] = verdicts.ANOMALIES) -> list[dict[str, Any]]:
+    """Validate each frame with its suite (the expectations of ``anomalies``); render Data Docs; return one flat dict
+    per expectation."""
     with phase("gx_setup"):  # importing GX alone takes seconds
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -70,7 +72,7 @@ def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path,
     flat = []
     with phase("suites"):
         for name, frame in frames.items():
-            suite = context.suites.add(load_suite(suites_dir / f"{name}.json"))
+            suite = context.suites.add(load_suite(suites_dir / f"{name}.json", anomalies))
             batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(name)
             definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch, suite=suite))
             started = time.monotonic()
@@ -151,8 +153,11 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     """One subject's verdict (the app of the run, or one version of a matrix): its output and assertions against
     the run's input; writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
     needs."""
-    topics = {"output": subject["output"], "assertions": subject["assertions"]}
-    schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA}
+    contract = "workflow" if subject.get("design") else "id-assignment"
+    topics = {"output": subject["output"], "assertions": subject["assertions"],
+              **({"executions": subject["executions"]} if contract == "workflow" else {})}
+    schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA,
+               "executions": anomalies.EXECUTION_SCHEMA}
     with phase("read"):
         lows = kafka_topics.low_watermarks(args.bootstrap, topics["output"])
         truncated = {**truncated, **({topics["output"]: lows} if lows else {})}
@@ -163,19 +168,26 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
              ", ".join(f"{n} {r} records" for r, n in counts.items()))
     with phase("frames"):  # computed and cached once here, so the suites only scan them
         frames = {name: df.cache() for name, df in anomalies.frames(history["input"], history["output"],
-                                                                     history["assertions"]).items()}
+                                                                     history["assertions"],
+                                                                     history.get("executions")).items()}
         rows = {name: df.count() for name, df in frames.items()}
         mine = [i for i in health["incidents"] if i.get("subject", "") == subject["name"]]
         frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
+    judged = anomalies.CONTRACTS[contract]
     docs_dir = out_dir / "data_docs"
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records,
-                                                             "health_allowance": health["allowance"]})
-    outcome = verdicts.decide(results, truncated)
-    outcome.update({
-        "records": {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
-                    "expected_input": args.expected_records, "distinct_keys": rows["key_ids"],
-                    "distinct_assigned_ids": rows["assigned_ids"]},
-        "topics": {"input": args.input_topic, **topics}, "data_docs": str(docs_dir / "index.html")})
+                                                             "health_allowance": health["allowance"]}, judged)
+    outcome = verdicts.decide(results, truncated, judged)
+    records = {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
+               "expected_input": args.expected_records}
+    if contract == "workflow":
+        records.update({"execution_versions": counts["executions"], "executions": rows["executions"]})
+    else:
+        records.update({"distinct_keys": rows["key_ids"], "distinct_assigned_ids": rows["assigned_ids"]})
+    label = (f"design {subject['design']}" if subject.get("design") == subject["name"]
+             else f"Kafka Streams {subject['version']}")
+    outcome.update({"contract": contract, "label": label, "records": records, "topics": {"input": args.input_topic, **topics},
+                    "data_docs": str(docs_dir / "index.html")})
     return outcome, (history, frames)
 
 
@@ -223,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
              outcome["records"]["input"], outcome["records"]["output"], found or "none",
              outcome["inconclusive_reasons"] or "none", outcome["data_docs"])
     for row in outcome.get("matrix", []):
-        log.info("  Kafka Streams %s: %s, anomalies %s", row["version"], row["status"].upper(),
+        log.info("  %s: %s, anomalies %s", row["label"], row["status"].upper(),
                  {k: v for k, v in row["anomalies"].items() if v} or "none")
     write_timeline({name: parts for name, (_, parts) in judged.items()},
                    {name: {k for k, v in verdict["anomalies"].items() if v} for name, (verdict, _) in judged.items()},

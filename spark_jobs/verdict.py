@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "app_health")
+ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back", "app_health")
 
 EXIT_CODES = {"passed": 0, "failed": 2, "inconclusive": 3}
 
@@ -22,10 +22,11 @@ def expectation_count(result: dict[str, Any]) -> int:
 
 
 def decide(results: list[dict[str, Any]], truncated: dict[str, dict[int, int]],
-           extra_samples: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+           judged: tuple[str, ...] = ANOMALIES) -> dict[str, Any]:
     """``results``: one dict per expectation (type, kwargs, meta, success, result). ``truncated``: topics whose
-    low watermark is above 0 (``{topic: {partition: low}}``), i.e. evidence the cluster no longer holds."""
-    anomalies = {name: 0 for name in ANOMALIES}
+    low watermark is above 0 (``{topic: {partition: low}}``), i.e. evidence the cluster no longer holds. ``judged``:
+    the anomalies the app's data contract can show, the only ones the verdict counts."""
+    anomalies = {name: 0 for name in judged}
     samples: dict[str, list[Any]] = {}
     reasons = []
     expectations = []
@@ -46,9 +47,6 @@ def decide(results: list[dict[str, Any]], truncated: dict[str, dict[int, int]],
     for topic, parts in truncated.items():
         reasons.append(f"evidence truncated: topic {topic} no longer holds its first records "
                        f"(low watermarks {parts}); records cannot be called lost")
-    for name, rows in (extra_samples or {}).items():
-        if anomalies.get(name):
-            samples[name] = rows
     if reasons:  # gaps in the evidence: nothing can be concluded
         status = "inconclusive"
     elif any(anomalies.values()):
@@ -63,16 +61,18 @@ STATUS_ORDER = ("failed", "inconclusive", "passed")  # a matrix is as bad as its
 
 
 def combine(verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One verdict for a Kafka Streams version matrix: the worst status, anomaly counts summed (per version in
-    ``matrix``), samples and reasons labelled with their version."""
+    """One verdict for a matrix (Kafka Streams versions, or designs of the workflow engine): the worst status, anomaly
+    counts summed (per subject in ``matrix``, each with its ``label``), samples and reasons labelled with their
+    subject."""
     status = min((v["status"] for v in verdicts.values()), key=STATUS_ORDER.index)
     first = next(iter(verdicts.values()))
+    judged = [name for name in ANOMALIES if any(name in v["anomalies"] for v in verdicts.values())]
     return {
         "status": status,
-        "anomalies": {name: sum(v["anomalies"][name] for v in verdicts.values()) for name in ANOMALIES},
+        "anomalies": {name: sum(v["anomalies"].get(name, 0) for v in verdicts.values()) for name in judged},
         "samples": {name: [{"version": version, **row} for version, v in verdicts.items()
                            for row in v["samples"].get(name, [])][:10]
-                    for name in ANOMALIES if any(v["samples"].get(name) for v in verdicts.values())},
+                    for name in judged if any(v["samples"].get(name) for v in verdicts.values())},
         "inconclusive_reasons": [f"{version}: {r}" for version, v in verdicts.items()
                                  for r in v["inconclusive_reasons"]],
         "expectations": [{**e, "version": version} for version, v in verdicts.items() for e in v["expectations"]],
@@ -80,6 +80,6 @@ def combine(verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
                     "assertions": sum(v["records"]["assertions"] for v in verdicts.values())},
         "topics": {version: v["topics"] for version, v in verdicts.items()},
         "data_docs": first["data_docs"],
-        "matrix": [{"version": version, "status": v["status"], "anomalies": v["anomalies"], "records": v["records"],
-                    "data_docs": v["data_docs"]} for version, v in verdicts.items()],
+        "matrix": [{"version": version, "label": v["label"], "status": v["status"], "anomalies": v["anomalies"],
+                    "records": v["records"], "data_docs": v["data_docs"]} for version, v in verdicts.items()],
     }

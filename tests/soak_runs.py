@@ -27,6 +27,10 @@ STALE_SHORT = {"interval_s": 15, "records": 9000, "keys": 600, "partitions": 12,
 WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, "interval_s": 8, "records": 27000,
                           "keys": 27000, "phases": [{"records": 3000, "at_s": 0},
                                                     {"records": 24000, "after_step": 1, "rate": 2000}]}
+# The default scenario's healthy run: kill -9, pause/resume and a broker of three killed and restarted while load flows,
+# with a quota that never binds; a 6 s session (Kafka's minimum) so the drain waits out the killed member quickly.
+FAULTS = {"brokers": 3, "program": "1 2 k1 p2 b2- r2 b2+ 1", "session_timeout_ms": 6000,
+          "quotas": [{"client_id": f"{DAG_ID}-app-2-producer", "producer_byte_rate": 10_000_000}]}
 # The pytest-xdist group of the tests that read the ``alerted_runs`` fixture's two runs (one worker runs them once).
 ALERTED_RUNS = "alerted-runs"
 # soak_crashing_workers shortened: 4 000 records at 125 records/s through "1 2 3 1", whose steps 1-3 revoke partitions
@@ -45,6 +49,9 @@ CRASHING_HEALTHY = {**CRASHING_SHORT, "program": "1 2 3 0", "records": 6000, "ra
 QUOTA_CLIENT = "soak_quota_eos-app-1-StreamThread-1-producer"
 QUOTA_SHORT = {"streams_versions": [], "streams_version": "4.3.1", "program": "1 0 0", "interval_s": 15,
                "records": 1440}
+
+# soak_workflow_rollback shortened: its two designs side by side, one instance each, 20 s of load at 20 records/s.
+WORKFLOW_SHORT = {"program": "1 0", "interval_s": 10, "records": 400, "rate": 20}
 
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,

@@ -38,9 +38,10 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
     crash = {"kind": "unexpected_exit", "instance": 2, "at": 1.0, "what": "instance 2 exited by itself with exit code 1",
              "log": "app-2.1.log"}
     frames["app_health"] = anomalies.incidents(spark, {"incidents": [crash]})
+    judged = anomalies.CONTRACTS["id-assignment"]
     results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 8,
-                                                                           "health_allowance": 0})
-    outcome = verdict.decide(results, truncated={})
+                                                                           "health_allowance": 0}, judged)
+    outcome = verdict.decide(results, {}, judged)
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "id_reuse": 1, "stale_state": 1,
                                     "reordered": 1, "app_health": 1}
@@ -93,3 +94,41 @@ def test_app_health_fails_only_beyond_the_allowance(spark, tmp_path):
     beyond = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "b", {"health_allowance": 1}), {})
     assert (within["status"], within["anomalies"]["app_health"]) == ("passed", 0)
     assert (beyond["status"], beyond["anomalies"]["app_health"]) == ("failed", 2)
+
+
+def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its_own_anomalies(spark, tmp_path):
+    """An execution is rolled back once per version that loses a task run or moves one backwards; the verdict counts
+    executions, names the first rollback, and judges none of the id-assignment anomalies (ends come in any order)."""
+    inputs = [(0, i - 1, {"id": i, "key": "k0", "seq": i, "ts": 0}) for i in (1, 2, 3, 4)]
+    end = lambda o, i: (0, o, {"id": i, "key": "k0", "seq": i, "state": "SUCCESS", "instance": 1, "in_partition": 0,
+                               "in_offset": i - 1})
+    outputs = [end(0, 3), end(1, 1), end(2, 2), end(3, 2)]  # out of order (not judged); 2 ended twice; 4 never
+    version = lambda o, i, runs, state="RUNNING": (0, o, {"id": i, "key": "k0", "state": state, "task_runs": runs,
+                                                           "instance": 2, "in_partition": 0})
+    versions = [
+        version(0, 1, {}, "CREATED"), version(1, 1, {"t1": "CREATED", "t2": "CREATED"}),
+        version(2, 1, {"t1": "SUCCESS", "t2": "CREATED"}),
+        version(3, 1, {"t1": "RUNNING", "t2": "RUNNING"}),            # t1 went back: SUCCESS -> RUNNING
+        version(4, 1, {"t1": "SUCCESS", "t2": "SUCCESS"}, "SUCCESS"),
+        version(5, 2, {"t1": "CREATED", "t2": "CREATED"}), version(6, 2, {"t2": "RUNNING"}),  # t1 lost
+        version(7, 2, {"t2": "SUCCESS"}),                              # still without t1: the same rollback
+        version(8, 3, {"t1": "CREATED", "t2": "CREATED"}), version(9, 3, {"t1": "RUNNING", "t2": "CREATED"}),
+        version(10, 3, {"t1": "SUCCESS", "t2": "SUCCESS"}, "SUCCESS"),  # only forward
+    ]
+    parse = lambda records, schema: anomalies.parse(topic(spark, records), schema)
+    frames = anomalies.frames(parse(inputs, anomalies.INPUT_SCHEMA), parse(outputs, anomalies.OUTPUT_SCHEMA),
+                              parse([], anomalies.ASSERTION_SCHEMA), parse(versions, anomalies.EXECUTION_SCHEMA))
+    assert sorted(frames) == ["executions", "input_ids", "outputs"]
+    rows = {r["id"]: r for r in frames["executions"].collect()}
+    assert {i: (r["versions"], r["rollbacks"]) for i, r in rows.items()} == {1: (5, 1), 2: (3, 1), 3: (3, 0)}
+    assert rows[1]["first_rollback"] == "task t1: SUCCESS -> RUNNING at offset 3"
+    assert rows[2]["first_rollback"] == "task t1: CREATED -> missing at offset 6"
+    assert rows[1]["final_state"] == "SUCCESS" and rows[3]["rolled_back_by"] is None
+
+    judged = anomalies.CONTRACTS["workflow"]
+    outcome = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 4},
+                                                      judged), {}, judged)
+    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 2, "app_health": 0}
+    assert outcome["status"] == "failed"
+    assert sorted(s["id"] for s in outcome["samples"]["rolled_back"]) == [1, 2]
+    assert {e["anomaly"] for e in outcome["expectations"]} == {None, "lost", "duplicated", "unexpected", "rolled_back"}

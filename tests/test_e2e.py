@@ -2,9 +2,9 @@
 each run), real app processes, real Spark and GX.
 
 Each run takes one to two and a half minutes (a short program, then spark-submit), so every scenario
-runs its healthy case and its bug switches with a program shortened for CI, and one run on three brokers
-carries every fault at once (kill -9, pause, a broker killed and restarted). The default scenario's healthy run
-and its drop switch are the two runs of ``conftest.alerted_runs``, which the alert and report tests read as well.
+runs its healthy case and its bug switches with a program shortened for CI. The default scenario's healthy run
+(on three brokers, through every fault at once: kill -9, pause, a broker killed and restarted) and its drop switch
+are the two runs of ``conftest.alerted_runs``, which the alert and report tests read as well.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from soak_runs import (
     CRASHING_HEALTHY,
     CRASHING_SHORT,
     DAG_ID,
+    FAULTS,
     QUOTA_CLIENT,
     QUOTA_SHORT,
     SHORT,
     STALE_SHORT,
     WORKER_REBALANCE_SHORT,
+    WORKFLOW_SHORT,
     alerts,
     kafka_jvms,
     last_alert,
@@ -39,23 +41,43 @@ from kafka_soak.app.worker import CRASH_EXIT_CODE
 
 
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
-def test_healthy_app_passes(alerted_runs):
+def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_leaves_evidence(alerted_runs):
+    """kill -9, pause/resume and a broker of three killed and restarted while load flows: every step is recorded
+    with the PID it acted on, the drain waits out the dead member's session, and the verdict is conclusive."""
     code, run_dir, verdict = alerted_runs.passed
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert verdict["status"] == "passed"
-    assert set(verdict["anomalies"].values()) == {0}
+    assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
     assert verdict["records"]["input"] == verdict["records"]["output"] == SHORT["records"]
     assert verdict["backend"] == {"name": "local"}
     assert (run_dir / "data_docs" / "index.html").exists()
     cluster = json.loads((run_dir / "cluster.json").read_text())
-    assert (cluster["backend"], cluster["brokers"], cluster["kafka_version"]) == ("local", 1, "4.3.1")
-    assert "Kafka Server started" in (run_dir / "logs" / "kafka-1.log").read_text()
+    assert (cluster["backend"], cluster["brokers"], cluster["kafka_version"]) == ("local", 3, "4.3.1")
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
-    assert [(s["index"], s["action"], s["instance"]) for s in steps] == [(0, "start", 1), (1, "start", 2),
-                                                                         (2, "stop", 1)]
+    assert [(s["index"], s["token"]) for s in steps] == list(enumerate(FAULTS["program"].split()))
     assert all(abs(s["jitter_ms"]) < 1000 for s in steps)
+    by_token = {}
+    for step in steps:
+        by_token.setdefault(step["token"], step)  # the first "1" starts instance 1
+    assert by_token["k1"]["pid"] == by_token["1"]["pid"] and by_token["k1"]["running_after"] == [2]
+    assert by_token["p2"]["paused_after"] == [2] and by_token["r2"]["paused_after"] == []
+    assert by_token["b2-"]["broker"] == "down" and by_token["b2+"]["broker"] == "up"
+    events = [json.loads(line)["event"] for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert "broker-down" in events and "broker-up" in events
     assert {p.name for p in (run_dir / "logs").glob(f"{DAG_ID}-app-*.log")} == \
-        {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log"}
+        {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log", f"{DAG_ID}-app-1.7.log"}
+    assert [p.name for p in sorted((run_dir / "logs").glob("kafka-*.log"))] == ["kafka-1.log", "kafka-2.log",
+                                                                                "kafka-3.log"]
+    assert "Kafka Server started" in (run_dir / "logs" / "kafka-1.log").read_text()
+    drain = json.loads((run_dir / "drain.json").read_text())
+    assert drain["status"] == "drained" and "session times out" in drain["grace_reason"]
+    report = (run_dir / "report.html").read_text()
+    assert "session times out" in report
+    # a quota that never binds: set and verified on three brokers, measured, and said to have never bitten
+    [quota] = FAULTS["quotas"]
+    [used] = verdict["quotas"]
+    assert (used["client_id"], used["quota"], used["bit"]) == (quota["client_id"], 10_000_000.0, False), used
+    assert used["achieved"] > 0 and used["throttle_ms_max"] == 0 and set(used["per_broker"]) <= {"1", "2", "3"}, used
+    assert "(never bit)" in report
 
 
 def assert_caught_exactly(runs_dir: Path, run: tuple[int, Path, dict | None], anomaly: str, count: int) -> None:
@@ -193,6 +215,32 @@ def test_kafka_streams_over_a_producer_quota_shows_the_quota_the_throttle_and_it
     assert "blob-bytes=1024" in log and "Kafka Streams 4.3.1" in log
 
 
+def test_the_workflow_self_join_rolls_executions_back_and_the_single_writer_does_not(runs_dir):
+    """soak_workflow_rollback: the original's KTable self-join and a single writer run side by side on the same input.
+    Three parallel tasks per execution: their results meet the self-join's table before it holds the version the
+    previous result wrote, so executions go backwards (rolled_back, with the first rollback as a sample); the single
+    writer keeps every execution whole, and every execution ends once."""
+    code, run_dir, verdict = soak(runs_dir, "soak_workflow_rollback", **WORKFLOW_SHORT)
+    table = {row["version"]: row for row in verdict["matrix"]}
+    single, joined = table["single-writer"], table["ktable-self-join"]
+    records = WORKFLOW_SHORT["records"]
+    assert single["status"] == "passed" and not any(single["anomalies"].values()), single
+    assert single["records"]["output"] == single["records"]["executions"] == records
+    assert joined["status"] == "failed" and joined["anomalies"]["rolled_back"] > 0, joined
+    assert set(single["anomalies"]) == set(joined["anomalies"]) == {"lost", "duplicated", "unexpected",
+                                                                    "rolled_back", "app_health"}
+    assert code == 1 and verdict["status"] == "failed"
+    sample = verdict["samples"]["rolled_back"][0]
+    assert sample["version"] == "ktable-self-join" and sample["first_rollback"].startswith("task t"), sample
+    details = last_alert(runs_dir)["details"]
+    assert "design single-writer: passed" in details
+    assert any(d.startswith("design ktable-self-join: failed (") and "rolled_back=" in d for d in details), details
+    report = (run_dir / "report.html").read_text()
+    assert 'data-version="single-writer"' in report and "design ktable-self-join" in report
+    timeline = json.loads((run_dir / "timeline.json").read_text())
+    assert timeline["anomalies"]["rolled_back @ktable-self-join"]["events"], timeline["anomalies"].keys()
+
+
 def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected_crash(runs_dir):
     """The Kafka Streams app under "1 2 k1 1": the program's kill -9 is expected; a crash injected from outside (the
     test SIGKILLs instance 2 while it runs) is nobody's. The data stays intact (EOS), the verdict is conclusive and
@@ -220,33 +268,6 @@ def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected
     assert "app_health=" in alert["message"]
     assert any(d.startswith("app health: instance 2 (started at step 1) exited by itself with signal SIGKILL")
                for d in alert["details"]), alert["details"]
-
-
-def test_faults_on_three_brokers_leave_evidence_and_a_healthy_app_passes(runs_dir):
-    """kill -9, pause/resume and a broker of three killed and restarted while load flows: every step is recorded
-    with the PID it acted on, the drain waits out the dead member's session, and the verdict is conclusive."""
-    quota = {"client_id": f"{DAG_ID}-app-2-producer", "producer_byte_rate": 10_000_000}
-    code, run_dir, verdict = soak(runs_dir, brokers=3, program="1 2 k1 p2 b2- r2 b2+ 1", quotas=[quota])
-    steps = {}
-    for step in map(json.loads, (run_dir / "program.jsonl").read_text().splitlines()):
-        steps.setdefault(step["token"], step)  # the first "1" starts instance 1
-    assert steps["k1"]["pid"] == steps["1"]["pid"] and steps["k1"]["running_after"] == [2]
-    assert steps["p2"]["paused_after"] == [2] and steps["r2"]["paused_after"] == []
-    assert steps["b2-"]["broker"] == "down" and steps["b2+"]["broker"] == "up"
-    events = [json.loads(line)["event"] for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert "broker-down" in events and "broker-up" in events
-    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert verdict["status"] == "passed" and verdict["records"]["output"] == SHORT["records"], verdict
-    drain = json.loads((run_dir / "drain.json").read_text())
-    assert drain["status"] == "drained" and "session times out" in drain["grace_reason"]
-    assert "session times out" in (run_dir / "report.html").read_text()
-    assert [p.name for p in sorted((run_dir / "logs").glob("kafka-*.log"))] == ["kafka-1.log", "kafka-2.log",
-                                                                                "kafka-3.log"]
-    # a quota that never binds: set and verified on three brokers, measured, and said to have never bitten
-    [used] = verdict["quotas"]
-    assert (used["client_id"], used["quota"], used["bit"]) == (quota["client_id"], 10_000_000.0, False), used
-    assert used["achieved"] > 0 and used["throttle_ms_max"] == 0 and set(used["per_broker"]) <= {"1", "2", "3"}, used
-    assert "(never bit)" in (run_dir / "report.html").read_text()
 
 
 def test_a_drain_that_times_out_says_why(runs_dir):

@@ -12,14 +12,14 @@ from kafka_soak.runtime import Registry
 from kafka_soak.runtime.local import LocalProcesses
 
 STREAMS_LOG = """\
-2026-11-23T08:40:03.018+0000 [app-1-StreamThread-1] INFO IdAssignmentApp - state REBALANCING -> RUNNING
+2026-11-23T08:40:03.018+0000 [app-1-StreamThread-1] INFO SoakStreamsApp - state REBALANCING -> RUNNING
 2026-11-23T08:40:05.056+0000 [app-1-StreamThread-1] WARN StreamThread - Detected that the thread is being fenced.
 org.apache.kafka.streams.errors.TaskMigratedException: Producer got fenced trying to commit a transaction
 \tat org.apache.kafka.streams.processor.internals.StreamsProducer.commitTransaction(StreamsProducer.java:312)
 Caused by: org.apache.kafka.common.errors.ProducerFencedException: There is a newer producer
 \t... 10 more
 2026-11-23T08:40:06.100+0000 [app-1-StreamThread-1] ERROR IdAssigner - !!! BROKEN !!! Expected 11 but found 19 partition: 1
-2026-11-23T08:40:07.000+0000 [app-1-StreamThread-2] ERROR IdAssignmentApp - stream thread app-1-StreamThread-2 died: \
+2026-11-23T08:40:07.000+0000 [app-1-StreamThread-2] ERROR SoakStreamsApp - stream thread app-1-StreamThread-2 died: \
 org.apache.kafka.streams.errors.TaskCorruptedException: Tasks [0_1] are corrupted; replacing it
 org.apache.kafka.streams.errors.TaskCorruptedException: Tasks [0_1] are corrupted
 \tat org.apache.kafka.streams.processor.internals.TaskManager.commit(TaskManager.java:1)

@@ -64,6 +64,10 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
      "quotas: client_id 'soak_eos_id_assignment-app-StreamThread-1-producer' is no client of the app under test "
      "(worker, 3 instances); its clients are soak_eos_id_assignment-app-1, soak_eos_id_assignment-app-1-producer"),
     ({"app": "worker", "state_write_bytes": 1024}, "state_write_bytes: is a setting of the Kafka Streams app"),
+    ({"app": "streams", "topology": "workflow", "workflow_designs": ["shared-table"]},
+     "param workflow_designs: 'shared-table' is not one of ['ktable-self-join', 'single-writer']"),
+    ({"topology": "workflow"}, "topology: 'workflow' is a topology of the Kafka Streams reference app (set app to "
+                               "'streams'"),
     ({"app": "streams", "crash_probability": 0.1}, "crash_probability: 0.1 makes the reference worker crash itself"),
     ({"runtime": "docker", "restart": "on-failure"}, "restart: 'on-failure' is the local runtime's restart policy; "
                                                      "runtime 'docker' has none yet"),
@@ -133,3 +137,35 @@ def test_a_quota_on_app_id_is_one_quota_per_application_id_of_the_run():
         params.check({"app": "streams", "instances": 1, "program": "1",
                       "quotas": [{**quota, "client_id": "{app_id}-2-StreamThread-1-producer"}]}, app_id="q-app")
 
+
+
+@pytest.mark.parametrize("conf, fragment", [
+    ({"workflow_designs": ["ktable-self-join", "single-writer"]},
+     "workflow_designs: compares designs of the workflow engine (set topology to 'workflow')"),
+    ({"topology": "workflow", "streams_versions": ["3.8.1", "4.3.1"],
+      "workflow_designs": ["ktable-self-join", "single-writer"]},
+     "workflow_designs: a run compares either designs or Kafka Streams versions (streams_versions), not both"),
+    ({"topology": "workflow", "state_write_bytes": 1024}, "state_write_bytes: is a store of the id-assignment topology"),
+])
+def test_workflow_params_that_contradict_each_other_are_refused(conf, fragment):
+    with pytest.raises(params.ParamsError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        params.check({"app": "streams", **conf})
+
+
+def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_topics():
+    """A design matrix: each design its own application id, output, assertions and workflow topics, one build."""
+    from kafka_soak import subjects
+
+    plan = params.check({"app": "streams", "topology": "workflow", "workflow_designs": ["ktable-self-join",
+                                                                                       "single-writer"]}).as_dict()
+    topics = subjects.topics(plan)
+    assert {"executions.single-writer", "tasks.ktable-self-join", "results.single-writer"} <= set(topics)
+    names = {role: f"run.{role}" for role in topics}
+    built = subjects.build(plan, "wf-app", names)
+    assert [(s.name, s.app_id, s.version, s.design, s.contract, s.executions) for s in built] == [
+        ("ktable-self-join", "wf-app-ktable-self-join", "4.3.1", "ktable-self-join", "workflow",
+         "run.executions.ktable-self-join"),
+        ("single-writer", "wf-app-single-writer", "4.3.1", "single-writer", "workflow", "run.executions.single-writer")]
+    assert subjects.versions(plan) == ["4.3.1"]
+    one = subjects.build(params.check({"app": "streams"}).as_dict(), "app", {"output": "o", "assertions": "a"})
+    assert [(s.name, s.design, s.contract, s.executions) for s in one] == [("", "", "id-assignment", "")]

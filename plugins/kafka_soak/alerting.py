@@ -99,9 +99,10 @@ def details(verdict: dict[str, Any]) -> list[str]:
     if verdict["anomalies"].get("id_reuse") and "distinct_keys" in records:
         lines.append(f"each key should have one distinct id: expected {records['distinct_keys']} distinct ids "
                      f"but found {records['distinct_assigned_ids']}")
-    for row in verdict.get("matrix", []):  # which versions have it
+    for row in verdict.get("matrix", []):  # which versions or designs have it
         found = ", ".join(f"{k}={v}" for k, v in row["anomalies"].items() if v)
-        lines.append(f"Kafka Streams {row['version']}: {row['status']}" + (f" ({found})" if found else ""))
+        lines.append(f"{row.get('label') or 'Kafka Streams ' + row['version']}: {row['status']}"
+                     + (f" ({found})" if found else ""))
     return lines + app_lines(verdict.get("health") or {}, verdict.get("quotas") or [],
                              incidents=bool(verdict["anomalies"].get("app_health")))
 

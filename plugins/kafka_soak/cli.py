@@ -148,9 +148,9 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
           f"expected {records['expected_input']})")
     if verdict.get("matrix"):
         names = list(verdict["anomalies"])
-        print(f"  {'Kafka Streams':<14}{'status':<14}" + "".join(f"{n:>13}" for n in names))
+        print(f"  {'app':<26}{'status':<14}" + "".join(f"{n:>13}" for n in names))
         for row in verdict["matrix"]:
-            print(f"  {row['version']:<14}{row['status'].upper():<14}"
+            print(f"  {row.get('label') or 'Kafka Streams ' + row['version']:<26}{row['status'].upper():<14}"
                   + "".join(f"{row['anomalies'].get(n, 0):>13}" for n in names))
     else:
         for name, count in verdict["anomalies"].items():

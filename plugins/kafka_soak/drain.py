@@ -84,8 +84,9 @@ def fault_grace_s(program: list[str], stop_leaves_group: bool = True) -> tuple[f
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
                       settle_polls: int = 2, instances: Instances | None = None,
                       diagnose: Callable[[dict[int, int], bool], dict[str, Any]] | None = None) -> float:
-    """Block until the group's lag on ``topic`` is 0 for ``settle_polls`` polls in a row; returns seconds waited.
-    With ``instances``, one instance is kept running meanwhile. On timeout, ``diagnose(lag, moved)`` says why."""
+    """Block until the group's lag on ``topic``, and on every other topic it consumes (``kafka_io.internal_lag``), is 0
+    for ``settle_polls`` polls in a row; returns seconds waited. With ``instances``, one instance is kept running
+    meanwhile. On timeout, ``diagnose(lag, moved)`` says why."""
     started = time.monotonic()
     zero_streak = 0
     first_lag = last_lag = None
@@ -93,11 +94,12 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         if instances is not None:
             keep_one_running(instances)
         lag = kafka_io.group_lag(bootstrap, group, topic)
-        total = sum(lag.values())
+        internal = {name: n for name, n in kafka_io.internal_lag(bootstrap, group, topic).items() if n}
+        total = sum(lag.values()) + sum(internal.values())
         waited = time.monotonic() - started
         rate = "" if last_lag is None else f", {(last_lag - total) / poll_s:.0f} records/s"
-        log.info("drain: %s lag %d records%s (%s); %.0f s left", group, total, rate, lagging(lag),
-                 max(0.0, timeout_s - waited))
+        log.info("drain: %s lag %d records%s (%s%s); %.0f s left", group, total, rate, lagging(lag),
+                 "".join(f", {name}={n}" for name, n in sorted(internal.items())), max(0.0, timeout_s - waited))
         if instances is not None:
             journal(instances.run_dir, "lag", lag=total, source="drain")
         first_lag = lag if first_lag is None else first_lag
@@ -108,7 +110,7 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         if waited > timeout_s:
             moved = lag != first_lag
             facts = diagnose(lag, moved) if diagnose else {}
-            raise DrainTimeout(summary(group, topic, timeout_s, lag, moved, facts))
+            raise DrainTimeout(summary(group, topic, timeout_s, lag, moved, {**facts, "internal": internal}))
         time.sleep(poll_s)
 
 
@@ -145,6 +147,9 @@ def summary(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved
     lines = [f"drain timed out: the app's group {group!r} still lags {sum(lag.values())} records on {topic} after "
              f"{timeout_s:.0f} s (param drain_timeout_s); the lag {'moved' if moved else 'did not move'} during the "
              f"wait; per partition: " + lagging(lag)]
+    if facts.get("internal"):
+        lines.append("and on the topics it writes and reads back: "
+                     + ", ".join(f"{name}={n}" for name, n in sorted(facts["internal"].items())))
     members = facts.get("members")
     if members is not None:
         lines.append("group members: " + ("; ".join(f"{m['client_id']} owns {m['partitions'] or 'nothing'}"

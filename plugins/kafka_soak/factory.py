@@ -222,7 +222,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             log.info("app under test: %s", "app_command " + " ".join(plan.app_command) if plan.app_command
                      else f"Kafka Streams {', '.join(plan.streams_versions or [plan.streams_version])} "
                           f"({plan.threads} thread(s), {plan.standbys} standby(s), acceptable.recovery.lag "
-                          f"{plan.acceptable_recovery_lag})" if plan.app == "streams" else "the reference worker")
+                          f"{plan.acceptable_recovery_lag}), {subjects.topology(plan.as_dict())}" if plan.app == "streams"
+                     else "the reference worker")
             log.info("backend %s%s, runtime %s%s", plan.backend,
                      f" (Apache Kafka {plan.kafka_version}, {plan.brokers} broker(s))" if plan.backend == "local" else "",
                      plan.runtime, ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))

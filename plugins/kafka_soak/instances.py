@@ -41,7 +41,9 @@ def contract(cluster: Cluster, subject: Subject, instance: int | str, step: int 
     """What an instance of the app under test needs to know of the run (see ``app_command``)."""
     return {"bootstrap_servers": cluster.bootstrap_servers, "app_id": subject.app_id, "instance": str(instance),
             "step": str(step), "input_topic": cluster.topics["input"], "output_topic": subject.output,
-            "changelog_topic": cluster.topics["changelog"], "assertions_topic": subject.assertions}
+            "changelog_topic": cluster.topics["changelog"], "assertions_topic": subject.assertions,
+            **({"executions_topic": subject.executions, "tasks_topic": subject.tasks, "results_topic": subject.results}
+               if subject.design else {})}
 
 
 class Instances:
@@ -90,9 +92,10 @@ class Instances:
             values = contract(self.cluster, subject, instance, step)
             return [part.format_map(values) for part in self.plan["app_command"]]
         if subject.version and self.plan["runtime"] == "docker":
-            return streams.options(self.plan, streams.CONTAINER_STATE_DIR)
+            return streams.options(self.plan, streams.CONTAINER_STATE_DIR, subject.design)
         if subject.version:
-            return streams.command(self.plan, subject.version, self.run_dir / "state" / subject.process(instance))
+            return streams.command(self.plan, subject.version, self.run_dir / "state" / subject.process(instance),
+                                   subject.design)
         if self.plan["runtime"] == "docker":
             return self.worker_args(subject, instance, step)
         return python_command("kafka_soak.app.worker", *self.worker_args(subject, instance, step))

@@ -110,6 +110,22 @@ def group_lag(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     return lag
 
 
+@retry_transient
+def internal_lag(bootstrap: str, group: str, input_topic: str, timeout: float = 10.0) -> dict[str, int]:
+    """``{"topic[partition]": records}`` the group has not committed on the other topics it consumes: a topology that
+    reads what it writes (a repartition topic, a KTable of its own output, a worker's results) has work in flight
+    there after the input is done."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(client_config(bootstrap))  # kept alive until the future resolves: it serves it
+    request = [ConsumerGroupTopicPartitions(group)]
+    committed = admin.list_consumer_group_offsets(request, request_timeout=timeout)[group].result(timeout)
+    others = [tp for tp in committed.topic_partitions if tp.topic != input_topic and tp.offset >= 0]
+    ends = {topic: watermarks(bootstrap, topic, timeout) for topic in {tp.topic for tp in others}}
+    return {f"{tp.topic}[{tp.partition}]": max(0, ends[tp.topic][tp.partition][1] - tp.offset) for tp in others}
+
+
 def group_members(bootstrap: str, group: str, topic: str, timeout: float = 10.0) -> list[dict[str, Any]]:
     """The group's members now: client id, host and the partitions of ``topic`` each owns."""
     from confluent_kafka.admin import AdminClient

@@ -65,4 +65,5 @@ def failure(proc: subprocess.CompletedProcess[str]) -> str:
     if missing:
         return f"Maven Central serves no {missing[1]}:{missing[2]}"
     errors = [line.split("[ERROR]", 1)[1].strip() for line in proc.stdout.splitlines() if "[ERROR]" in line]
-    return next(filter(None, errors), proc.stderr.strip()[-300:] or f"mvn exited {proc.returncode}")[:400]
+    errors = [e for e in errors if e and e != "COMPILATION ERROR :"]  # the compiler's own line follows that header
+    return next(iter(errors), proc.stderr.strip()[-300:] or f"mvn exited {proc.returncode}")[:400]

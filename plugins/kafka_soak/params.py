@@ -26,6 +26,8 @@ from kafka_soak.program import MAX_STEPS
 from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
 
 APPS = ("worker", "streams")
+TOPOLOGIES = ("id-assignment", "workflow")
+WORKFLOW_DESIGNS = ("ktable-self-join", "single-writer")
 RESTART_POLICIES = ("never", "on-failure")
 APP_ID = "{app_id}"  # in a quota's client id: each application id of the run
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
@@ -67,6 +69,19 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                                         "side by side with the others, on the same input, toggled by the same program "
                                         "steps, and gets its own verdict; the report shows version x status x "
                                         "anomalies. Empty: streams_version alone."},
+    "topology": {"type": "string", "enum": list(TOPOLOGIES),
+                 "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
+                                "(the KAFKA-14172/14624 reproductions); workflow: a workflow engine whose executions "
+                                "run parallel tasks through a worker role (the workflow-rollback reproduction)."},
+    "workflow_designs": {"type": "array", "items": {"type": "string", "enum": list(WORKFLOW_DESIGNS)},
+                         "minItems": 1, "uniqueItems": True,
+                         "description": "topology=workflow: how the engine keeps its executions. ktable-self-join: "
+                                        "read back as a KTable of the topic it writes (the original's); "
+                                        "single-writer: one processor's store. Two designs run side by side as a "
+                                        "matrix, each with its own verdict."},
+    "parallel_tasks": {"type": "integer", "minimum": 1, "maximum": 64,
+                       "description": "topology=workflow: tasks every execution runs at once; their results "
+                                      "arrive concurrently."},
     "threads": {"type": "integer", "minimum": 1, "maximum": 32,
                 "description": "app=streams: stream threads per instance (num.stream.threads)."},
     "acceptable_recovery_lag": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
@@ -184,7 +199,8 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
 DEFAULTS: dict[str, Any] = {
     "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
     "brokers": 1, "kafka_version": DEFAULT_KAFKA_VERSION,
-    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "streams_versions": [], "threads": 1,
+    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "streams_versions": [], "topology": "id-assignment",
+    "workflow_designs": ["ktable-self-join"], "parallel_tasks": 3, "threads": 1,
     "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2, "commit_interval_ms": 100, "state_write_bytes": 0,
     "standbys": 0,
     "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
@@ -204,7 +220,8 @@ DEPLOYER_ONLY = tuple(name for name in DEPLOYMENT if name not in ("kafka_version
 WHERE_DEPLOYER_SETS = ("the scenario file (dags/scenarios/<dag_id>.yaml), SOAK_PARAM_DEFAULTS, or a value listed for it "
                        "in SOAK_TRIGGER_ALLOW")
 # Params of the Kafka Streams app (RunPlan fields of the same names).
-APP_SETTINGS = ("app", "streams_version", "streams_versions", "threads", "acceptable_recovery_lag",
+APP_SETTINGS = ("app", "streams_version", "streams_versions", "topology", "workflow_designs", "parallel_tasks",
+                "threads", "acceptable_recovery_lag",
                 "max_warmup_replicas", "commit_interval_ms", "state_write_bytes")
 PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
                 "assertions_topic")
@@ -228,6 +245,9 @@ class RunPlan:
     app: str
     streams_version: str
     streams_versions: list[str]
+    topology: str
+    workflow_designs: list[str]
+    parallel_tasks: int
     threads: int
     acceptable_recovery_lag: int
     max_warmup_replicas: int
@@ -374,6 +394,16 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["streams_versions"] and (values["app"] != "streams" or values["app_command"]):
         return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
                 "leave app_command empty)"]
+    if values["topology"] != "id-assignment" and (values["app"] != "streams" or values["app_command"]):
+        return [f"topology: {values['topology']!r} is a topology of the Kafka Streams reference app (set app to "
+                "'streams' and leave app_command empty)"]
+    if len(values["workflow_designs"]) > 1 and values["topology"] != "workflow":
+        return ["workflow_designs: compares designs of the workflow engine (set topology to 'workflow')"]
+    if len(values["workflow_designs"]) > 1 and values["streams_versions"]:
+        return ["workflow_designs: a run compares either designs or Kafka Streams versions (streams_versions), not "
+                "both: leave one of them with a single value"]
+    if values["topology"] == "workflow" and values["state_write_bytes"]:
+        return ["state_write_bytes: is a store of the id-assignment topology; the workflow topology has none"]
     if values["crash_probability"] and (values["app"] != "worker" or values["app_command"]):
         return [f"crash_probability: {values['crash_probability']:g} makes the reference worker crash itself (app "
                 "'worker', no app_command); another app has no such switch: crash it with the program's kN steps"]

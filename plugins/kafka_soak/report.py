@@ -21,7 +21,7 @@ from kafka_soak.evidence import RunEvidence, first_failure, read_json
 from kafka_soak.pages import TEMPLATES
 
 REPORT = "report.html"
-ANOMALY_ORDER = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "app_health")
+ANOMALY_ORDER = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back", "app_health")
 
 
 @cache

@@ -1,11 +1,13 @@
-"""The apps under test of one run: one, or one per Kafka Streams version of a matrix (param ``streams_versions``).
+"""The apps under test of one run: one, or one per Kafka Streams version of a matrix (param ``streams_versions``), or
+one per design of the workflow engine (param ``workflow_designs``).
 
 A matrix runs its versions side by side on the same broker, fed by the same input topic and toggled by the same
 program step at the same moment: every version sees exactly the same load and the same program timing, so a
 difference in the verdicts is the versions' own. (Running them one after the other would take N times as long
 and give each version a different load and timing.) Each subject has its own application id (so its own
 consumer group, changelogs and transactional ids), its own output and assertion topics, its own instances
-(``instance-<n>@<version>``) and its own verdict.
+(``instance-<n>@<version>``) and its own verdict. A design matrix is the same with one version and the designs as
+names.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ class Subject:
     version: str  # the Kafka Streams version it runs (app=streams), else ""
     output: str  # topic
     assertions: str  # topic
+    design: str = ""  # topology=workflow: the engine's design; "" for the id-assignment contract
+    executions: str = ""  # topology=workflow: the topic of every committed version of every execution
+    tasks: str = ""  # topology=workflow: the worker's orders
+    results: str = ""  # topology=workflow: the worker's results
+
+    @property
+    def contract(self) -> str:
+        """Which records the app writes (docs/architecture.md, "The data contract"): what the checker judges."""
+        return "workflow" if self.design else "id-assignment"
 
     def process(self, instance: int) -> str:
         """Its instance's name in the run's process registry."""
@@ -38,8 +49,24 @@ class Subject:
 
 
 def matrix(plan: dict[str, Any]) -> list[str]:
-    """The versions a run compares; empty when it judges one app."""
-    return list(plan["streams_versions"]) if plan["app"] == "streams" and not plan["app_command"] else []
+    """The names of the apps a run compares (Kafka Streams versions or workflow designs); empty when it judges one."""
+    if plan["app"] != "streams" or plan["app_command"]:
+        return []
+    if design_matrix(plan):
+        return list(plan["workflow_designs"])
+    return list(plan["streams_versions"])
+
+
+def design_matrix(plan: dict[str, Any]) -> bool:
+    return plan.get("topology") == "workflow" and len(plan["workflow_designs"]) > 1
+
+
+def topology(plan: dict[str, Any]) -> str:
+    """What the Kafka Streams app of a run does, in a few words."""
+    if plan.get("topology") != "workflow":
+        return "id-assignment topology"
+    return (f"workflow topology, design {' vs '.join(plan['workflow_designs'])}, {plan['parallel_tasks']} parallel "
+            "tasks per execution")
 
 
 def versions(plan: dict[str, Any]) -> list[str]:
@@ -47,7 +74,7 @@ def versions(plan: dict[str, Any]) -> list[str]:
     under test is not the Kafka Streams app."""
     if plan["app"] != "streams" or plan["app_command"]:
         return [""]
-    return matrix(plan) or [plan["streams_version"]]
+    return list(plan["streams_versions"]) or [plan["streams_version"]]
 
 
 def image(version: str, app_image: str) -> tuple[str, str, str]:
@@ -61,14 +88,20 @@ def image(version: str, app_image: str) -> tuple[str, str, str]:
 
 
 def topics(plan: dict[str, Any]) -> dict[str, int]:
-    """The run's topics by role, with their partitions: one output and assertion topic per subject."""
+    """The run's topics by role, with their partitions: one output and assertion topic per subject, and the workflow
+    engine's topics (partitioned alike: its join needs them co-partitioned)."""
     parts = plan["partitions"]
     apps = matrix(plan) or [""]
     roles = {"input": parts, "changelog": parts}
     for name in apps:
         suffix = f".{name}" if name else ""
         roles.update({f"output{suffix}": parts, f"assertions{suffix}": 1})
+        if plan.get("topology") == "workflow" and not plan["app_command"]:
+            roles.update({f"{role}{suffix}": parts for role in WORKFLOW_TOPICS})
     return roles
+
+
+WORKFLOW_TOPICS = ("executions", "tasks", "results")
 
 
 def version_app_id(app_id: str, version: str) -> str:
@@ -78,10 +111,19 @@ def version_app_id(app_id: str, version: str) -> str:
 
 def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subject]:
     """The subjects of a run whose topics are ``names`` (``{role: topic}``, as provisioned)."""
-    if not matrix(plan):
-        return [Subject("", app_id, versions(plan)[0], names["output"], names["assertions"])]
-    return [Subject(v, version_app_id(app_id, v), v, names[f"output.{v}"], names[f"assertions.{v}"])
-            for v in matrix(plan)]
+    workflow = plan.get("topology") == "workflow" and not plan["app_command"]
+
+    def subject(name: str, version: str, design: str) -> Subject:
+        suffix = f".{name}" if name else ""
+        topics = {role: names[f"{role}{suffix}"] for role in (*WORKFLOW_TOPICS, "output", "assertions")
+                  if f"{role}{suffix}" in names}
+        return Subject(name, version_app_id(app_id, name) if name else app_id, version,
+                       design=design if workflow else "", **topics)
+
+    designs = plan.get("workflow_designs") or [""]
+    if design_matrix(plan):
+        return [subject(d, versions(plan)[0], d) for d in designs]
+    return [subject(v, v, designs[0]) for v in matrix(plan)] or [subject("", versions(plan)[0], designs[0])]
 
 
 def app_ids(plan: dict[str, Any], app_id: str) -> list[str]:

@@ -25,7 +25,7 @@ DEFAULT_VERSION = "4.3.1"  # the newest Kafka Streams release Maven Central serv
 # 3.0 is the first release with exactly_once_v2 and the metadata API the app logs its tasks with.
 VERSION_PATTERN = r"^(3|4)\.\d+\.\d+$"
 SOURCE = PROJECT_ROOT / "apps" / "streams"
-MAIN_CLASS = "io.kafkasoak.streams.IdAssignmentApp"
+MAIN_CLASS = "io.kafkasoak.streams.SoakStreamsApp"
 # Kafka Streams sizes its record cache in bytes for the whole instance; param cache_entries counts entries per
 # partition store, like the reference worker's. An entry of this app costs about this much in the cache (key,
 # value, LRUCacheEntry fields and the changelog topic's name).
@@ -72,21 +72,25 @@ def cache_max_bytes(plan: dict[str, Any]) -> int:
     return plan["cache_entries"] * plan["partitions"] * STORES * CACHE_ENTRY_BYTES
 
 
-def options(plan: dict[str, Any], state_dir: Path | str) -> list[str]:
-    """An instance's options: what the originals varied. The run's names reach it through the data contract's
-    ``SOAK_*`` environment."""
+def options(plan: dict[str, Any], state_dir: Path | str, design: str = "") -> list[str]:
+    """An instance's options: what the originals varied, and the topology (with the workflow engine's ``design``).
+    The run's names reach it through the data contract's ``SOAK_*`` environment."""
     values = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
-              "partitions": plan["partitions"], "state-dir": state_dir, "blob-bytes": plan["state_write_bytes"]}
+              "partitions": plan["partitions"], "state-dir": state_dir, "blob-bytes": plan["state_write_bytes"],
+              "topology": plan["topology"]}
+    if design:
+        values.update({"design": design, "parallel-tasks": plan["parallel_tasks"]})
     return [part for name, value in values.items() for part in (f"--{name}", str(value))]
 
 
-def command(plan: dict[str, Any], version: str, state_dir: Path) -> list[str]:
+def command(plan: dict[str, Any], version: str, state_dir: Path, design: str = "") -> list[str]:
     """The JVM of one instance on this machine."""
     target, _ = build(version)
     return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-            "-cp", f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}", MAIN_CLASS, *options(plan, state_dir)]
+            "-cp", f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}", MAIN_CLASS,
+            *options(plan, state_dir, design)]
 
 
 def image(version: str) -> str:

@@ -3,7 +3,6 @@ package io.kafkasoak.streams;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -28,8 +27,6 @@ final class IdAssigner implements Processor<String, String, String, String> {
     static final String BLOBS_STORE = "blobs";
     static final String OUTPUT = "output";
     static final String ASSERTIONS = "assertions";
-    static final AtomicLong PROCESSED = new AtomicLong();
-    static final AtomicLong BROKEN = new AtomicLong();
 
     private static final Logger LOG = LoggerFactory.getLogger(IdAssigner.class);
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -83,7 +80,7 @@ final class IdAssigner implements Processor<String, String, String, String> {
             storedSeq = Long.parseLong(stored.substring(colon + 1));
         }
         if (seq != storedSeq + 1) {
-            BROKEN.incrementAndGet();
+            SoakStreamsApp.BROKEN.incrementAndGet();
             LOG.error("!!! BROKEN !!! Expected {} but found {} partition: {} key: {}", storedSeq + 1, seq, partition, key);
             ObjectNode assertion = JSON.createObjectNode()
                 .put("kind", "stale_state").put("key", key).put("expected", storedSeq + 1).put("found", seq)
@@ -99,7 +96,7 @@ final class IdAssigner implements Processor<String, String, String, String> {
             .put("id", input.get("id").asLong()).put("key", key).put("seq", seq).put("assigned_id", assigned)
             .put("instance", instance).put("in_partition", partition).put("in_offset", where.offset());
         context.forward(record.withValue(output.toString()), OUTPUT);
-        PROCESSED.incrementAndGet();
+        SoakStreamsApp.PROCESSED.incrementAndGet();
     }
 
     private String randomString(int length) {

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -20,8 +21,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The Kafka Streams reference app of kafka-soak: the id-assignment topology of the KAFKA-14172 and KAFKA-14624
- * reproductions, under exactly_once_v2, in whatever Kafka Streams version it was built against.
+ * The Kafka Streams reference app of kafka-soak, under exactly_once_v2, in whatever Kafka Streams version it was built
+ * against, with one of two topologies ({@code --topology}): the id assignment of the KAFKA-14172 and KAFKA-14624
+ * reproductions ({@link IdAssigner}), or the workflow engine of the rollback reproduction ({@link WorkflowTopology},
+ * in the design {@code --design} names, with its topics in {@code SOAK_EXECUTIONS_TOPIC}, {@code SOAK_TASKS_TOPIC}
+ * and {@code SOAK_RESULTS_TOPIC}).
  *
  * <p>The run's names come from the data contract's environment ({@code SOAK_BOOTSTRAP_SERVERS}, {@code SOAK_APP_ID},
  * {@code SOAK_INSTANCE}, {@code SOAK_STEP}, {@code SOAK_INPUT_TOPIC}, {@code SOAK_OUTPUT_TOPIC},
@@ -29,16 +33,20 @@ import org.slf4j.LoggerFactory;
  * ({@code KafkaStreams.close()}); every state transition and the tasks each thread holds are logged, and a
  * progress line every five seconds.
  */
-public final class IdAssignmentApp {
-    private static final Logger LOG = LoggerFactory.getLogger(IdAssignmentApp.class);
+public final class SoakStreamsApp {
+    private static final Logger LOG = LoggerFactory.getLogger(SoakStreamsApp.class);
     private static final long REPORT_EVERY_MS = 5_000;
     private static final long CLOSE_TIMEOUT_S = 20;
-    private static final Map<String, String> DEFAULTS = Map.of(
-        "threads", "1", "standbys", "0", "cache-max-bytes", "0", "acceptable-recovery-lag", "10000",
-        "max-warmup-replicas", "2", "commit-interval-ms", "100", "partitions", "1", "state-dir", "state",
-        "blob-bytes", "0");
+    private static final Map<String, String> DEFAULTS = Map.ofEntries(
+        Map.entry("threads", "1"), Map.entry("standbys", "0"), Map.entry("cache-max-bytes", "0"),
+        Map.entry("acceptable-recovery-lag", "10000"), Map.entry("max-warmup-replicas", "2"),
+        Map.entry("commit-interval-ms", "100"), Map.entry("partitions", "1"), Map.entry("state-dir", "state"),
+        Map.entry("blob-bytes", "0"), Map.entry("topology", "id-assignment"),
+        Map.entry("design", WorkflowTopology.SELF_JOIN), Map.entry("parallel-tasks", "3"));
+    static final AtomicLong PROCESSED = new AtomicLong();
+    static final AtomicLong BROKEN = new AtomicLong();
 
-    private IdAssignmentApp() {
+    private SoakStreamsApp() {
     }
 
     public static void main(String[] args) throws Exception {
@@ -64,11 +72,11 @@ public final class IdAssignmentApp {
             // Shorter than the suite's stop timeout (30 s, then SIGKILL), so a close that hangs is said here.
             boolean done = streams.close(Duration.ofSeconds(CLOSE_TIMEOUT_S));
             if (done) {
-                LOG.info("closed cleanly: processed {} records, {} assertions", IdAssigner.PROCESSED.get(),
-                    IdAssigner.BROKEN.get());
+                LOG.info("closed cleanly: processed {} records, {} assertions", PROCESSED.get(),
+                    BROKEN.get());
             } else {
                 LOG.warn("close() did not finish within {} s: processed {} records, {} assertions", CLOSE_TIMEOUT_S,
-                    IdAssigner.PROCESSED.get(), IdAssigner.BROKEN.get());
+                    PROCESSED.get(), BROKEN.get());
             }
         }, "soak-shutdown"));
 
@@ -78,7 +86,7 @@ public final class IdAssignmentApp {
         long lastCount = 0;
         long lastAt = System.currentTimeMillis();
         while (!closed.await(REPORT_EVERY_MS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
-            long count = IdAssigner.PROCESSED.get();
+            long count = PROCESSED.get();
             long at = System.currentTimeMillis();
             LOG.info("processed {} records ({} records/s), state {}", count,
                 (count - lastCount) * 1000 / Math.max(1, at - lastAt), streams.state());
@@ -92,6 +100,14 @@ public final class IdAssignmentApp {
     }
 
     static Topology topology(int partitions, int instance, String step, Map<String, String> options) {
+        String kind = options.get("topology");
+        if ("workflow".equals(kind)) {
+            return new WorkflowTopology(instance, Integer.parseInt(options.get("parallel-tasks")), partitions)
+                .build(options.get("design"));
+        }
+        if (!"id-assignment".equals(kind)) {
+            throw new IllegalArgumentException("unknown topology " + kind + "; topologies: id-assignment, workflow");
+        }
         boolean cached = Long.parseLong(options.get("cache-max-bytes")) > 0;
         Topology topology = new Topology();
         topology.addSource("input", Serdes.String().deserializer(), Serdes.String().deserializer(),
@@ -160,7 +176,7 @@ public final class IdAssignmentApp {
         return options;
     }
 
-    private static String env(String name) {
+    static String env(String name) {
         String value = System.getenv(name);
         if (value == null || value.isEmpty()) {
             throw new IllegalStateException("environment variable " + name + " is not set (the data contract)");
