@@ -73,9 +73,10 @@ def main() -> None:
                None, "—", None, ", ".join(f"{s:.2f}" for s in shares)),
         figure(f"{SINGLE_WRITER}: passed", clean / n, "of runs", None, "every run (1.0)",
                clean == len(judged) and bool(judged), f"{clean} of {len(judged)} runs"),
-        figure(f"{SEED_DESIGN} with one task per execution (control): rolled back", rolled_back_share(control, SEED_DESIGN),
-               "of executions", None, "none (0)", sequential.get("status") == "passed",
-               f"status {sequential.get('status', 'no verdict')}"),
+        figure(f"{SEED_DESIGN} with one task per execution (control): rolled back",
+               rolled_back_share(control, SEED_DESIGN), "of executions", None, "—", None,
+               f"status {sequential.get('status', 'no verdict')}, {sequential.get('rolled_back', 0)} rolled back and "
+               f"{sequential.get('lost', 0)} lost of {sequential.get('executions', 0)} executions"),
     ]
     lines = ["| run | load | wall | " + SEED_DESIGN + " | " + SINGLE_WRITER + " |", "|---|---|---|---|---|"]
     for n_run, r in enumerate([*runs, control], start=1):

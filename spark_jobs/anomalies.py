@@ -97,8 +97,9 @@ STATE_RANK = {"CREATED": 0, "RUNNING": 1, "SUCCESS": 2, "FAILED": 2}  # a task r
 
 def executions(versions: DataFrame) -> DataFrame:
     """One row per execution of the workflow contract: its committed versions, how many of them roll it back (lose a
-    task run an earlier version had, or move one backwards: CREATED < RUNNING < SUCCESS/FAILED) and the first one
-    that did (which task, from what to what, when and by which instance).
+    task run an earlier version had, or move one backwards, or move the execution itself backwards: CREATED < RUNNING
+    < SUCCESS/FAILED) and the first one that did (which task or the execution, from what to what, when and by which
+    instance).
 
     Comparing each version with the one before it is enough: a version that lacks what any earlier one had cannot
     follow a chain of versions that each kept everything. The versions of an execution are in one partition of the
@@ -112,14 +113,19 @@ def executions(versions: DataFrame) -> DataFrame:
     in_order = Window.partitionBy("id").orderBy("topic_partition", "topic_offset")
     ranked = (versions.withColumn("ranks", F.transform_values("task_runs", lambda _task, state: rank(state)))
               .withColumn("before", F.lag("task_runs").over(in_order))
-              .withColumn("before_ranks", F.lag("ranks").over(in_order)))
+              .withColumn("before_ranks", F.lag("ranks").over(in_order))
+              .withColumn("state_before", F.lag("state").over(in_order)))
     went_back = F.filter(F.map_keys("before_ranks"),
                          lambda task: rank(F.try_element_at("task_runs", task)) < F.element_at("before_ranks", task))
     first_back = F.try_element_at(went_back, F.lit(1))
     ranked = ranked.withColumn("lost_task", F.when(F.col("before_ranks").isNotNull(), first_back))
-    rolled = F.col("lost_task").isNotNull()
-    what = F.concat(F.lit("task "), F.col("lost_task"), F.lit(": "), F.element_at("before", F.col("lost_task")),
-                    F.lit(" -> "), F.coalesce(F.try_element_at("task_runs", F.col("lost_task")), F.lit("missing")),
+    state_back = rank(F.col("state")) < rank(F.col("state_before"))
+    rolled = F.col("lost_task").isNotNull() | state_back
+    what = F.concat(F.when(F.col("lost_task").isNotNull(),
+                           F.concat(F.lit("task "), F.col("lost_task"), F.lit(": "),
+                                    F.element_at("before", F.col("lost_task")), F.lit(" -> "),
+                                    F.coalesce(F.try_element_at("task_runs", F.col("lost_task")), F.lit("missing"))))
+                    .otherwise(F.concat(F.lit("execution: "), F.col("state_before"), F.lit(" -> "), F.col("state"))),
                     F.lit(" at offset "), F.col("topic_offset").cast("string"))
     first = F.min(F.when(rolled, F.struct(F.col("topic_partition"), F.col("topic_offset"), what.alias("what"),
                                           F.col("kafka_ts").alias("at"), F.col("instance"))))

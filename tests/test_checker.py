@@ -114,21 +114,25 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
         version(7, 2, {"t2": "SUCCESS"}),                              # still without t1: the same rollback
         version(8, 3, {"t1": "CREATED", "t2": "CREATED"}), version(9, 3, {"t1": "RUNNING", "t2": "CREATED"}),
         version(10, 3, {"t1": "SUCCESS", "t2": "SUCCESS"}, "SUCCESS"),  # only forward
+        version(11, 4, {}, "CREATED"), version(12, 4, {"t1": "CREATED"}),
+        version(13, 4, {"t1": "RUNNING"}, "CREATED"),  # the task moved on, the execution went back: RUNNING -> CREATED
     ]
     parse = lambda records, schema: anomalies.parse(topic(spark, records), schema)
     frames = anomalies.frames(parse(inputs, anomalies.INPUT_SCHEMA), parse(outputs, anomalies.OUTPUT_SCHEMA),
                               parse([], anomalies.ASSERTION_SCHEMA), parse(versions, anomalies.EXECUTION_SCHEMA))
     assert sorted(frames) == ["executions", "input_ids", "outputs"]
     rows = {r["id"]: r for r in frames["executions"].collect()}
-    assert {i: (r["versions"], r["rollbacks"]) for i, r in rows.items()} == {1: (5, 1), 2: (3, 1), 3: (3, 0)}
+    assert {i: (r["versions"], r["rollbacks"]) for i, r in rows.items()} == {1: (5, 1), 2: (3, 1), 3: (3, 0),
+                                                                            4: (3, 1)}
     assert rows[1]["first_rollback"] == "task t1: SUCCESS -> RUNNING at offset 3"
     assert rows[2]["first_rollback"] == "task t1: CREATED -> missing at offset 6"
+    assert rows[4]["first_rollback"] == "execution: RUNNING -> CREATED at offset 13"
     assert rows[1]["final_state"] == "SUCCESS" and rows[3]["rolled_back_by"] is None
 
     judged = anomalies.CONTRACTS["workflow"]
     outcome = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 4},
                                                       judged), {}, judged)
-    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 2, "app_health": 0}
+    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 3, "app_health": 0}
     assert outcome["status"] == "failed"
-    assert sorted(s["id"] for s in outcome["samples"]["rolled_back"]) == [1, 2]
+    assert sorted(s["id"] for s in outcome["samples"]["rolled_back"]) == [1, 2, 4]
     assert {e["anomaly"] for e in outcome["expectations"]} == {None, "lost", "duplicated", "unexpected", "rolled_back"}

@@ -20,13 +20,15 @@ def test_a_version_is_built_once_and_reused(tmp_path, monkeypatch):
     assert streams.build("3.5.0") == (target, 0.0)
     command = streams.command({"threads": 4, "standbys": 1, "cache_entries": 10, "partitions": 12,
                                "acceptable_recovery_lag": 0, "max_warmup_replicas": 1, "commit_interval_ms": 100,
-                               "state_write_bytes": 0, "topology": "workflow", "parallel_tasks": 5}, "3.5.0",
+                               "state_write_bytes": 0, "session_timeout_ms": 6000, "topology": "workflow",
+                               "parallel_tasks": 5}, "3.5.0",
                               tmp_path / "state", "single-writer")
     assert command[command.index("-cp") + 1] == f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}"
-    assert command[-24:] == ["--threads", "4", "--standbys", "1", "--cache-max-bytes", str(10 * 12 * 2 * 128),
+    assert command[-26:] == ["--threads", "4", "--standbys", "1", "--cache-max-bytes", str(10 * 12 * 2 * 128),
                              "--acceptable-recovery-lag", "0", "--max-warmup-replicas", "1", "--commit-interval-ms",
                              "100", "--partitions", "12", "--state-dir", str(tmp_path / "state"), "--blob-bytes",
-                             "0", "--topology", "workflow", "--design", "single-writer", "--parallel-tasks", "5"]
+                             "0", "--session-timeout-ms", "6000", "--topology", "workflow", "--design",
+                             "single-writer", "--parallel-tasks", "5"]
 
 
 @pytest.mark.parametrize("version, message", [

@@ -5,7 +5,6 @@ import json
 
 import anomalies
 import timeline
-from verdict import ANOMALIES
 
 T0 = 1_700_000_000_000  # ms
 
@@ -37,7 +36,7 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):
                "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
                "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA)}
     frames = anomalies.frames(history["input"], history["output"], history["assertions"])
-    data = timeline.build(history, frames, set(ANOMALIES))
+    data = timeline.build(history, frames, set(anomalies.CONTRACTS["id-assignment"]))
     second = T0 // 1000
 
     assert [(r["t"] - second, r["n"]) for r in data["produced"]] == [(i, 1) for i in range(1, 9)]
@@ -60,3 +59,21 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):
     only_lost = timeline.build(history, frames, {"lost"})
     assert set(only_lost["anomalies"]) == {"lost"}, "events are looked up only for what the verdict found"
     assert only_lost["produced"] == data["produced"] and only_lost["committed"] == data["committed"]
+
+
+def test_a_rolled_back_execution_is_on_the_time_axis_when_its_first_rollback_was_committed(spark):
+    inputs = [(0, 0, {"id": 1, "key": "k0", "seq": 1, "ts": T0}, T0)]
+    version = lambda o, runs, instance, second: (0, o, {"id": 1, "key": "k0", "state": "RUNNING", "task_runs": runs,
+                                                        "instance": instance, "in_partition": 2}, T0 + second * 1000)
+    versions = [version(0, {"t1": "CREATED", "t2": "CREATED"}, 1, 1), version(1, {"t1": "SUCCESS", "t2": "CREATED"}, 1, 2),
+                version(2, {"t1": "CREATED", "t2": "RUNNING"}, 2, 3)]
+    history = {"input": anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
+               "output": anomalies.parse(topic(spark, []), anomalies.OUTPUT_SCHEMA),
+               "assertions": anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA),
+               "executions": anomalies.parse(topic(spark, versions), anomalies.EXECUTION_SCHEMA)}
+    frames = anomalies.frames(history["input"], history["output"], history["assertions"], history["executions"])
+    data = timeline.build(history, frames, {"lost", "rolled_back"})
+    [event] = data["anomalies"]["rolled_back"]["events"]
+    assert (event["ts"] - T0, event["instance"], event["partition"], event["id"]) == (3000, 2, 2, 1)
+    assert event["detail"] == "task t1: SUCCESS -> CREATED at offset 2"
+    assert [e["id"] for e in data["anomalies"]["lost"]["events"]] == [1]

@@ -138,10 +138,12 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                                "as Kubernetes or Compose restart a crashed container. Each exit and restart is on "
                                "the report's time axis and in the app-health counts."},
     "session_timeout_ms": {"type": "integer", "minimum": 6000, "maximum": 300_000,
-                           "description": "app=worker: the consumer's session.timeout.ms, how long the group waits "
-                                          "for an instance that stopped heartbeating (crashed, killed, paused) before "
-                                          "it hands its partitions to the others; within the broker's "
-                                          "group.min/max.session.timeout.ms."},
+                           "description": "The reference app's group consumer's session.timeout.ms (the worker's "
+                                          "consumer; the Kafka Streams app's main consumer, heartbeating every third "
+                                          "of it): how long the group waits for an instance that stopped "
+                                          "heartbeating (crashed, killed, paused; a Kafka Streams instance that "
+                                          "closed, as it does not leave the group) before it hands its partitions "
+                                          "to the others; within the broker's group.min/max.session.timeout.ms."},
     "restart_backoff_s": {"type": "number", "minimum": 0.1, "maximum": 60,
                           "description": "restart=on-failure: the first backoff; it doubles with each consecutive "
                                          "failure up to 30 s and starts over after 30 s of running."},
@@ -418,9 +420,6 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["app"] == "worker" and values["state_write_bytes"]:
         return ["state_write_bytes: is a setting of the Kafka Streams app (app=streams); the reference worker has no "
                 "such store"]
-    if values["app"] == "streams" and values["session_timeout_ms"] != DEFAULTS["session_timeout_ms"]:
-        return ["session_timeout_ms: is a setting of the reference worker (app=worker); the Kafka Streams app keeps "
-                "Kafka's default"]
     return []
 
 

@@ -79,7 +79,7 @@ def options(plan: dict[str, Any], state_dir: Path | str, design: str = "") -> li
               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
               "partitions": plan["partitions"], "state-dir": state_dir, "blob-bytes": plan["state_write_bytes"],
-              "topology": plan["topology"]}
+              "session-timeout-ms": plan["session_timeout_ms"], "topology": plan["topology"]}
     if design:
         values.update({"design": design, "parallel-tasks": plan["parallel_tasks"]})
     return [part for name, value in values.items() for part in (f"--{name}", str(value))]

@@ -41,7 +41,7 @@ public final class SoakStreamsApp {
         Map.entry("threads", "1"), Map.entry("standbys", "0"), Map.entry("cache-max-bytes", "0"),
         Map.entry("acceptable-recovery-lag", "10000"), Map.entry("max-warmup-replicas", "2"),
         Map.entry("commit-interval-ms", "100"), Map.entry("partitions", "1"), Map.entry("state-dir", "state"),
-        Map.entry("blob-bytes", "0"), Map.entry("topology", "id-assignment"),
+        Map.entry("blob-bytes", "0"), Map.entry("session-timeout-ms", "45000"), Map.entry("topology", "id-assignment"),
         Map.entry("design", WorkflowTopology.SELF_JOIN), Map.entry("parallel-tasks", "3"));
     static final AtomicLong PROCESSED = new AtomicLong();
     static final AtomicLong BROKEN = new AtomicLong();
@@ -150,6 +150,10 @@ public final class SoakStreamsApp {
             ? "statestore.cache.max.bytes" : "cache.max.bytes.buffering";
         props.put(cacheConfig, options.get("cache-max-bytes"));
         props.put("consumer.auto.offset.reset", "earliest");
+        // The group consumer's session, and a heartbeat every third of it (Kafka's own advice for the two).
+        int session = Integer.parseInt(options.get("session-timeout-ms"));
+        props.put("main.consumer.session.timeout.ms", String.valueOf(session));
+        props.put("main.consumer.heartbeat.interval.ms", String.valueOf(Math.min(3000, session / 3)));
         return props;
     }
 
