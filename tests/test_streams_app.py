@@ -32,8 +32,10 @@ def test_a_version_is_built_once_and_reused(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("version, message", [
-    ("2.8.1", "streams_version: '2.8.1' is not a Kafka Streams 3.x or 4.x release number (allowed: MAJOR.MINOR.PATCH "
-              "with MAJOR 3 or 4, e.g. 3.4.0 or 4.3.1)"),
+    ("2.8.1", "streams_version: '2.8.1' is not a Kafka Streams release from 3.3 on (allowed: MAJOR.MINOR.PATCH, "
+              "3.3.0 or later, e.g. 3.4.0 or 4.3.1)"),
+    ("3.2.3", "streams_version: '3.2.3' is not a Kafka Streams release from 3.3 on (allowed: MAJOR.MINOR.PATCH, "
+              "3.3.0 or later, e.g. 3.4.0 or 4.3.1)"),
     ("3.4.9", "streams_version: cannot build the Kafka Streams app against Kafka Streams 3.4.9: Maven Central serves "
               "no org.apache.kafka:kafka-streams:3.4.9"),
 ])

@@ -57,7 +57,8 @@ def app_label(plan: dict[str, Any]) -> str:
         return "own app"
     if plan.get("app") == "streams":
         versions = plan.get("streams_versions") or [plan.get("streams_version", "")]
-        return f"Kafka Streams {', '.join(versions)}"
+        designs = f" workflow ({', '.join(plan['workflow_designs'])})" if plan.get("topology") == "workflow" else ""
+        return f"Kafka Streams {', '.join(versions)}{designs}"
     return plan.get("app", "")
 
 

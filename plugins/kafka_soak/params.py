@@ -61,8 +61,8 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                            "to prove the checker) or streams (the id-assignment topology on Kafka Streams "
                            "streams_version, as in the KAFKA-14172/14624 reproductions). app_command names your own."},
     "streams_version": {"type": "string", "pattern": STREAMS_VERSION_PATTERN,
-                        "description": "app=streams: the Kafka Streams release the app is built against (any 3.x or "
-                                       "4.x that Maven Central serves; built on first use and cached)."},
+                        "description": "app=streams: the Kafka Streams release the app is built against (any from 3.3 "
+                                       "on that Maven Central serves; built on first use and cached)."},
     "streams_versions": {"type": "array", "items": {"type": "string", "pattern": STREAMS_VERSION_PATTERN},
                          "uniqueItems": True, "maxItems": 4,
                          "description": "app=streams: a version matrix. Each Kafka Streams version runs as its own app "

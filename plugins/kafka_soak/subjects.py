@@ -57,13 +57,18 @@ def matrix(plan: dict[str, Any]) -> list[str]:
     return list(plan["streams_versions"])
 
 
+def workflow(plan: dict[str, Any]) -> bool:
+    """Whether the run's app is the Kafka Streams app's workflow engine (the workflow data contract)."""
+    return plan["app"] == "streams" and not plan["app_command"] and plan.get("topology") == "workflow"
+
+
 def design_matrix(plan: dict[str, Any]) -> bool:
-    return plan.get("topology") == "workflow" and len(plan["workflow_designs"]) > 1
+    return workflow(plan) and len(plan["workflow_designs"]) > 1
 
 
 def topology(plan: dict[str, Any]) -> str:
     """What the Kafka Streams app of a run does, in a few words."""
-    if plan.get("topology") != "workflow":
+    if not workflow(plan):
         return "id-assignment topology"
     return (f"workflow topology, design {' vs '.join(plan['workflow_designs'])}, {plan['parallel_tasks']} parallel "
             "tasks per execution")
@@ -96,7 +101,7 @@ def topics(plan: dict[str, Any]) -> dict[str, int]:
     for name in apps:
         suffix = f".{name}" if name else ""
         roles.update({f"output{suffix}": parts, f"assertions{suffix}": 1})
-        if plan.get("topology") == "workflow" and not plan["app_command"]:
+        if workflow(plan):
             roles.update({f"{role}{suffix}": parts for role in WORKFLOW_TOPICS})
     return roles
 
@@ -111,14 +116,12 @@ def version_app_id(app_id: str, version: str) -> str:
 
 def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subject]:
     """The subjects of a run whose topics are ``names`` (``{role: topic}``, as provisioned)."""
-    workflow = plan.get("topology") == "workflow" and not plan["app_command"]
-
     def subject(name: str, version: str, design: str) -> Subject:
         suffix = f".{name}" if name else ""
         topics = {role: names[f"{role}{suffix}"] for role in (*WORKFLOW_TOPICS, "output", "assertions")
                   if f"{role}{suffix}" in names}
         return Subject(name, version_app_id(app_id, name) if name else app_id, version,
-                       design=design if workflow else "", **topics)
+                       design=design if workflow(plan) else "", **topics)
 
     designs = plan.get("workflow_designs") or [""]
     if design_matrix(plan):

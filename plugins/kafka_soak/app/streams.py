@@ -22,8 +22,9 @@ from kafka_soak.rundir import PROJECT_ROOT
 log = logging.getLogger(__name__)
 
 DEFAULT_VERSION = "4.3.1"  # the newest Kafka Streams release Maven Central serves
-# 3.0 is the first release with exactly_once_v2 and the metadata API the app logs its tasks with.
-VERSION_PATTERN = r"^(3|4)\.\d+\.\d+$"
+# 3.3 is the first release whose KStream#process takes the Processor API the workflow topology's processors use
+# (exactly_once_v2 and the metadata API the app logs its tasks with came in 3.0).
+VERSION_PATTERN = r"^(3\.([3-9]|[1-9]\d)|[4-9]\.\d+)\.\d+$"
 SOURCE = PROJECT_ROOT / "apps" / "streams"
 MAIN_CLASS = "io.kafkasoak.streams.SoakStreamsApp"
 # Kafka Streams sizes its record cache in bytes for the whole instance; param cache_entries counts entries per
@@ -53,8 +54,8 @@ def app_dir(version: str) -> Path:
 def build(version: str = DEFAULT_VERSION) -> tuple[Path, float]:
     """The app built against Kafka Streams ``version`` and the seconds this call spent building it (0: cached)."""
     if not re.match(VERSION_PATTERN, version):
-        raise StreamsVersionError(f"streams_version: {version!r} is not a Kafka Streams 3.x or 4.x release number "
-                                  "(allowed: MAJOR.MINOR.PATCH with MAJOR 3 or 4, e.g. 3.4.0 or 4.3.1)")
+        raise StreamsVersionError(f"streams_version: {version!r} is not a Kafka Streams release from 3.3 on "
+                                  "(allowed: MAJOR.MINOR.PATCH, 3.3.0 or later, e.g. 3.4.0 or 4.3.1)")
     target = app_dir(version)
     try:
         seconds = maven.build(target, lambda staging: [
