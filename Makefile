@@ -54,7 +54,7 @@ quota-eos: setup
 	$(PY) bench/report.py
 
 # How often soak_workflow_rollback catches the original's KTable self-join and passes the single writer (quick: 3 runs
-# of a 60 s program and the sequential control, about 10 minutes; SIZE=large: 5 runs of its defaults). Into
+# of a 60 s program and the sequential control, about 12 minutes; SIZE=large: 5 runs of its defaults). Into
 # docs/benchmarks.md and quoted in docs/scenarios.md.
 workflow-rollback: setup
 	$(PY) bench/workflow_rollback.py --size $(SIZE)
