@@ -159,8 +159,9 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA,
                "executions": anomalies.EXECUTION_SCHEMA}
     with phase("read"):
-        lows = kafka_topics.low_watermarks(args.bootstrap, topics["output"])
-        truncated = {**truncated, **({topics["output"]: lows} if lows else {})}
+        for role in ("output", "executions"):  # the history a verdict stands on; assertions only add to it
+            lows = kafka_topics.low_watermarks(args.bootstrap, topics[role]) if role in topics else {}
+            truncated = {**truncated, **({topics[role]: lows} if lows else {})}
         history = {"input": inputs, **{role: anomalies.parse(kafka_topics.read(spark, args.bootstrap, topic),
                                                              schemas[role]).cache() for role, topic in topics.items()}}
         counts = {role: df.count() for role, df in history.items()}
