@@ -41,6 +41,29 @@ def test_kill_is_sigkill_and_idempotent(processes, tmp_path):
     assert processes.process("worker") is None
 
 
+def test_a_process_whose_starter_dies_right_after_the_start_is_registered_and_reaped(tmp_path):
+    """The task that starts a process can be killed the moment the start returns (an interrupted `make soak` whose
+    toggle step was starting an instance): the supervisor registered it already, so the run's reaper finds and stops
+    it. The start command is run bare here, as that task's last act."""
+    import subprocess
+
+    from kafka_soak import reaper
+    from kafka_soak.runtime import Registry
+    from kafka_soak.runtime.local import child_env, python_command
+
+    registry = Registry(tmp_path)
+    out = subprocess.run(python_command("kafka_soak.runtime.spawn", "--name", "instance-2", str(tmp_path / "w.log"),
+                                        str(registry.exits_file), "--", *SLEEPER),
+                         env=child_env(), capture_output=True, text=True, check=True)
+    pid, supervisor = map(int, out.stdout.split())
+    record = registry.record("instance-2")
+    assert record is not None and (record.pid, record.supervisor) == (pid, supervisor)
+    assert record.create_time == psutil.Process(pid).create_time()
+    assert reaper.reap(tmp_path, "its starter died") == {"instance-2": -15}
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert not psutil.pid_exists(supervisor) or psutil.Process(supervisor).status() == psutil.STATUS_ZOMBIE
+
+
 class StopFailsFor(LocalProcesses):
     """The local runtime with one injected fault: stopping ``broken`` raises (as a hung engine call would)."""
 

@@ -87,17 +87,15 @@ class LocalProcesses:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         policy = ["--restart", json.dumps({"backoff_s": restart.backoff_s, "journal": {**restart.journal, "name": name}})
                   ] if restart else []
-        out = subprocess.run(python_command("kafka_soak.runtime.spawn", *policy, str(log_path),
+        out = subprocess.run(python_command("kafka_soak.runtime.spawn", "--name", name, *policy, str(log_path),
                                             str(self.registry.exits_file), "--", *command),
                              env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)
-        pid, supervisor = map(int, out.stdout.split())
-        try:
-            created = psutil.Process(pid).create_time()
-        except psutil.NoSuchProcess:  # ended already: its supervisor records how (exits.jsonl)
-            created = 0.0
+        pid = int(out.stdout.split()[0])
+        rec = self.registry.record(name)  # written by the supervisor (runtime.spawn) before it told the PID
+        if rec is None:
+            raise RuntimeError(f"{name} (pid {pid}) started but its supervisor did not register it in {self.registry.path}")
+        if not rec.create_time:
             log.warning("%s (pid %d) exited as soon as it started; see %s", name, pid, log_path)
-        rec = ProcessRecord(name, pid, created, str(log_path), time.time(), supervisor=supervisor)
-        self.registry.write(rec)
         log.info("started %s: pid %d, log %s", name, pid, log_path)
         return rec
 

@@ -1,12 +1,14 @@
 """Start a command detached from the caller, print its PID, record how it ends, and restart it if asked to.
 
 A task process is short-lived and an Airflow worker may reap or kill its children, so instances, the
-generator and the Kafka brokers are started through this: ``python -m kafka_soak.runtime.spawn LOG EXITS --
-CMD...`` starts a supervisor in a new session and exits once the supervisor has started the command (output to
-``LOG``) and told its PID (printed with the supervisor's: ``PID SUPERVISOR_PID``). The supervisor waits for the
-command and appends one JSON line to ``EXITS`` when it ends (``{"pid", "code", "signal", "at"}``): the exit code or
-signal of a process that is nobody's child, which the run's app-health check judges against what the program asked
-for.
+generator and the Kafka brokers are started through this: ``python -m kafka_soak.runtime.spawn --name NAME LOG
+EXITS -- CMD...`` starts a supervisor in a new session and exits once the supervisor has started the command
+(output to ``LOG``), registered it as ``NAME`` in the run's registry (``EXITS``' directory) and told its PID (printed
+with the supervisor's: ``PID SUPERVISOR_PID``). The supervisor registers, not the caller: a task killed right after
+the start (an interrupted ``make soak``, a run marked failed) still leaves a process that its teardowns and the
+reaper find. The supervisor waits for the command and appends one JSON line to ``EXITS`` when it ends (``{"pid",
+"code", "signal", "at"}``): the exit code or signal of a process that is nobody's child, which the run's app-health
+check judges against what the program asked for.
 
 With ``--restart RESTART_JSON`` (``Restart``: a backoff and the instance's journal fields) the supervisor is the
 instance's restart policy, as Kubernetes' kubelet or Compose's ``restart: on-failure`` are: a command that exits by
@@ -55,16 +57,17 @@ def launch(log_path: str, command: list[str]) -> subprocess.Popen:
                                 close_fds=True, env=os.environ)
 
 
-def supervise(log_path: str, exits_path: str, command: list[str], restart: Restart | None) -> None:
-    """Run ``command``, print its PID on stdout, close stdout, wait, record the exit; under a restart policy, start
-    it again after each failure until it exits with 0 or the suite ends it."""
+def supervise(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None) -> None:
+    """Run ``command``, register it as ``name``, print its PID on stdout, close stdout, wait, record the exit; under
+    a restart policy, start it again after each failure until it exits with 0 or the suite ends it."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     ending: list[bool] = []
     signal.signal(NO_RESTART, lambda *_: ending.append(True))
+    run_dir = Path(exits_path).parent.parent
     proc = launch(log_path, command)
+    register(run_dir, name, log_path, proc)
     print(proc.pid, flush=True)
     os.close(sys.stdout.fileno())
-    run_dir = Path(exits_path).parent.parent
     backoff = restart.backoff_s if restart else 0.0
     restarts = 0
     ended_here = False  # the suite's stop or kill named the process before this one
@@ -91,7 +94,7 @@ def supervise(log_path: str, exits_path: str, command: list[str], restart: Resta
             return
         restarts += 1
         proc = launch(log_path, command)
-        register(run_dir, restart, proc)
+        register(run_dir, name, log_path, proc)
         journal(run_dir, "restart", **restart.journal, pid=proc.pid, restart=restarts)
         if ending:  # the suite ended the instance while it was being restarted: end this one too
             proc.terminate()
@@ -99,22 +102,17 @@ def supervise(log_path: str, exits_path: str, command: list[str], restart: Resta
         backoff = min(backoff * 2, MAX_BACKOFF_S)
 
 
-def register(run_dir: Path, restart: Restart, proc: subprocess.Popen) -> None:
-    """Point the instance's registry record at the restarted process (``runtime.Registry``'s file)."""
-    import psutil  # only once a restart happens: the supervisor of every process starts without it
+def register(run_dir: Path, name: str, log_path: str, proc: subprocess.Popen) -> None:
+    """Point ``name``'s record in the run's registry (``runtime.Registry``) at ``proc``, just started."""
+    import psutil  # after the launch: the command does not wait for this import
 
-    from kafka_soak.runtime import Registry
+    from kafka_soak.runtime import ProcessRecord, Registry
 
-    registry = Registry(run_dir)
-    record = registry.record(restart.journal["name"])
-    if record is None:
-        return
     try:
-        record.create_time = psutil.Process(proc.pid).create_time()
-    except psutil.NoSuchProcess:
-        record.create_time = 0.0
-    record.pid, record.started_at = proc.pid, time.time()
-    registry.write(record)
+        created = psutil.Process(proc.pid).create_time()
+    except psutil.NoSuchProcess:  # ended already: the exit record says how
+        created = 0.0
+    Registry(run_dir).write(ProcessRecord(name, proc.pid, created, log_path, time.time(), supervisor=os.getpid()))
 
 
 def main() -> None:
@@ -122,19 +120,22 @@ def main() -> None:
     supervising = args[:1] == ["--supervise"]
     if supervising:
         args = args[1:]
+    name = args[1] if args[:1] == ["--name"] and len(args) > 1 else ""
+    args = args[2:] if name else args
     restart = None
     if args[:1] == ["--restart"] and len(args) > 1:
         restart = Restart(**json.loads(args[1]))
         args = args[2:]
-    if len(args) < 4 or args[2] != "--":
-        sys.exit("usage: python -m kafka_soak.runtime.spawn [--restart RESTART_JSON] LOG EXITS -- CMD...")
+    if not name or len(args) < 4 or args[2] != "--":
+        sys.exit("usage: python -m kafka_soak.runtime.spawn --name NAME [--restart RESTART_JSON] LOG EXITS -- CMD...")
     log_path, exits_path, _sep, *command = args
     if supervising:
-        supervise(log_path, exits_path, command, restart)
+        supervise(name, log_path, exits_path, command, restart)
         return
     policy = ["--restart", json.dumps(asdict(restart))] if restart else []
     with open(log_path, "ab", buffering=0) as log:  # the supervisor's own complaints, should it fail to start
-        supervisor = subprocess.Popen([sys.executable, "-m", "kafka_soak.runtime.spawn", "--supervise", *policy, *args],
+        supervisor = subprocess.Popen([sys.executable, "-m", "kafka_soak.runtime.spawn", "--supervise", "--name", name,
+                                       *policy, *args],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                       start_new_session=True, close_fds=True, env=os.environ)
     assert supervisor.stdout is not None
