@@ -115,3 +115,20 @@ def test_a_run_that_stopped_before_its_verdict_still_gets_a_report_that_says_so(
     assert 'id="no-verdict"' in page and 'id="status">NO VERDICT<' in page
     assert 'id="timeline-spec"' in page, "the program's timeline is still drawn"
     assert history.summarize(run_dir, tmp_path).status == "no verdict"
+
+
+def test_the_charts_script_is_made_once_and_then_read_from_the_cache(tmp_path, monkeypatch):
+    """vl-convert bundles Vega-Embed in about a second of CPU per report: the first report of a machine makes it into
+    the project's cache, every later one reads it from there."""
+    import vl_convert
+
+    monkeypatch.setenv("SOAK_CACHE_DIR", str(tmp_path))
+    made = report.vega_embed_bundle.__wrapped__()
+    [cached] = (tmp_path / "vega-embed").glob("*.js")
+    assert cached.read_text() == made and "vegaEmbed" in made
+
+    def no_second_bundle(**_kwargs):
+        raise AssertionError("bundled again instead of read from the cache")
+
+    monkeypatch.setattr(vl_convert, "javascript_bundle", no_second_bundle)
+    assert report.vega_embed_bundle.__wrapped__() == made

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import charts, health, rundir
+from kafka_soak import charts, health, maven, rundir
 from kafka_soak.evidence import RunEvidence, first_failure, read_json
 from kafka_soak.pages import TEMPLATES
 
@@ -26,13 +26,26 @@ ANOMALY_ORDER = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", 
 
 @cache
 def vega_embed_bundle() -> str:
-    """Vega, Vega-Lite and Vega-Embed as one script, matching the Vega-Lite version Altair writes."""
+    """Vega, Vega-Lite and Vega-Embed as one script, matching the Vega-Lite version Altair writes. vl-convert bundles
+    it in about 1.3 s of CPU, most of what a report costs, so it is kept in the project's cache once made (per
+    vl-convert and Vega-Lite version); a cache that cannot be written is only a slower report."""
+    from importlib.metadata import version
+
     import altair as alt
     import vl_convert
 
-    bundle = vl_convert.javascript_bundle(vl_version="_".join(alt.SCHEMA_VERSION.split(".")[:2]))
+    vl_version = "_".join(alt.SCHEMA_VERSION.split(".")[:2])
+    cached = maven.cache_root() / "vega-embed" / f"vl-convert-{version('vl-convert-python')}-vega-lite-{vl_version}.js"
+    if cached.is_file():
+        return cached.read_text()
+    bundle = vl_convert.javascript_bundle(vl_version=vl_version)
     if "</script" in bundle.lower():  # inlined as is: it must not end its own <script> element
         raise ValueError("the Vega-Embed bundle contains '</script' and cannot be inlined")
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        rundir.write_text(cached, bundle)
+    except OSError:
+        pass
     return bundle
 
 
