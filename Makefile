@@ -38,6 +38,7 @@ bench: setup
 	$(PY) bench/generator.py --size $(SIZE)
 	$(PY) bench/validation.py --size $(SIZE)
 	$(PY) bench/checker_jit.py --size $(SIZE)
+	$(PY) bench/checker_class_data.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/report.py
 

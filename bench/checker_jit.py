@@ -17,6 +17,7 @@ import resource
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,12 @@ PAIRS = 2
 TIMEOUT_S = 1200
 
 
-def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int,
+def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int, name: str,
             java_options: str | None) -> dict[str, float]:
-    """One validate job; its wall time and the CPU seconds of its process tree (spark-submit waits for all of it)."""
+    """One validate job (``name``: its variant); its wall time and the CPU seconds of its process tree (spark-submit
+    waits for all of it)."""
     conf = {**CONF, **({"spark.driver.extraJavaOptions": java_options} if java_options else {})}
-    out = work / f"out-{java_options or 'tiered'}"
+    out = work / f"out-{name}"
     command = spark_command(bootstrap, topics, records, out, conf)
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     with (work / "spark.log").open("a") as log:
@@ -50,18 +52,22 @@ def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int,
             "anomalies": {k: v for k, v in verdict["anomalies"].items() if v}}
 
 
-def measure(records: int) -> dict[str, Any]:
-    work = common.runs_dir(f"checker-jit-{records}")
+def measure(records: int, variants: tuple[tuple[str, str | None], ...] = (("tiered", None), ("c1", SHORT_LIVED_JIT)),
+            first: Callable[[Path, Any], dict[str, Any]] | None = None, pairs: int = PAIRS) -> dict[str, Any]:
+    """``pairs`` rounds of the job under each of ``variants`` (name, driver JVM options) on one history of ``records``,
+    after ``first(work, cluster)`` if given; the medians per variant, and what ``first`` returned."""
+    work = common.runs_dir(f"checker-{'-'.join(name for name, _ in variants)}-{records}")
     history = soak_history.History.of(records)
     backend = LocalKafkaBackend(work)
-    runs: dict[str, list[dict[str, float]]] = {"tiered": [], "c1": []}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
     try:
         cluster = backend.provision({"input": history.partitions, "output": history.partitions, "assertions": 1},
                                     prefix=f"jit-{records}")
         soak_history.write(cluster.bootstrap_servers, cluster.topics, history)
-        for pair in range(PAIRS):
-            for name, options in (("tiered", None), ("c1", SHORT_LIVED_JIT)):
-                run = run_job(work, cluster.bootstrap_servers, cluster.topics, records, options)
+        before = first(work, cluster) if first else {}
+        for pair in range(pairs):
+            for name, options in variants:
+                run = run_job(work, cluster.bootstrap_servers, cluster.topics, records, f"{name}-{pair}", options)
                 if run["anomalies"] != history.planted:
                     raise RuntimeError(f"{records}, {name}: found {run['anomalies']}, planted {history.planted}")
                 runs[name].append(run)
@@ -69,7 +75,7 @@ def measure(records: int) -> dict[str, Any]:
                       f"{run['cpu_s']:.1f} CPU-s", flush=True)
     finally:
         backend.release(None)
-    return {"records": records, "work_dir": str(work),
+    return {"records": records, "work_dir": str(work), **before,
             **{name: {key: statistics.median(r[key] for r in rs) for key in ("wall_s", "cpu_s")}
                for name, rs in runs.items()}}
 

@@ -19,6 +19,8 @@ from typing import Any
 from common import DagsTest, figure, parse_size, runs_dir, write_results
 
 DAG_ID = "soak_eos_id_assignment"
+# The `make soak` default (--size large) may spend this much beyond its program (provisioning, validation, Airflow).
+TARGET_OVERHEAD_S = 45
 CONFS = {"quick": {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4},
          "large": {}}
 RUN_TIMEOUT_S = 1200
@@ -104,7 +106,9 @@ def main() -> None:
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text())["status"] if verdict_path.exists() else "none"
     figures = [figure("whole run", wall, "s", duration, "", None, "baseline: the program's own duration"),
-                   figure("overhead (run − program)", overhead, "s", duration, "", None,
+                   figure("overhead (run − program)", overhead, "s", duration,
+                          f"≤ {TARGET_OVERHEAD_S} s" if size == "large" else "",
+                          overhead <= TARGET_OVERHEAD_S if size == "large" else None,
                           "ratio: overhead per second of program")]
     biggest = ", ".join(f"{name} {p['overhead_s']:.0f} s" for name, p in ranked[:3])
     body = f"""

@@ -148,6 +148,14 @@ def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text()) if path.exists() else []
 
 
+def label(subject: dict[str, Any]) -> str:
+    """How the report and the alert name a subject: by its workflow design or its Kafka Streams version. A subject
+    given by hand (``--subjects``, as the docstring above shows) may have neither."""
+    if subject.get("design"):
+        return f"design {subject['design']}"
+    return f"Kafka Streams {subject['version']}" if subject.get("version") else "the app"
+
+
 def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any], inputs: DataFrame,
           truncated: dict[str, dict[int, int]], health: dict[str, Any], out_dir: Path) -> tuple[dict[str, Any], Any]:
     """One subject's verdict (the app of the run, or one version of a matrix): its output and assertions against
@@ -185,9 +193,8 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
         records.update({"execution_versions": counts["executions"], "executions": rows["executions"]})
     else:
         records.update({"distinct_keys": rows["key_ids"], "distinct_assigned_ids": rows["assigned_ids"]})
-    label = (f"design {subject['design']}" if subject.get("design") == subject["name"]
-             else f"Kafka Streams {subject['version']}")
-    outcome.update({"contract": contract, "label": label, "records": records, "topics": {"input": args.input_topic, **topics},
+    outcome.update({"contract": contract, "label": label(subject), "records": records,
+                    "topics": {"input": args.input_topic, **topics},
                     "data_docs": str(docs_dir / "index.html")})
     return outcome, (history, frames)
 

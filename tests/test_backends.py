@@ -221,18 +221,29 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     assert not os.path.exists(file), "the properties file is removed after the submit"
 
 
-@pytest.mark.parametrize("records, given, jit", [(6000, None, "-XX:TieredStopAtLevel=1"), (10_000_000, None, None),
-                                                 (6000, "-Xss4m", "-Xss4m")])
-def test_the_checker_of_a_small_run_compiles_with_c1_alone(records, given, jit, monkeypatch, tmp_path):
+@pytest.mark.parametrize("records, given, archived, expected", [
+    (6000, None, False, "-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit={staging}"),
+    (6000, None, True, "-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archive}"),
+    (10_000_000, None, True, "-XX:SharedArchiveFile={archive}"),
+    (6000, "-Xss4m", True, "-Xss4m")])
+def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_classes(
+        records, given, archived, expected, monkeypatch, tmp_path):
     """The validate task's driver JVM of a run that ends within a minute or two gets C1 alone (its C2 compiles cost
-    more CPU than they save); a big run keeps tiered compilation; options given to the operator win."""
-    from kafka_soak.operators.validate import CONF, ValidateOperator
+    more CPU than they save); a big run keeps tiered compilation. On a local master every run maps the driver's
+    class-data archive, which the first run dumps; options given to the operator win."""
+    from kafka_soak import spark_kafka
+    from kafka_soak.operators.validate import CONF, ValidateOperator, driver_archive
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "spark-submit").write_text(RECORDING_SPARK_SUBMIT)
     (tmp_path / "bin" / "spark-submit").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("SUBMITTED", str(tmp_path / "submitted.txt"))
+    monkeypatch.setattr("kafka_soak.class_data.archives_dir", lambda: tmp_path / "class-data")
+    archive = driver_archive("local[2]", spark_kafka.resolve())
+    if archived:
+        archive.path.parent.mkdir(parents=True)
+        archive.path.write_bytes(b"an archive")
     conf = {**CONF, **({"spark.driver.extraJavaOptions": given} if given else {})}
     cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": {"input": "soak.in"},
                "subjects": [{"name": "", "output": "soak.out", "assertions": "soak.a"}]}
@@ -240,4 +251,32 @@ def test_the_checker_of_a_small_run_compiles_with_c1_alone(records, given, jit, 
                      conf=conf).execute({})
     args = [line.removeprefix("arg: ") for line in (tmp_path / "submitted.txt").read_text().splitlines()]
     options = [a.split("=", 1)[1] for a in args if a.startswith("spark.driver.extraJavaOptions=")]
-    assert options == ([jit] if jit else [])
+    assert options == [expected.format(staging=archive.staging, archive=archive.path)]
+    assert driver_archive("yarn", spark_kafka.resolve()) is None, "a cluster's driver runs elsewhere: no archive"
+
+
+def test_a_class_data_archive_dumped_at_a_jvm_s_exit_is_mapped_by_the_next_jvm(monkeypatch, tmp_path):
+    """A real JVM (Kafka's storage tool, which ends with System.exit as the checker's driver does) dumps the archive at
+    its exit; once kept, the next JVM maps it: with -Xshare:on a JVM that cannot map it refuses to start."""
+    import subprocess
+
+    from kafka_soak.backends import kafka_jars
+    from kafka_soak.class_data import SharedArchive
+
+    monkeypatch.setattr("kafka_soak.class_data.archives_dir", lambda: tmp_path)
+    jars = kafka_jars.resolve()
+    archive = SharedArchive.of("kafka-tool", [jars])
+
+    def run(*options: str) -> subprocess.CompletedProcess:
+        return subprocess.run([kafka_jars.java_executable(), *options, "-cp", f"{jars}/*", "kafka.tools.StorageTool",
+                               "random-uuid"], capture_output=True, text=True, timeout=120)
+
+    dump = archive.java_option()
+    assert dump == f"-XX:ArchiveClassesAtExit={archive.staging}"
+    assert run(dump).returncode == 0 and archive.staging.stat().st_size > 0
+    archive.keep()
+    assert archive.path.is_file() and not archive.staging.exists()
+    assert archive.java_option() == f"-XX:SharedArchiveFile={archive.path}"
+    mapped = run(archive.java_option(), "-Xshare:on")
+    assert mapped.returncode == 0, mapped.stdout + mapped.stderr
+    assert SharedArchive.of("kafka-tool", [jars]) == archive, "the same java and class path: the same archive"

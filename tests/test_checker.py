@@ -136,3 +136,12 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
     assert outcome["status"] == "failed"
     assert sorted(s["id"] for s in outcome["samples"]["rolled_back"]) == [1, 2, 4]
     assert {e["anomaly"] for e in outcome["expectations"]} == {None, "lost", "duplicated", "unexpected", "rolled_back"}
+
+
+def test_a_subject_is_labelled_by_its_design_or_version_and_a_bare_one_needs_neither():
+    """The job's --subjects as its docstring shows them (name, output, assertions) once failed with KeyError 'version'
+    after judging (bench/validation.py submits such a subject)."""
+    assert validate_soak.label({"name": "", "output": "o", "assertions": "a"}) == "the app"
+    assert validate_soak.label({"name": "3.4.0", "version": "3.4.0", "design": ""}) == "Kafka Streams 3.4.0"
+    assert validate_soak.label({"name": "single-writer", "version": "4.3.1", "design": "single-writer"}) == \
+        "design single-writer"

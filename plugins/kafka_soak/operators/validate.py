@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from kafka_soak import java_client, kafka_io, spark_kafka
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
+from kafka_soak.class_data import SharedArchive
 from kafka_soak.rundir import PROJECT_ROOT
 
 SPARK_JOBS = PROJECT_ROOT / "spark_jobs"
@@ -65,23 +67,39 @@ class ValidateOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         self.application_args = job_args(self.cluster, self.out_dir, self.expected_records)
-        self.conf = {**jit_conf(int(self.expected_records)), **(self.conf or {})}
-        self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
-        settings = client_settings(self.cluster)
-        if not settings:
-            return super().execute(context)
         master, given = self._get_hook()._connection["master"], self.properties_file
-        with settings_in_env(settings), cluster_properties(settings, master, given) as path:
-            self.properties_file = path or given
-            try:
+        jars = spark_kafka.resolve()
+        archive = driver_archive(master, jars)
+        self.conf = {**driver_conf(int(self.expected_records), archive), **(self.conf or {})}
+        self.jars = self.jars or ",".join(map(str, jars))
+        settings = client_settings(self.cluster)
+        try:
+            if not settings:
                 return super().execute(context)
-            finally:
-                self.properties_file = given
+            with settings_in_env(settings), cluster_properties(settings, master, given) as path:
+                self.properties_file = path or given
+                return super().execute(context)
+        finally:
+            self.properties_file = given
+            if archive is not None:
+                archive.keep()
 
 
-def jit_conf(expected_records: int) -> dict[str, str]:
-    """The driver JVM's compiler for a run of this size; ``extraJavaOptions`` given to the operator take precedence."""
-    return {"spark.driver.extraJavaOptions": SHORT_LIVED_JIT} if expected_records <= SHORT_JOB_RECORDS else {}
+def driver_archive(master: str, jars: list[Path]) -> SharedArchive | None:
+    """The driver JVM's class-data archive where the driver runs on this machine (a ``local`` master); none where a
+    cluster runs it."""
+    if not master.startswith("local"):
+        return None
+    [pyspark] = importlib.util.find_spec("pyspark").submodule_search_locations  # not imported: the DAGs' parse
+    return SharedArchive.of(f"spark-{spark_kafka.spark_version()}-driver", [Path(pyspark, "jars"), *jars])
+
+
+def driver_conf(expected_records: int, archive: SharedArchive | None) -> dict[str, str]:
+    """The driver JVM's options: C1 alone for a run of this size or smaller than ``SHORT_JOB_RECORDS``, and its
+    class-data ``archive``; ``extraJavaOptions`` given to the operator take precedence."""
+    options = [*([SHORT_LIVED_JIT] if expected_records <= SHORT_JOB_RECORDS else []),
+               *([archive.java_option()] if archive else [])]
+    return {"spark.driver.extraJavaOptions": " ".join(options)} if options else {}
 
 
 @contextmanager
