@@ -41,11 +41,12 @@ class SharedArchive:
         return self.path.with_name(f".{self.path.name}.{os.getpid()}")
 
     def java_option(self) -> str:
-        """The option that maps the archive, or that dumps it at the JVM's exit when there is none yet."""
+        """The option that maps the archive, or that dumps it at the JVM's exit when there is none yet (quietly: the
+        dump warns once per class it leaves out, a thousand lines in the checker's log)."""
         if self.path.is_file():
             return f"-XX:SharedArchiveFile={self.path}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        return f"-XX:ArchiveClassesAtExit={self.staging}"
+        return f"-XX:ArchiveClassesAtExit={self.staging} -Xlog:cds=off"
 
     def keep(self) -> None:
         """Put the archive this process's JVM dumped in place (one that did not exit normally wrote none)."""
