@@ -39,6 +39,7 @@ bench: setup
 	$(PY) bench/validation.py --size $(SIZE)
 	$(PY) bench/checker_jit.py --size $(SIZE)
 	$(PY) bench/checker_class_data.py --size $(SIZE)
+	$(PY) bench/checker_scaling.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/report.py
 

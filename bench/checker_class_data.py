@@ -20,6 +20,7 @@ from typing import Any
 
 import checker_jit
 import common
+from checker_jit import Variant
 
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.class_data import SharedArchive
@@ -34,14 +35,15 @@ def measure(records: int) -> dict[str, Any]:
 
     def dump(work: Path, cluster: Any) -> dict[str, Any]:
         run = checker_jit.run_job(work, cluster.bootstrap_servers, cluster.topics, records, "dump",
-                                  f"{SHORT_LIVED_JIT} {archive.java_option()}")
+                                  Variant("dump", f"{SHORT_LIVED_JIT} {archive.java_option()}"))
         archive.keep()
         if not archive.path.is_file():
             raise RuntimeError(f"the driver JVM dumped no archive into {archive.staging}")
         return {"dump": {key: run[key] for key in ("wall_s", "cpu_s")}, "archive_bytes": archive.path.stat().st_size}
 
-    return checker_jit.measure(records, (("loaded", SHORT_LIVED_JIT),
-                                         ("archived", f"{SHORT_LIVED_JIT} -XX:SharedArchiveFile={archive.path}")), dump, PAIRS)
+    return checker_jit.measure(records, (Variant("loaded", SHORT_LIVED_JIT),
+                                         Variant("archived", f"{SHORT_LIVED_JIT} -XX:SharedArchiveFile={archive.path}")),
+                               dump, PAIRS)
 
 
 def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,16 +56,15 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
                           "", None, f"paid once per machine; archive {run['archive_bytes'] / 2**20:.0f} MiB")]
 
 
+BODY = (f"Medians of {PAIRS} pairs per size, alternating on the same history and broker, after one run "
+        "that dumped the archive. Value: the driver JVM mapping its classes from the class-data archive "
+        "(`-XX:SharedArchiveFile`, as ValidateOperator submits on a local master once the first validate task of "
+        "the machine has dumped it); baseline: the same job loading them from the jars. Both compile with C1 "
+        "alone, as a run of this size does.")
+
+
 def main() -> None:
-    size = common.parse_size(__doc__.splitlines()[0])
-    results = [measure(records) for records in SIZES[size]]
-    body = (f"Medians of {PAIRS} pairs per size, alternating on the same history and broker, after one run "
-            "that dumped the archive. Value: the driver JVM mapping its classes from the class-data archive "
-            "(`-XX:SharedArchiveFile`, as ValidateOperator submits on a local master once the first validate task of "
-            "the machine has dumped it); baseline: the same job loading them from the jars. Both compile with C1 "
-            "alone, as a run of this size does.")
-    common.write_results("checker_class_data", "The checker's class-data archive", size,
-                         [f for run in results for f in figures(run)], body, {"runs": results})
+    common.run_sizes("checker_class_data", "The checker's class-data archive", __doc__, SIZES, measure, figures, BODY)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import common
 import soak_history
@@ -34,13 +34,21 @@ PAIRS = 2
 TIMEOUT_S = 1200
 
 
-def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int, name: str,
-            java_options: str | None) -> dict[str, float]:
-    """One validate job (``name``: its variant); its wall time and the CPU seconds of its process tree (spark-submit
+class Variant(NamedTuple):
+    """One way to submit the job: its name, the driver JVM's options (None: the JVM's defaults) and the master."""
+
+    name: str
+    java_options: str | None
+    master: str = "local[2]"
+
+
+def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int, run: str,
+            variant: Variant) -> dict[str, float]:
+    """One validate job (``run``: its name); its wall time and the CPU seconds of its process tree (spark-submit
     waits for all of it)."""
-    conf = {**CONF, **({"spark.driver.extraJavaOptions": java_options} if java_options else {})}
-    out = work / f"out-{name}"
-    command = spark_command(bootstrap, topics, records, out, conf)
+    conf = {**CONF, **({"spark.driver.extraJavaOptions": variant.java_options} if variant.java_options else {})}
+    out = work / f"out-{run}"
+    command = spark_command(bootstrap, topics, records, out, conf, variant.master)
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     with (work / "spark.log").open("a") as log:
         proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=child_env(), timeout=TIMEOUT_S)
@@ -52,22 +60,23 @@ def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int, na
             "anomalies": {k: v for k, v in verdict["anomalies"].items() if v}}
 
 
-def measure(records: int, variants: tuple[tuple[str, str | None], ...] = (("tiered", None), ("c1", SHORT_LIVED_JIT)),
+def measure(records: int, variants: tuple[Variant, ...] = (Variant("tiered", None), Variant("c1", SHORT_LIVED_JIT)),
             first: Callable[[Path, Any], dict[str, Any]] | None = None, pairs: int = PAIRS) -> dict[str, Any]:
-    """``pairs`` rounds of the job under each of ``variants`` (name, driver JVM options) on one history of ``records``,
-    after ``first(work, cluster)`` if given; the medians per variant, and what ``first`` returned."""
-    work = common.runs_dir(f"checker-{'-'.join(name for name, _ in variants)}-{records}")
+    """``pairs`` rounds of the job under each of ``variants`` on one history of ``records``, after ``first(work,
+    cluster)`` if given; the medians per variant, and what ``first`` returned."""
+    work = common.runs_dir(f"checker-{'-'.join(v.name for v in variants)}-{records}")
     history = soak_history.History.of(records)
     backend = LocalKafkaBackend(work)
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
+    runs: dict[str, list[dict[str, float]]] = {v.name: [] for v in variants}
     try:
         cluster = backend.provision({"input": history.partitions, "output": history.partitions, "assertions": 1},
                                     prefix=f"jit-{records}")
         soak_history.write(cluster.bootstrap_servers, cluster.topics, history)
         before = first(work, cluster) if first else {}
         for pair in range(pairs):
-            for name, options in variants:
-                run = run_job(work, cluster.bootstrap_servers, cluster.topics, records, f"{name}-{pair}", options)
+            for variant in variants:
+                name = variant.name
+                run = run_job(work, cluster.bootstrap_servers, cluster.topics, records, f"{name}-{pair}", variant)
                 if run["anomalies"] != history.planted:
                     raise RuntimeError(f"{records}, {name}: found {run['anomalies']}, planted {history.planted}")
                 runs[name].append(run)
@@ -93,16 +102,15 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
                           c1["wall_s"] <= tiered["wall_s"])]
 
 
+BODY = (f"Medians of {PAIRS} pairs per size, the two compilers alternating on the same history and broker. "
+        "Value: the driver JVM with `-XX:TieredStopAtLevel=1` (C1 alone), as ValidateOperator submits a run of "
+        f"up to {SHORT_JOB_RECORDS:,} records; baseline: the JVM's default tiered compilation (C1, then C2). "
+        "On a small run the C2 compiler's work is most of the job's CPU and never pays back; less CPU is what "
+        "counts on a 2-core machine where the run's broker and apps share the cores.")
+
+
 def main() -> None:
-    size = common.parse_size(__doc__.splitlines()[0])
-    results = [measure(records) for records in SIZES[size]]
-    body = (f"Medians of {PAIRS} pairs per size, the two compilers alternating on the same history and broker. "
-            "Value: the driver JVM with `-XX:TieredStopAtLevel=1` (C1 alone), as ValidateOperator submits a run of "
-            f"up to {SHORT_JOB_RECORDS:,} records; baseline: the JVM's default tiered compilation (C1, then C2). "
-            "On a small run the C2 compiler's work is most of the job's CPU and never pays back; less CPU is what "
-            "counts on a 2-core machine where the run's broker and apps share the cores.")
-    common.write_results("checker_jit", "The checker's JIT (C1 alone for a small run)", size,
-                         [f for run in results for f in figures(run)], body, {"runs": results})
+    common.run_sizes("checker_jit", "The checker's JIT (C1 alone for a small run)", __doc__, SIZES, measure, figures, BODY)
 
 
 if __name__ == "__main__":

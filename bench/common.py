@@ -38,6 +38,15 @@ def parse_size(description: str) -> str:
     return parser.parse_args().size
 
 
+def run_sizes(name: str, title: str, doc: str, sizes: dict[str, tuple[int, ...]],
+              measure: Callable[[int], dict[str, Any]], figures: Callable[[dict[str, Any]], list[dict[str, Any]]],
+              body: str) -> None:
+    """A benchmark that measures each record count of its ``--size`` in turn: its results and section."""
+    size = parse_size(doc.splitlines()[0])
+    results = [measure(records) for records in sizes[size]]
+    write_results(name, title, size, [f for run in results for f in figures(run)], body, {"runs": results})
+
+
 def command(name: str, size: str) -> str:
     return f"python bench/{name}.py --size {size}"
 

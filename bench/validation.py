@@ -58,11 +58,12 @@ def run_baseline(work: Path, bootstrap: str, topics: dict[str, str]) -> dict[str
             "mean_load": round(measured.mean_load, 1), "log": str(log)}
 
 
-def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Path, conf: dict[str, str]) -> list[str]:
-    """spark-submit of the validate job on one run's topics, as the DAG's validate task submits it, on local[2]."""
+def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Path, conf: dict[str, str],
+                  master: str = "local[2]") -> list[str]:
+    """spark-submit of the validate job on one run's topics, as the DAG's validate task submits it, on ``master``."""
     cluster = {"bootstrap_servers": bootstrap, "topics": topics, "backend": "local",
                "subjects": [{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]}
-    return [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+    return [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
             "--name", "kafka-soak-validate-bench", "--jars", ",".join(map(str, spark_kafka.resolve())),
             "--py-files", ",".join(map(str, MODULES)), str(JOB), *job_args(cluster, str(out), records)]

@@ -1,0 +1,53 @@
+"""The checker on one core and on two: the validate job on ``local[1]`` against ``local[2]``, same history, side by
+side (the start of a scaling curve: a cluster master adds cores the same way).
+
+    python bench/checker_scaling.py --size quick   # 1M input records and as many outputs, 2 pairs
+    python bench/checker_scaling.py --size large   # also 3M
+
+Per size: an Apache Kafka broker (backend local), a history with planted anomalies (``soak_history``), then the real
+job (``spark-submit spark_jobs/validate_soak.py``, the DAG's conf and driver options as ValidateOperator gives them
+for a run of this size) alternately on ``local[1]`` (the baseline) and ``local[2]``. Every run must report the planted
+anomalies. Measured: wall time and CPU seconds of the job's process tree (medians). Writes
+``bench/results/checker_scaling.{json,md}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import checker_jit
+import common
+from checker_jit import Variant
+
+from kafka_soak import spark_kafka
+from kafka_soak.operators.validate import driver_archive, driver_conf
+
+SIZES = {"quick": (1_000_000,), "large": (1_000_000, 3_000_000)}
+PAIRS = 2
+
+
+def measure(records: int) -> dict[str, Any]:
+    options = driver_conf(records, driver_archive("local[2]", spark_kafka.resolve())).get("spark.driver.extraJavaOptions")
+    return checker_jit.measure(records, (Variant("local[1]", options, "local[1]"), Variant("local[2]", options)),
+                               pairs=PAIRS)
+
+
+def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
+    n, one, two = f"{run['records']:,} records", run["local[1]"], run["local[2]"]
+    return [common.figure(f"wall time of the job on 2 cores, {n}", two["wall_s"], "s", one["wall_s"],
+                          "< 1× (two cores are faster)", two["wall_s"] < one["wall_s"]),
+            common.figure(f"CPU seconds of the job on 2 cores, {n}", two["cpu_s"], "s", one["cpu_s"], "", None,
+                          "the same work; more than 1× is what parallelism costs")]
+
+
+BODY = (f"Medians of {PAIRS} pairs per size, alternating on the same history and broker. Value: the job on "
+        "`local[2]` (two cores, as the DAG's `spark_default` connection has it here); baseline: the same job on "
+        "`local[1]`. The machine has two cores, so two is the end of this curve here; the broker shares them.")
+
+
+def main() -> None:
+    common.run_sizes("checker_scaling", "The checker from one core to two", __doc__, SIZES, measure, figures, BODY)
+
+
+if __name__ == "__main__":
+    main()
