@@ -1,8 +1,8 @@
 """Class-data sharing for a JVM this machine starts again and again with the same class path: the checker's Spark
 driver loads and verifies the same thousands of classes in every run. JDK 17 dumps the classes a JVM loaded into an
 archive when it exits (``-XX:ArchiveClassesAtExit``, a dynamic CDS archive); a later JVM maps them from it
-(``-XX:SharedArchiveFile``) instead: a bare spark-submit here took 4.3 s and 5 CPU-s with the archive, 7.3 s and
-8 CPU-s without (docs/benchmarks.md, "Run overhead"). The first run of a machine pays for the dump once, about 14 s.
+(``-XX:SharedArchiveFile``) instead: the validate job of 6 000 records in 0.86x the wall time and CPU
+(``bench/checker_class_data.py``). The run that dumps the archive (the machine's first) takes about 20 s longer, once.
 
 An archive is kept in the project's cache under a name made of what it is valid for (the ``java`` that runs it and
 the jars of its class path); a JVM that finds it does not match says so and runs without it (``-Xshare:auto``)."""
