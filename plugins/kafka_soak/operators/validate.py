@@ -68,10 +68,9 @@ class ValidateOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         self.application_args = job_args(self.cluster, self.out_dir, self.expected_records)
         master, given = self._get_hook()._connection["master"], self.properties_file
-        jars = spark_kafka.resolve()
-        archive = driver_archive(master, jars)
+        self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
+        archive = driver_archive(master, [Path(jar) for jar in self.jars.split(",")])
         self.conf = {**driver_conf(int(self.expected_records), archive), **(self.conf or {})}
-        self.jars = self.jars or ",".join(map(str, jars))
         settings = client_settings(self.cluster)
         try:
             if not settings:
