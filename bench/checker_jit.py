@@ -27,7 +27,7 @@ from validation import child_env, spark_command
 
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, SHORT_JOB_RECORDS
+from kafka_soak.operators.validate import CONF, SHORT_JOB_RECORDS, shuffle_partitions
 
 SIZES = {"quick": (6000, SHORT_JOB_RECORDS), "large": (6000, SHORT_JOB_RECORDS, 1_000_000)}
 PAIRS = 2
@@ -46,7 +46,8 @@ def run_job(work: Path, bootstrap: str, topics: dict[str, str], records: int, ru
             variant: Variant) -> dict[str, float]:
     """One validate job (``run``: its name); its wall time and the CPU seconds of its process tree (spark-submit
     waits for all of it)."""
-    conf = {**CONF, **({"spark.driver.extraJavaOptions": variant.java_options} if variant.java_options else {})}
+    conf = {**CONF, "spark.sql.shuffle.partitions": str(shuffle_partitions(records)),
+            **({"spark.driver.extraJavaOptions": variant.java_options} if variant.java_options else {})}
     out = work / f"out-{run}"
     command = spark_command(bootstrap, topics, records, out, conf, variant.master)
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()

@@ -20,7 +20,7 @@ import common
 from checker_jit import Variant
 
 from kafka_soak import spark_kafka
-from kafka_soak.operators.validate import driver_archive, driver_conf
+from kafka_soak.operators.validate import driver_archive, sized_conf
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 3_000_000)}
 PAIRS = 2
@@ -28,7 +28,7 @@ PAIRS = 2
 
 def measure(records: int) -> dict[str, Any]:
     archive = driver_archive("local[2]", spark_kafka.resolve())
-    options = driver_conf(records, archive).get("spark.driver.extraJavaOptions")
+    options = sized_conf(records, archive).get("spark.driver.extraJavaOptions")
     try:
         return checker_jit.measure(records, (Variant("local[1]", options, "local[1]"), Variant("local[2]", options)),
                                    pairs=PAIRS)

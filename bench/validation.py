@@ -27,7 +27,7 @@ import soak_history
 
 from kafka_soak import spark_kafka
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, JOB, MODULES, driver_archive, driver_conf, job_args
+from kafka_soak.operators.validate import CONF, JOB, MODULES, driver_archive, job_args, sized_conf
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 TARGET_RECORDS = 10_000_000  # the target: faster than the baseline at 10M records
@@ -72,7 +72,7 @@ def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Pat
 def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) -> dict[str, Any]:
     log, out = work / "spark.log", work / "spark-run"
     archive = driver_archive("local[2]", spark_kafka.resolve())  # mapped as the DAG's task maps it, once dumped
-    command = spark_command(bootstrap, topics, records, out, {**driver_conf(records, archive), **CONF})
+    command = spark_command(bootstrap, topics, records, out, {**sized_conf(records, archive), **CONF})
     measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
     archive.keep()
     verdict_file = out / "verdict.json"

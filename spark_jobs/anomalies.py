@@ -18,13 +18,6 @@ INPUT_SCHEMA = "id LONG, key STRING, seq LONG, ts LONG"
 OUTPUT_SCHEMA = "id LONG, key STRING, seq LONG, assigned_id LONG, instance INT, in_partition INT, in_offset LONG"
 ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partition INT, instance INT, step STRING, ts LONG"
 EXECUTION_SCHEMA = "id LONG, key STRING, state STRING, task_runs MAP<STRING, STRING>, instance INT, in_partition INT"
-# The anomalies each data contract can show (docs/architecture.md): a suite's expectation that decides another one
-# does not apply to the app, and a suite left without expectations is not run.
-CONTRACTS = {
-    "id-assignment": ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "app_health"),
-    # Executions end in any order and assign no ids; the app has no self-check.
-    "workflow": ("lost", "duplicated", "unexpected", "rolled_back", "app_health"),
-}
 # health.json's incidents: unexpected instance exits and error-level log events (kafka_soak.health).
 INCIDENT_SCHEMA = "kind STRING, instance INT, at DOUBLE, what STRING, log STRING"
 

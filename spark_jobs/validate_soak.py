@@ -24,14 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import anomalies
+import contracts
 import kafka_topics
+import rundir
 import timeline
 import verdict as verdicts
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 
 log = logging.getLogger("kafka_soak.validate")
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
+SAMPLES = 10  # rows kept to show what an anomaly looks like
 
 
 @contextmanager
@@ -42,7 +45,7 @@ def phase(name: str) -> Iterator[None]:
     log.info("phase %s: %.2f s", name, time.monotonic() - started)
 
 
-def load_suite(path: Path, anomalies: tuple[str, ...] = verdicts.ANOMALIES):
+def load_suite(path: Path, anomalies: tuple[str, ...] = contracts.ANOMALIES):
     """A suite kept as GX's own JSON, with the expectations that decide one of ``anomalies`` (those of the app's data
     contract) or the run's conclusiveness; each is built strictly so a typo fails loudly."""
     from great_expectations.core.expectation_suite import ExpectationSuite
@@ -55,7 +58,7 @@ def load_suite(path: Path, anomalies: tuple[str, ...] = verdicts.ANOMALIES):
 
 
 def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path, parameters: dict[str, Any],
-               anomalies: tuple[str, ...] = verdicts.ANOMALIES) -> list[dict[str, Any]]:
+               anomalies: tuple[str, ...] = contracts.ANOMALIES) -> list[dict[str, Any]]:
     """Validate each frame with its suite (the expectations of ``anomalies``); render Data Docs; return one flat dict
     per expectation."""
     with phase("gx_setup"):  # importing GX alone takes seconds
@@ -77,7 +80,7 @@ def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path, p
             definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch, suite=suite))
             started = time.monotonic()
             result = definition.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters,
-                                    result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10})
+                                    result_format=result_format(suite))
             log.info("suite %s: %s in %.1f s", name, "passed" if result.success else "FAILED", time.monotonic() - started)
             for r in result.results:
                 cfg = r.expectation_config
@@ -89,33 +92,31 @@ def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path, p
     return flat
 
 
-def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = 10) -> list[dict[str, Any]]:
-    """Example rows behind a failed expectation, with the columns its meta names."""
+def result_format(suite: Any, limit: int = SAMPLES) -> dict[str, Any]:
+    """Counts and the first unexpected rows: GX returns each failed column expectation's rows with the columns its
+    ``meta.sample_columns`` names (``unexpected_index_column_names``), so the samples come from GX's own predicate."""
+    columns = list(dict.fromkeys(c for e in suite.expectations if "column" in e.configuration.kwargs
+                                 for c in (e.meta or {}).get("sample_columns", [])))
+    return {"result_format": "SUMMARY", "partial_unexpected_count": limit,
+            **({"unexpected_index_column_names": columns} if columns else {})}
+
+
+def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = SAMPLES) -> list[dict[str, Any]]:
+    """Example rows behind a failed expectation, with the columns its meta names: GX's unexpected rows for a column
+    expectation; for a table's row count (assertions, incidents: a table that should be empty or small), its rows."""
     columns = (cfg.meta or {}).get("sample_columns")
     if result.success or not columns:
         return []
-    rows = frame
-    kwargs = cfg.kwargs
-    if "column" in kwargs:
-        col = frame[kwargs["column"]]
-        if "value_set" in kwargs:
-            rows = frame.where(~col.isin(list(kwargs["value_set"])))
-        else:
-            cond = None
-            if kwargs.get("min_value") is not None:
-                cond = col < kwargs["min_value"]
-            if kwargs.get("max_value") is not None:
-                high = col > kwargs["max_value"]
-                cond = high if cond is None else (cond | high)
-            rows = frame.where(cond)
-    return [row.asDict(recursive=True) for row in rows.select(*columns).limit(limit).collect()]
+    if "column" in cfg.kwargs:
+        return [{c: plain(row[c]) for c in columns} for row in result.result.get("partial_unexpected_index_list", [])]
+    return [row.asDict(recursive=True) for row in frame.select(*columns).limit(limit).collect()]
 
 
-def write_json(path: Path, data: Any, indent: int | None = None) -> None:
-    """Write atomically: the report, the alert and the Airflow UI may read the run directory at any time."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=indent, default=str))
-    tmp.replace(path)
+def plain(value: Any) -> Any:
+    """A value of a Spark row as JSON has it: a struct as an object, also inside an array."""
+    if isinstance(value, Row):
+        return value.asDict(recursive=True)
+    return [plain(v) for v in value] if isinstance(value, list) else value
 
 
 def write_timeline(judged: dict[str, tuple[dict[str, DataFrame], dict[str, DataFrame]]], found: dict[str, set[str]],
@@ -130,22 +131,20 @@ def write_timeline(judged: dict[str, tuple[dict[str, DataFrame], dict[str, DataF
     except Exception as exc:  # the verdict is already on disk: say what the report lacks, keep the exit code
         log.warning("timeline for the report could not be computed: %s", exc)
         data = {"error": f"{type(exc).__name__}: {exc}"}
-    write_json(out_dir / "timeline.json", data)
+    rundir.write_json(out_dir / rundir.TIMELINE, data, indent=None)
     log.info("timeline for the report in %.1f s", time.monotonic() - started)
 
 
 def read_health(run_dir: Path) -> dict[str, Any]:
     """How the instances fared (``health.json``, written when they were stopped); none when the run has no record
     of it (a checker run by hand on topics alone)."""
-    path = run_dir / "health.json"
-    return json.loads(path.read_text()) if path.exists() else {"incidents": [], "allowance": 0}
+    return rundir.read_json(run_dir / rundir.HEALTH) or {"incidents": [], "allowance": 0}
 
 
 def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
     """What each quota did, as measured on the brokers when the app stopped (``quotas.json``; none: no quota or
     not measurable on this backend)."""
-    path = run_dir / "quotas.json"
-    return json.loads(path.read_text()) if path.exists() else []
+    return rundir.read_json(run_dir / rundir.QUOTAS) or []
 
 
 def label(subject: dict[str, Any]) -> str:
@@ -161,9 +160,9 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     """One subject's verdict (the app of the run, or one version of a matrix): its output and assertions against
     the run's input; writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
     needs."""
-    contract = "workflow" if subject.get("design") else "id-assignment"
+    contract = subject.get("contract", contracts.ID_ASSIGNMENT)
     topics = {"output": subject["output"], "assertions": subject["assertions"],
-              **({"executions": subject["executions"]} if contract == "workflow" else {})}
+              **({"executions": subject["executions"]} if contract == contracts.WORKFLOW else {})}
     schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA,
                "executions": anomalies.EXECUTION_SCHEMA}
     with phase("read"):
@@ -182,14 +181,14 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
         rows = {name: df.count() for name, df in frames.items()}
         mine = [i for i in health["incidents"] if i.get("subject", "") == subject["name"]]
         frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
-    judged = anomalies.CONTRACTS[contract]
-    docs_dir = out_dir / "data_docs"
+    judged = contracts.JUDGED[contract]
+    docs_dir = out_dir / rundir.DATA_DOCS
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records,
                                                              "health_allowance": health["allowance"]}, judged)
     outcome = verdicts.decide(results, truncated, judged)
     records = {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
                "expected_input": args.expected_records}
-    if contract == "workflow":
+    if contract == contracts.WORKFLOW:
         records.update({"execution_versions": counts["executions"], "executions": rows["executions"]})
     else:
         records.update({"distinct_keys": rows["key_ids"], "distinct_assigned_ids": rows["assigned_ids"]})
@@ -204,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("bootstrap", "input-topic"):
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--subjects", type=json.loads, required=True,
-                        help='the apps under test: [{"name": "" or a version, "output": topic, "assertions": topic}]')
+                        help='the apps under test: [{"name": "" or a version, "output": topic, "assertions": topic}], each with '
+                        '"contract": "workflow" and "executions": topic for the workflow engine ("id-assignment" if '
+                        'none is given)')
     parser.add_argument("--expected-records", type=int, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--backend", default="unknown")
@@ -229,15 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     matrix = len(args.subjects) > 1
     judged = {}
     for subject in args.subjects:
-        out_dir = args.out_dir / "subjects" / subject["name"] if matrix else args.out_dir
+        out_dir = args.out_dir / rundir.SUBJECTS / subject["name"] if matrix else args.out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         judged[subject["name"]] = judge(spark, args, subject, inputs, truncated, health, out_dir)
         if matrix:
-            write_json(out_dir / "verdict.json", judged[subject["name"]][0], indent=2)
+            rundir.write_json(out_dir / rundir.VERDICT, judged[subject["name"]][0])
     common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,
               "validated_at": time.time(), "validation_seconds": round(time.monotonic() - started, 1)}
     outcome = {**(verdicts.combine({name: v for name, (v, _) in judged.items()}) if matrix else judged[""][0]), **common}
-    write_json(args.out_dir / "verdict.json", outcome, indent=2)
+    rundir.write_json(args.out_dir / rundir.VERDICT, outcome)
     found = {k: v for k, v in outcome["anomalies"].items() if v}
     log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
              outcome["records"]["input"], outcome["records"]["output"], found or "none",

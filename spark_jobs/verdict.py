@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back", "app_health")
+from contracts import ANOMALIES
 
 EXIT_CODES = {"passed": 0, "failed": 2, "inconclusive": 3}
 

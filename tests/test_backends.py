@@ -232,7 +232,7 @@ def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_
     more CPU than they save); a big run keeps tiered compilation. On a local master every run maps the driver's
     class-data archive, which the first run dumps; options given to the operator win."""
     from kafka_soak import spark_kafka
-    from kafka_soak.operators.validate import CONF, ValidateOperator, driver_archive
+    from kafka_soak.operators.validate import CONF, ValidateOperator, driver_archive, shuffle_partitions
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "spark-submit").write_text(RECORDING_SPARK_SUBMIT)
@@ -252,7 +252,17 @@ def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_
     args = [line.removeprefix("arg: ") for line in (tmp_path / "submitted.txt").read_text().splitlines()]
     options = [a.split("=", 1)[1] for a in args if a.startswith("spark.driver.extraJavaOptions=")]
     assert options == [expected.format(staging=archive.staging, archive=archive.path)]
+    assert f"spark.sql.shuffle.partitions={shuffle_partitions(int(records))}" in args
     assert driver_archive("yarn", spark_kafka.resolve()) is None, "a cluster's driver runs elsewhere: no archive"
+
+
+def test_the_checker_s_shuffle_partitions_grow_with_the_run_past_a_floor():
+    """Sized so a task's share of the sort fits a default driver (RECORDS_PER_SHUFFLE_PARTITION each), never fewer than
+    the floor that keeps both cores busy on a small run."""
+    from kafka_soak.operators.validate import shuffle_partitions
+
+    assert [shuffle_partitions(n) for n in (0, 6_000, 1_000_000, 2_000_000, 2_000_001, 10_000_000)] == \
+        [8, 8, 8, 8, 9, 40]
 
 
 def test_a_class_data_archive_dumped_at_a_jvm_s_exit_is_mapped_by_the_next_jvm(monkeypatch, tmp_path):

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import anomalies
+import contracts
 import validate_soak
 import verdict
 
@@ -38,7 +39,7 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
     crash = {"kind": "unexpected_exit", "instance": 2, "at": 1.0, "what": "instance 2 exited by itself with exit code 1",
              "log": "app-2.1.log"}
     frames["app_health"] = anomalies.incidents(spark, {"incidents": [crash]})
-    judged = anomalies.CONTRACTS["id-assignment"]
+    judged = contracts.JUDGED[contracts.ID_ASSIGNMENT]
     results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 8,
                                                                            "health_allowance": 0}, judged)
     outcome = verdict.decide(results, {}, judged)
@@ -129,7 +130,7 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
     assert rows[4]["first_rollback"] == "execution: RUNNING -> CREATED at offset 13"
     assert rows[1]["final_state"] == "SUCCESS" and rows[3]["rolled_back_by"] is None
 
-    judged = anomalies.CONTRACTS["workflow"]
+    judged = contracts.JUDGED[contracts.WORKFLOW]
     outcome = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 4},
                                                       judged), {}, judged)
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 3, "app_health": 0}

@@ -4,6 +4,7 @@ each placed at a known moment, so the report points at the second (and instance)
 import json
 
 import anomalies
+import contracts
 import timeline
 
 T0 = 1_700_000_000_000  # ms
@@ -36,7 +37,7 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):
                "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
                "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA)}
     frames = anomalies.frames(history["input"], history["output"], history["assertions"])
-    data = timeline.build(history, frames, set(anomalies.CONTRACTS["id-assignment"]))
+    data = timeline.build(history, frames, set(contracts.JUDGED[contracts.ID_ASSIGNMENT]))
     second = T0 // 1000
 
     assert [(r["t"] - second, r["n"]) for r in data["produced"]] == [(i, 1) for i in range(1, 9)]

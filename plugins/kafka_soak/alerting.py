@@ -41,7 +41,7 @@ NOT_VALIDATED = ("validate did not run and no task failure is on record (a DAG r
 
 def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) -> dict[str, Any]:
     """The alert for a failed run: the verdict's anomalies when validation got that far, else where it stopped."""
-    verdict_path = run_dir / "verdict.json"
+    verdict_path = run_dir / rundir.VERDICT
     alert: dict[str, Any] = {"dag_id": dag_id, "run_id": run_id, "run_dir": str(run_dir), "at": time.time()}
     if verdict_path.exists():
         verdict = json.loads(verdict_path.read_text())
@@ -64,7 +64,7 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
         alert["message"] = (f"soak {dag_id} did not reach a verdict: {stopped}"
                             f"{': ' + why[0] if why else ''} (run {run_id}); logs: {run_dir}")
         # e.g. the drain's lag per partition, owners and open transactions; then what the app went through
-        health, quotas = evidence.read_json(run_dir / "health.json"), evidence.read_json(run_dir / "quotas.json")
+        health, quotas = rundir.read_json(run_dir / rundir.HEALTH), rundir.read_json(run_dir / rundir.QUOTAS)
         alert["details"] = why[1:] + app_lines(health or {}, quotas or [], incidents=True)
     return alert
 
@@ -76,7 +76,7 @@ def record_task_failure(context: Any) -> None:
         ti, exc = context["ti"], context.get("exception")
         error = (str(exc) if isinstance(exc, AirflowFailException) else f"{type(exc).__name__}: {exc}") if exc else \
             "no exception was given"
-        rundir.append_jsonl(rundir.for_context(context) / evidence.FAILURES, {
+        rundir.append_jsonl(rundir.for_context(context) / rundir.FAILURES, {
             "task_id": ti.task_id, "map_index": ti.map_index, "try": ti.try_number, "error": error, "at": time.time()})
     except Exception:  # a callback must not hide the failure it reports
         log.exception("could not record why the task failed")
@@ -158,7 +158,7 @@ class StreakBook:
         self.path = rundir.runs_root() / dag_id / "alert-state.json"
 
     def failures(self) -> list[str]:
-        return (evidence.read_json(self.path) or {}).get("failures", [])
+        return (rundir.read_json(self.path) or {}).get("failures", [])
 
     def save(self, failures: list[str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -189,7 +189,7 @@ class SoakAlertNotifier(BaseNotifier):
         report_path = write_report(run_dir, url, unwritten)
         book = StreakBook(dag_id)
         failures = book.failures()
-        if self.on == "success" and (evidence.read_json(run_dir / "verdict.json") or {}).get("status") == "passed":
+        if self.on == "success" and (rundir.read_json(run_dir / rundir.VERDICT) or {}).get("status") == "passed":
             if not failures:
                 return
             alert, streak = recovery(dag_id, run_id, run_dir, failures), []

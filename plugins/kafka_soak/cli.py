@@ -117,7 +117,7 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
                 why = "make soak was interrupted"
                 for name, code in {**teardowns.from_files(run_dir, why), **reaper.reap(run_dir, why)}.items():
                     print(f"  stopped {name} (exit code {code})", flush=True)
-                shutil.move(full_log.name, run_dir / "dags-test.log")
+                shutil.move(full_log.name, run_dir / rundir.DAGS_TEST_LOG)
             return 130
         finally:
             signal.signal(signal.SIGTERM, previous)
@@ -125,7 +125,7 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
     if run_dir is None:
         print(f"\nno run directory was created; full Airflow output: {full_log.name}")
         return code or 1
-    shutil.move(full_log.name, run_dir / "dags-test.log")
+    shutil.move(full_log.name, run_dir / rundir.DAGS_TEST_LOG)
     return summarize(run_dir, code)
 
 
@@ -134,13 +134,13 @@ def interrupted(signum: int, _frame: Any) -> None:
 
 
 def summarize(run_dir: Path, dags_test_code: int) -> int:
-    verdict_path = run_dir / "verdict.json"
+    verdict_path = run_dir / rundir.VERDICT
     print()
     if not verdict_path.exists():
         print(f"NO VERDICT: the run stopped before validation (airflow dags test exit code {dags_test_code}).")
-        print(f"  run directory: {run_dir}\n  Airflow output: {run_dir / 'dags-test.log'}")
-        if (run_dir / "report.html").exists():
-            print(f"  report: {run_dir / 'report.html'}")
+        print(f"  run directory: {run_dir}\n  Airflow output: {run_dir / rundir.DAGS_TEST_LOG}")
+        if (run_dir / rundir.REPORT).exists():
+            print(f"  report: {run_dir / rundir.REPORT}")
         return dags_test_code or 1
     verdict = json.loads(verdict_path.read_text())
     records = verdict["records"]
@@ -160,8 +160,8 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
     for name, rows in verdict.get("samples", {}).items():
         print(f"  e.g. {name}: {json.dumps(rows[0], default=str)}")
     print(f"  run directory: {run_dir}\n  data docs:     {verdict['data_docs']}")
-    if (run_dir / "report.html").exists():
-        print(f"  report:        {run_dir / 'report.html'}")
+    if (run_dir / rundir.REPORT).exists():
+        print(f"  report:        {run_dir / rundir.REPORT}")
     return 0 if verdict["status"] == "passed" else 1
 
 

@@ -7,7 +7,6 @@ report of a run that stopped at provisioning still shows what there is.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,26 +15,9 @@ from typing import Any
 from kafka_soak import rundir
 
 # What a person may want to open, in the order the report lists it; logs/ and quotas/ are added file by file.
-FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
-EVIDENCE_FILES = ("verdict.json", "data_docs/index.html", "params.json", "program.json", "program.jsonl",
-                  "events.jsonl", "cluster.json", "drain.json", "health.json", FAILURES, "quotas.json", "timeline.json",
-                  "generator.json", "dags-test.log")
-
-
-def read_json(path: Path) -> Any:
-    """A run file's JSON, or None when the run never wrote it (or is writing it)."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return []
-    return [json.loads(line) for line in lines if line.strip()]
+EVIDENCE_FILES = (rundir.VERDICT, f"{rundir.DATA_DOCS}/index.html", rundir.PARAMS, rundir.PROGRAM, rundir.STEPS,
+                  rundir.EVENTS, rundir.CLUSTER, rundir.DRAIN, rundir.HEALTH, rundir.FAILURES, rundir.QUOTAS,
+                  rundir.TIMELINE, rundir.GENERATOR, rundir.DAGS_TEST_LOG)
 
 
 def instance_lane(record: dict[str, Any]) -> str:
@@ -72,15 +54,17 @@ class RunEvidence:
 
     @classmethod
     def load(cls, run_dir: Path) -> RunEvidence:
-        given = read_json(run_dir / "params.json") or {}
-        steps = {s["index"]: s for s in _jsonl(run_dir / "program.jsonl")}  # a retried step: its last record
+        def read(name: str) -> Any:
+            return rundir.read_json(run_dir / name)
+
+        given = read(rundir.PARAMS) or {}
+        steps = {s["index"]: s for s in rundir.read_jsonl(run_dir / rundir.STEPS)}  # a retried step: its last record
         return cls(run_dir=run_dir, dag_id=given.get("dag_id", run_dir.parent.name),
                    run_id=given.get("run_id", run_dir.name), attempt=given.get("attempt", 1),
-                   params=given.get("params", {}),
-                   plan=given.get("plan", {}), program=read_json(run_dir / "program.json") or {},
-                   steps=[steps[i] for i in sorted(steps)], events=_jsonl(run_dir / "events.jsonl"),
-                   cluster=read_json(run_dir / "cluster.json") or {}, verdict=read_json(run_dir / "verdict.json"),
-                   timeline=read_json(run_dir / "timeline.json") or {}, health=read_json(run_dir / "health.json") or {})
+                   params=given.get("params", {}), plan=given.get("plan", {}), program=read(rundir.PROGRAM) or {},
+                   steps=[steps[i] for i in sorted(steps)], events=rundir.read_jsonl(run_dir / rundir.EVENTS),
+                   cluster=read(rundir.CLUSTER) or {}, verdict=read(rundir.VERDICT),
+                   timeline=read(rundir.TIMELINE) or {}, health=read(rundir.HEALTH) or {})
 
     @property
     def other_attempts(self) -> list[str]:
@@ -158,4 +142,4 @@ class RunEvidence:
 
 def first_failure(run_dir: Path) -> dict[str, Any] | None:
     """The earliest task failure of the run (the others usually follow from it)."""
-    return min(_jsonl(run_dir / FAILURES), key=lambda row: row["at"], default=None)
+    return min(rundir.read_jsonl(run_dir / rundir.FAILURES), key=lambda row: row["at"], default=None)

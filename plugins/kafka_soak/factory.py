@@ -208,7 +208,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             except (soak_params.ParamsError, *preflight.ERRORS) as exc:
                 raise AirflowFailException(f"refused before provisioning: {exc}") from None
             try:
-                rundir.write_json(run_dir / "params.json", {"dag_id": dag_id, "run_id": context["run_id"],
+                rundir.write_json(run_dir / rundir.PARAMS, {"dag_id": dag_id, "run_id": context["run_id"],
                                                             "attempt": rundir.attempt_of(context["dag_run"]),
                                                             "params": dict(context["params"]), "plan": plan.as_dict()})
             except OSError as exc:
@@ -238,7 +238,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
             cluster = backends.create(plan, run_dir).provision(subjects.topics(plan), prefix)
             cluster.subjects = [s.as_dict() for s in subjects.build(plan, app_id, cluster.topics)]
-            rundir.write_json(run_dir / "cluster.json", cluster.as_dict())
+            rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())
             return cluster.as_dict()
 
         @task
@@ -307,10 +307,10 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                     waited = drain_subjects(instances, bootstrap, topic, outcome["timeout_s"],
                                             lambda: open_transactions(plan["kafka_version"], bootstrap, settings))
                 except DrainTimeout as exc:
-                    rundir.write_json(run_dir / "drain.json", {**outcome, "status": "timed out", "summary": str(exc)})
+                    rundir.write_json(run_dir / rundir.DRAIN, {**outcome, "status": "timed out", "summary": str(exc)})
                     raise AirflowFailException(str(exc)) from None
             outcome.update(status="drained", waited_s=round(waited, 1))
-            rundir.write_json(run_dir / "drain.json", outcome)
+            rundir.write_json(run_dir / rundir.DRAIN, outcome)
             return outcome
 
         @teardown

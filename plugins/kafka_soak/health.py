@@ -15,13 +15,13 @@ recovers from by design) into anomaly ``app_health``, which fails the run beyond
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_soak import rundir
 from kafka_soak.runtime import Registry
 
 EVENT_START = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})[.,](\d{3})(\S*)")
@@ -92,8 +92,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
     """The run's app health from the journal (``events.jsonl``), the exits its runtimes recorded and the
     instance logs. ``crash_code``: the exit code of the crashes the run injects (param crash_probability), which
     are counted but are no incident."""
-    journal = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()] \
-        if (run_dir / "events.jsonl").exists() else []
+    journal = rundir.read_jsonl(run_dir / rundir.EVENTS)
     starts = {e["pid"]: e for e in journal if e["event"] in ("start", "restart") and e.get("pid")}
     asked = {e["pid"]: e["event"] for e in journal if e["event"] in ("stop", "kill") and e.get("pid")}
     instances: dict[str, dict[str, Any]] = {}
@@ -123,7 +122,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
     exceptions: dict[str, dict[str, Any]] = {}
     thread_deaths = 0
     for start in sorted(starts.values(), key=lambda e: e["t"]):
-        path = run_dir / "logs" / start["log"]
+        path = run_dir / rundir.LOGS / start["log"]
         if not path.exists():
             continue
         for event in log_events(path):

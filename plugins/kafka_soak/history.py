@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import rundir
-from kafka_soak.evidence import read_json
+from kafka_soak.contracts import ANOMALIES
 from kafka_soak.pages import TEMPLATES
-from kafka_soak.report import ANOMALY_ORDER, REPORT
+from kafka_soak.rundir import REPORT, read_json
 
 HISTORY = "history.html"
 
@@ -37,14 +37,14 @@ class RunSummary:
 
 def summarize(run_dir: Path, root: Path) -> RunSummary | None:
     """A run as one row; None for a directory that is not a run (no ``params.json``)."""
-    given = read_json(run_dir / "params.json")
+    given = read_json(run_dir / rundir.PARAMS)
     if given is None:
         return None
-    verdict = read_json(run_dir / "verdict.json") or {}
-    program = read_json(run_dir / "program.json") or {}
+    verdict = read_json(run_dir / rundir.VERDICT) or {}
+    program = read_json(run_dir / rundir.PROGRAM) or {}
     return RunSummary(dag_id=given.get("dag_id", run_dir.parent.name), run_id=given.get("run_id", run_dir.name),
                       attempt=given.get("attempt", 1), path=run_dir.relative_to(root).as_posix(),
-                      started_at=program.get("t0") or (run_dir / "params.json").stat().st_mtime,
+                      started_at=program.get("t0") or (run_dir / rundir.PARAMS).stat().st_mtime,
                       status=verdict.get("status", "no verdict"), records=verdict.get("records", {}),
                       anomalies=verdict.get("anomalies", {}), program=program.get("program", ""),
                       app=app_label(given.get("plan", {})), matrix=verdict.get("matrix", []),
@@ -75,7 +75,7 @@ def scenarios(root: Path, only: set[str] | None = None) -> dict[str, list[RunSum
 
 
 def render_history(root: Path, link_prefix: str = "", only: set[str] | None = None) -> str:
-    return TEMPLATES.get_template("history.html.j2").render(scenarios=scenarios(root, only), anomalies=ANOMALY_ORDER,
+    return TEMPLATES.get_template("history.html.j2").render(scenarios=scenarios(root, only), anomalies=ANOMALIES,
                                                             prefix=link_prefix, report=REPORT, root=root)
 
 

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io
+from kafka_soak import kafka_io, rundir
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings
 from kafka_soak.runtime import ProcessRecord
@@ -30,7 +30,7 @@ class Load:
 
     @property
     def progress_file(self) -> Path:
-        return self.run_dir / "generator.json"
+        return self.run_dir / rundir.GENERATOR
 
     def progress(self) -> dict[str, Any]:
         """What the generator reported last (empty before its first report)."""
@@ -51,7 +51,7 @@ class Load:
         if self.running():
             log.info("generator already running")
             return self.processes.record(GENERATOR)
-        return self.processes.start(GENERATOR, self.command(start_at), self.run_dir / "logs" / f"generator.{attempt}.log",
+        return self.processes.start(GENERATOR, self.command(start_at), self.run_dir / rundir.LOGS / f"generator.{attempt}.log",
                                     extra_env=kafka_io.settings_env(client_settings(self.cluster)))
 
     def expected_s(self) -> float:

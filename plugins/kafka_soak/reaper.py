@@ -14,9 +14,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_soak import teardowns
-from kafka_soak.evidence import read_json
-from kafka_soak.rundir import journal
+from kafka_soak import rundir, teardowns
+from kafka_soak.rundir import journal, read_json
 from kafka_soak.runtime.local import LocalProcesses
 
 log = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ def reap_earlier(current: Path, this_run: str, is_over: Callable[[str], bool]) -
     for run_dir in sorted(p for p in current.parent.iterdir() if p.is_dir() and not p.is_symlink() and p != current):
         if not leftovers(run_dir):
             continue
-        run_id = (read_json(run_dir / "params.json") or {}).get("run_id")
+        run_id = (read_json(run_dir / rundir.PARAMS) or {}).get("run_id")
         if run_id is None or (run_id != this_run and not is_over(run_id)):
             continue
         why = f"left running when its run ended; stopped by {current.name}"

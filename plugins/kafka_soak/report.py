@@ -16,12 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import charts, health, maven, rundir
-from kafka_soak.evidence import RunEvidence, first_failure, read_json
+from kafka_soak import charts, contracts, health, maven, rundir
+from kafka_soak.evidence import RunEvidence, first_failure
 from kafka_soak.pages import TEMPLATES
-
-REPORT = "report.html"
-ANOMALY_ORDER = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back", "app_health")
+from kafka_soak.rundir import read_json
 
 
 @cache
@@ -59,7 +57,7 @@ def verdict_rows(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
             by_anomaly.setdefault(e["anomaly"], []).append(e)
     return [{"anomaly": name, "count": verdict["anomalies"].get(name, 0), "expectations": by_anomaly.get(name, []),
              "samples": [json.dumps(s, sort_keys=True, default=str) for s in verdict.get("samples", {}).get(name, [])[:3]]}
-            for name in ANOMALY_ORDER if name in verdict["anomalies"]]
+            for name in contracts.ANOMALIES if name in verdict["anomalies"]]
 
 
 def step_rows(evidence: RunEvidence) -> list[dict[str, Any]]:
@@ -88,10 +86,10 @@ def render(run_dir: Path, airflow_url: str | None = None) -> str:
     return TEMPLATES.get_template("report.html.j2").render(
         e=evidence, verdict=evidence.verdict, rows=verdict_rows(evidence.verdict), steps=step_rows(evidence),
         replay=replay(evidence), files=evidence.files(), airflow_url=airflow_url,
-        drain=read_json(run_dir / "drain.json") or {}, failure=first_failure(run_dir),
+        drain=read_json(run_dir / rundir.DRAIN) or {}, failure=first_failure(run_dir),
         quotas=quota_rows(evidence.cluster.get("quotas", [])),
-        quota_usage={(u["client_id"], u["setting"]): u for u in read_json(run_dir / "quotas.json") or []},
-        timeline_error=evidence.timeline.get("error"), anomaly_order=ANOMALY_ORDER, health=evidence.health,
+        quota_usage={(u["client_id"], u["setting"]): u for u in read_json(run_dir / rundir.QUOTAS) or []},
+        timeline_error=evidence.timeline.get("error"), anomaly_order=contracts.ANOMALIES, health=evidence.health,
         health_summary=health.summary(evidence.health) if evidence.health else "",
         spec=json.dumps(charts.timeline_spec(evidence)) if has_timeline else None,
         bundle=vega_embed_bundle() if has_timeline else "", generated_at=time.time())
@@ -99,6 +97,6 @@ def render(run_dir: Path, airflow_url: str | None = None) -> str:
 
 def write(run_dir: Path, airflow_url: str | None = None) -> Path:
     """Write ``report.html`` into the run directory (atomically) and return its path."""
-    path = run_dir / REPORT
+    path = run_dir / rundir.REPORT
     rundir.write_text(path, render(run_dir, airflow_url))
     return path

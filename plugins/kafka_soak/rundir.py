@@ -1,7 +1,11 @@
-"""Where a run's evidence lives: ``$SOAK_RUNS_DIR/<dag_id>/<run_id>/``, kept after the run.
+"""Where a run's evidence lives: ``$SOAK_RUNS_DIR/<dag_id>/<run_id>/``, kept after the run; what its files are
+called, and how they are written and read back.
 
 Default ``SOAK_RUNS_DIR`` is ``runs/`` at the project root. ``<dag_id>/latest`` points at the newest run. Each
 attempt of a DAG run (a Clear starts a new one) has a directory of its own: ``<run>``, ``<run>.attempt-2``, ...
+
+The one owner of the run directory for the Airflow side and the Spark job alike (shipped to it with ``--py-files``):
+it imports nothing of the project's and nothing outside the standard library.
 """
 
 from __future__ import annotations
@@ -16,6 +20,20 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# The files of a run directory, by who writes them: check_params; provision; the program's steps; the drain; the
+# teardowns (instances' health, quotas' usage); the checker (its verdict, the report's timeline, Data Docs, one
+# directory per subject of a matrix); the alerting; the report; `make soak` (Airflow's log of the run).
+PARAMS = "params.json"
+CLUSTER = "cluster.json"
+PROGRAM, STEPS, EVENTS = "program.json", "program.jsonl", "events.jsonl"
+GENERATOR = "generator.json"
+DRAIN = "drain.json"
+HEALTH, QUOTAS = "health.json", "quotas.json"
+VERDICT, TIMELINE, DATA_DOCS, SUBJECTS = "verdict.json", "timeline.json", "data_docs", "subjects"
+FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
+REPORT = "report.html"
+DAGS_TEST_LOG = "dags-test.log"
+LOGS = "logs"  # one log per process and program step
 LATEST = "latest"  # <dag_id>/latest: a link to the newest run directory
 ATTEMPT = re.compile(r"\.attempt-(\d+)$")
 
@@ -86,8 +104,27 @@ def write_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def write_json(path: Path, data: Any) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+def write_json(path: Path, data: Any, indent: int | None = 2) -> None:
+    """Write ``data`` as JSON atomically, keys in the order the writer gave them (a verdict's anomalies in theirs);
+    ``indent=None`` for a large file no person reads as text."""
+    write_text(path, json.dumps(data, indent=indent, default=str))
+
+
+def read_json(path: Path) -> Any:
+    """A run file's JSON, or None when the run never wrote it (or is writing it)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a run's ``.jsonl`` file; none when the run never wrote it."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
@@ -98,4 +135,4 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 def journal(run_dir: Path, event: str, **fields: Any) -> None:
     """Note a change of the run as it happens (an instance started or stopped, a broker down, a lag sample) in
     ``events.jsonl``: the report draws its timeline from it, including what the drain and teardown did."""
-    append_jsonl(run_dir / "events.jsonl", {"t": time.time(), "event": event, **fields})
+    append_jsonl(run_dir / EVENTS, {"t": time.time(), "event": event, **fields})

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kafka_soak import rundir
 from kafka_soak.backends import Backend
 from kafka_soak.instances import Instances
 from kafka_soak.program import Step, render
@@ -34,7 +35,7 @@ class StepBook:
     def __init__(self, run_dir: Path) -> None:
         self.dir = run_dir / "program"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.timeline = run_dir / "program.jsonl"
+        self.timeline = run_dir / rundir.STEPS
 
     def result(self, index: int) -> dict[str, Any] | None:
         path = self.dir / f"step-{index}.json"
@@ -77,18 +78,18 @@ class StepBook:
 
 def write_program(run_dir: Path, plan: dict[str, Any], t0: float, steps: list[dict[str, Any]]) -> None:
     """The program as it will run, with the conf (``replay_conf``) that runs the same program again."""
-    write_json(run_dir / "program.json", {"program": render(plan["program"]), "source": plan["program_source"],
+    write_json(run_dir / rundir.PROGRAM, {"program": render(plan["program"]), "source": plan["program_source"],
                                           "seed": plan["seed"], "t0": t0, "steps": steps,
                                           "replay_conf": {"program": render(plan["program"]),
                                                           "interval_s": plan["interval_s"]}})
 
 
 def read_t0(run_dir: Path) -> float:
-    return json.loads((run_dir / "program.json").read_text())["t0"]
+    return json.loads((run_dir / rundir.PROGRAM).read_text())["t0"]
 
 
 def read_steps(run_dir: Path) -> list[Step]:
-    return [Step(**s) for s in json.loads((run_dir / "program.json").read_text())["steps"]]
+    return [Step(**s) for s in json.loads((run_dir / rundir.PROGRAM).read_text())["steps"]]
 
 
 def sleep_until(deadline: float) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kafka_soak import contracts
 from kafka_soak.app import streams
 
 REFERENCE_IMAGE = "kafka-soak-worker:latest"  # make worker-image
@@ -35,7 +36,7 @@ class Subject:
     @property
     def contract(self) -> str:
         """Which records the app writes (docs/architecture.md, "The data contract"): what the checker judges."""
-        return "workflow" if self.design else "id-assignment"
+        return contracts.of(self.design)
 
     def process(self, instance: int) -> str:
         """Its instance's name in the run's process registry."""
@@ -45,7 +46,8 @@ class Subject:
         return f"instance {instance}" + (f" @{self.name}" if self.name else "")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """What the run keeps of it (``cluster.json``) and the checker gets (``--subjects``), with its contract."""
+        return {**asdict(self), "contract": self.contract}
 
 
 def matrix(plan: dict[str, Any]) -> list[str]:
@@ -151,4 +153,4 @@ def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
 
 def of(cluster: dict[str, Any]) -> list[Subject]:
     """The subjects ``provision`` recorded in the cluster (XCom / ``cluster.json``)."""
-    return [Subject(**s) for s in cluster["subjects"]]
+    return [Subject(**{k: v for k, v in s.items() if k != "contract"}) for s in cluster["subjects"]]

@@ -17,7 +17,6 @@ from kafka_soak import backends, health, rundir
 from kafka_soak.app.worker import CRASH_EXIT_CODE
 from kafka_soak.backends import quota_meter
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.evidence import read_json
 from kafka_soak.instances import Instances
 from kafka_soak.load import Load
 
@@ -26,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def cluster_on_file(run_dir: Path) -> Cluster | None:
     """What provision wrote, if it got that far (a teardown must work after a failed setup too)."""
-    written = read_json(run_dir / "cluster.json")
+    written = rundir.read_json(run_dir / rundir.CLUSTER)
     return Cluster(**written) if written else None
 
 
@@ -39,7 +38,7 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
              or "nothing was running")
     app_health = health.assess(run_dir, plan["health_allowance"],
                                crash_code=CRASH_EXIT_CODE if plan.get("crash_probability") else None)  # older plans: none
-    rundir.write_json(run_dir / "health.json", app_health)
+    rundir.write_json(run_dir / rundir.HEALTH, app_health)
     log.info("app health: %s", health.summary(app_health))
     for incident in app_health["incidents"][:10]:
         log.warning("  %s", incident["what"])
@@ -57,8 +56,8 @@ def release(run_dir: Path, plan: dict[str, Any]) -> None:
 def from_files(run_dir: Path, why: str) -> dict[str, int | None]:
     """Both teardowns of an attempt that did not run them, each as far as it got (one that fails is logged and does
     not stop the other), noted with ``why`` in its ``events.jsonl``. Returns the instances stopped, with exit codes."""
-    plan = (read_json(run_dir / "params.json") or {}).get("plan")
-    cluster = read_json(run_dir / "cluster.json")
+    plan = (rundir.read_json(run_dir / rundir.PARAMS) or {}).get("plan")
+    cluster = rundir.read_json(run_dir / rundir.CLUSTER)
     stopped: dict[str, int | None] = {}
     if plan and cluster:
         try:

@@ -72,12 +72,10 @@ def readable_dags(user: Any, dag_ids: set[str]) -> set[str]:
 def run_file(dag_id: str, run_id: str, path: str) -> tuple[Path, Path]:
     """The directory of run ``run_id`` (its newest attempt; or the run directory of that name) and the file ``path``
     names in it; 404 when it is missing or resolves outside it."""
-    from kafka_soak.report import REPORT  # not at module level: it loads the chart libraries
-
     root = rundir.runs_root()
     named = root / dag_id / run_id  # a run directory's own name (the history's links: one per attempt)
     run_dir = (named if named.is_dir() and not named.is_symlink() else rundir.run_dir(dag_id, run_id)).resolve()
-    target = (run_dir / (path or REPORT)).resolve()
+    target = (run_dir / (path or rundir.REPORT)).resolve()
     if run_dir.parent.parent != root or not target.is_relative_to(run_dir):
         raise HTTPException(404, "not a file of a soak run")
     if not run_dir.is_dir():
@@ -92,7 +90,7 @@ def connection_secrets(run_dir: Path) -> list[str]:
     """The secret values of the Kafka connection a run on the ``external`` backend used (``cluster.json`` names
     it). The harness writes them nowhere, but the app under test writes its own logs and may print the settings
     it was given, so what is served is masked with them."""
-    cluster = run_dir / "cluster.json"
+    cluster = run_dir / rundir.CLUSTER
     conn_id = json.loads(cluster.read_text()).get("conn_id") if cluster.is_file() else None
     if not conn_id:
         return []

@@ -157,7 +157,7 @@ class LocalKafkaBackend:
         return self.home / f"node-{node.node_id}" / "server.properties"
 
     def log_file(self, node: Node) -> Path:
-        return self.run_dir / "logs" / f"{node.name}.log"
+        return self.run_dir / rundir.LOGS / f"{node.name}.log"
 
     def properties(self, layout: Layout, node: Node, data_dir: Path) -> dict[str, str]:
         """The node's ``server.properties`` (a subclass adds listeners, e.g. a secured one)."""
@@ -277,7 +277,7 @@ class LocalKafkaBackend:
             return []
         quota_meter.stop(self.processes)
         usage = quota_meter.summarize(self.quotas, self.meter_dir, [n.node_id for n in self.layout().nodes])
-        rundir.write_json(self.run_dir / "quotas.json", usage)
+        rundir.write_json(self.run_dir / rundir.QUOTAS, usage)
         return usage
 
     # -- faults ----------------------------------------------------------------------------------------

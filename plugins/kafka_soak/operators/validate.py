@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from kafka_soak import java_client, kafka_io, spark_kafka
+from kafka_soak import contracts, java_client, kafka_io, rundir, spark_kafka
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.class_data import SharedArchive
@@ -22,17 +22,28 @@ from kafka_soak.rundir import PROJECT_ROOT
 
 SPARK_JOBS = PROJECT_ROOT / "spark_jobs"
 JOB = SPARK_JOBS / "validate_soak.py"
-# What the job imports, shipped with it (a cluster's driver and executors have no checkout).
-MODULES = (SPARK_JOBS / "kafka_topics.py", Path(java_client.__file__), SPARK_JOBS / "anomalies.py",
-           SPARK_JOBS / "timeline.py", SPARK_JOBS / "verdict.py")
+# What the job imports, shipped with it (a cluster's driver and executors have no checkout): its own modules and the
+# plugin's that it shares with the Airflow side (the run directory's files, the data contracts, the client settings).
+MODULES = (SPARK_JOBS / "kafka_topics.py", SPARK_JOBS / "anomalies.py", SPARK_JOBS / "timeline.py",
+           SPARK_JOBS / "verdict.py", *(Path(module.__file__) for module in (java_client, rundir, contracts)))
 # The job's own settings; a ``spark_default`` connection's master and a deployment's spark-defaults.conf add to them.
-CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
-        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable}
+# The job reads each topic partition once: Spark's Kafka source would keep each partition's consumer and the records of
+# its last poll for minutes to reuse them, which at 10M records (167 partitions a topic) exhausted a 1 GiB driver.
+CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable,
+        **{f"spark.kafka.consumer.{pool}.{key}": "1s" for pool in ("cache", "fetchedData.cache")
+           for key in ("timeout", "evictorThreadRunInterval")}}
 ENV = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
 # Up to this many records the job ends within a minute, and the driver JVM's C2 compiler spends more CPU than it
 # saves: such a run's checker compiles with C1 alone (docs/benchmarks.md: "The checker's JIT"). Past it, Spark's hot
 # loops want C2 (at 1M records C1 alone was the slower of one pair; `bench/checker_jit.py --size large` measures it).
 SHORT_JOB_RECORDS = 100_000
+# The frames' shuffles sort input and output records together by id (two rows per record). At this many records per
+# shuffle partition a task's sort fits its share of a default 1 GiB driver's execution memory (by Spark's memory model
+# 100-200 MB on local[2], beside the cached frames) instead of spilling; fewer than MIN_SHUFFLE_PARTITIONS would leave
+# a core idle on small runs, and Spark's adaptive execution merges partitions that come out small.
+RECORDS_PER_SHUFFLE_PARTITION = 250_000
+MIN_SHUFFLE_PARTITIONS = 8
 # Spark's own redaction of the UI's environment page and event logs (its default), plus the variable we set.
 REDACTION = r"(?i)secret|password|token|access[.]?key|" + kafka_io.SETTINGS_ENV
 
@@ -70,7 +81,7 @@ class ValidateOperator(SparkSubmitOperator):
         master, given = self._get_hook()._connection["master"], self.properties_file
         self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
         archive = driver_archive(master, [Path(jar) for jar in self.jars.split(",")])
-        self.conf = {**driver_conf(int(self.expected_records), archive), **(self.conf or {})}
+        self.conf = {**sized_conf(int(self.expected_records), archive), **(self.conf or {})}
         settings = client_settings(self.cluster)
         try:
             if not settings:
@@ -93,12 +104,19 @@ def driver_archive(master: str, jars: list[Path]) -> SharedArchive | None:
     return SharedArchive.of(f"spark-{spark_kafka.spark_version()}-driver", [Path(pyspark, "jars"), *jars])
 
 
-def driver_conf(expected_records: int, archive: SharedArchive | None) -> dict[str, str]:
-    """The driver JVM's options: C1 alone for a run of this size or smaller than ``SHORT_JOB_RECORDS``, and its
-    class-data ``archive``; ``extraJavaOptions`` given to the operator take precedence."""
+def sized_conf(expected_records: int, archive: SharedArchive | None) -> dict[str, str]:
+    """What depends on the run's size: the shuffle partitions, and the driver JVM's options (C1 alone for a run of up
+    to ``SHORT_JOB_RECORDS``, and its class-data ``archive``). Conf given to the operator takes precedence."""
     options = [*([SHORT_LIVED_JIT] if expected_records <= SHORT_JOB_RECORDS else []),
                *([archive.java_option()] if archive else [])]
-    return {"spark.driver.extraJavaOptions": " ".join(options)} if options else {}
+    return {"spark.sql.shuffle.partitions": str(shuffle_partitions(expected_records)),
+            **({"spark.driver.extraJavaOptions": " ".join(options)} if options else {})}
+
+
+def shuffle_partitions(expected_records: int) -> int:
+    """Shuffle partitions for a run of this size: one per ``RECORDS_PER_SHUFFLE_PARTITION``, at least
+    ``MIN_SHUFFLE_PARTITIONS``."""
+    return max(MIN_SHUFFLE_PARTITIONS, -(-expected_records // RECORDS_PER_SHUFFLE_PARTITION))
 
 
 @contextmanager
