@@ -30,7 +30,8 @@ from kafka_soak.backends.local_kafka import LocalKafkaBackend
 from kafka_soak.operators.validate import CONF, JOB, MODULES, driver_archive, job_args, sized_conf
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
-TARGET_RECORDS = 10_000_000  # the issue's target: faster than the baseline at 10M records
+# The targets, by size: the Spark checker's time to the verdict at most this share of the baseline's.
+TARGETS = {1_000_000: (1.0, "≤ 1 (no slower than the baseline)"), 10_000_000: (0.5, "≤ 0.5 (2× faster or more)")}
 TIMEOUT_S = 2400
 PHASE = re.compile(r"(?:phase (\w+):|(timeline) for the report in) ([\d.]+) s")
 GIB = 2**30
@@ -128,13 +129,13 @@ def label(records: int) -> str:
     return f"{records / 1e6:g}M"
 
 
-def size_figures(run: dict[str, Any], decisive: bool) -> list[dict[str, Any]]:
-    """Figures of one size; ``decisive``: the size the speed target is judged at."""
+def size_figures(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Figures of one size, the time to the verdict judged against the size's target (``TARGETS``) if it has one."""
     spark, base, n = run["spark"], run["baseline"], label(run["records"])
-    faster = spark["to_verdict_s"] < base["wall_s"]
+    share, target = TARGETS.get(run["records"], (None, ""))
     return [
-        common.figure(f"wall time to verdict, {n}", spark["to_verdict_s"], "s", base["wall_s"],
-                      "faster than the baseline" if decisive else "", faster if decisive else None,
+        common.figure(f"wall time to verdict, {n}", spark["to_verdict_s"], "s", base["wall_s"], target,
+                      None if share is None else spark["to_verdict_s"] <= share * base["wall_s"],
                       "spark-submit start to verdict.json"),
         common.figure(f"wall time of the whole job, {n}", spark["wall_s"], "s", base["wall_s"], "", None,
                       "adds timeline.json and the JVM's exit"),
@@ -207,9 +208,13 @@ What limits the figures:
   partition at a time; Spark reads with its own Kafka source (the JVM's Kafka client, `read_committed`), two
   partitions at a time (one task per partition on `local[2]`), and parses the JSON in the JVM into the columnar
   cache: no Python worker touches a record.
-- Anomaly frames: two shuffles (2N rows by id, N rows by key) and their sorts in the default 1 GiB driver;
-  what does not fit spills to disk. They are computed and cached once; the GX suites then only scan them,
-  which is why the suites stay a small share.
+- Anomaly frames: a window by id over inputs and outputs (2N rows), one by key over the outputs (N rows) and two
+  aggregations (ids per key, keys per id), each a shuffle and a sort in the default 1 GiB driver, in shuffle
+  partitions sized to the run (`ValidateOperator`: one per 250 000 records, at least 8). They are computed and
+  cached once; the GX suites then only scan them, which is why the suites stay a small share.
+- Memory: the driver's heap is fixed (1 GiB); what grows with the run is the cache (spilled to disk past the
+  heap's share) and the Spark Kafka source's pools, which the job empties after a second (at 10M records,
+  167 partitions a topic, they exhausted the heap before).
 - Fixed costs (launch, session, GX import: {fixed}) do not depend on the size and weigh on small runs;
   like every figure here they swing with the machine's load (the load averages above): with two cores
   shared, a run's ratios hold for that run, not beyond it.
@@ -235,7 +240,7 @@ def main() -> int:
 
 def report(size: str, runs: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
     """The figures, tables and findings of the measured sizes, into ``bench/results/validation.{json,md}``."""
-    figures = [f for run in runs for f in size_figures(run, decisive=run["records"] == TARGET_RECORDS)]
+    figures = [f for run in runs for f in size_figures(run)]
     if len(runs) > 1:
         figures += scale_figures(runs[0], runs[-1])
     text = body(runs) + "".join(f"\n**Not measured: {label(m['records'])}**: {m['error']}\n" for m in missing)

@@ -34,7 +34,7 @@ def _events(anomaly: str, frame: DataFrame, ts: str, instance: Column, partition
                         F.col("id").cast("long").alias("id"), F.col("key"), detail.cast("string").alias("detail"))
 
 
-def _of(history: DataFrame, flagged: DataFrame, on: str | list[str]) -> DataFrame:
+def lookup(history: DataFrame, flagged: DataFrame, on: str | list[str]) -> DataFrame:
     """The rows of ``history`` that match the ``flagged`` ones (on ``on``). The flagged side is a filter of a cached
     frame, whose size Spark's planner only knows as the whole frame's, so it is counted here."""
     return history.join(F.broadcast(flagged) if flagged.count() <= BROADCAST_ROWS else flagged, on)
@@ -43,7 +43,7 @@ def _of(history: DataFrame, flagged: DataFrame, on: str | list[str]) -> DataFram
 def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str]) -> DataFrame | None:
     """One row per record behind each anomaly in ``found`` (``_events``' shape); partition = the input partition
     involved. Starts from the checker's cached frames filtered to what the expectations flagged (few rows in a
-    run worth reading), then looks those records up in the history for their time and instance (``_of``: no shuffle
+    run worth reading), then looks those records up in the history for their time and instance (``lookup``: no shuffle
     of the whole history unless more than ``BROADCAST_ROWS`` records are flagged), and nothing at all for a run
     that passed."""
     inputs, outputs = history["input"], history["output"]
@@ -52,22 +52,22 @@ def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], 
     parts: list[DataFrame] = []
     if "lost" in found:
         lost = frames["input_ids"].where("outputs = 0").select("id")
-        parts.append(_events("lost", _of(inputs, lost, "id"), "ts", null, F.col("topic_partition"),
+        parts.append(_events("lost", lookup(inputs, lost, "id"), "ts", null, F.col("topic_partition"),
                              F.concat(F.lit("seq "), F.col("seq").cast("string"))))
     if "duplicated" in found:
         repeated = frames["input_ids"].where("outputs > 1").select("id", F.col("outputs").alias("copies"))
-        parts.append(_events("duplicated", _of(outputs, repeated, "id"), "kafka_ts", F.col("instance"),
+        parts.append(_events("duplicated", lookup(outputs, repeated, "id"), "kafka_ts", F.col("instance"),
                              F.col("in_partition"), F.concat(F.lit("copy of "), F.col("copies").cast("string"))))
     if "unexpected" in found:
         unknown = frames["outputs"].where(~F.col("known")).select(*at)
-        parts.append(_events("unexpected", _of(outputs, unknown, at), "kafka_ts", F.col("instance"),
+        parts.append(_events("unexpected", lookup(outputs, unknown, at), "kafka_ts", F.col("instance"),
                              F.col("in_partition"), null))
     if "reordered" in found:
         late = frames["outputs"].where(~F.col("in_order")).select(*at)
         # The highest seq committed before it in its key (the expectation's reason), among the key's outputs.
         earlier = Window.partitionBy("key").orderBy(*at).rowsBetween(Window.unboundedPreceding, -1)
-        keys = _of(outputs, late, at).select("key").distinct()
-        reordered = _of(_of(outputs, keys, "key").withColumn("prev_max_seq", F.max("seq").over(earlier)), late, at)
+        keys = lookup(outputs, late, at).select("key").distinct()
+        reordered = lookup(lookup(outputs, keys, "key").withColumn("prev_max_seq", F.max("seq").over(earlier)), late, at)
         parts.append(_events("reordered", reordered, "kafka_ts", F.col("instance"), F.col("in_partition"),
                              F.concat(F.lit("seq "), F.col("seq").cast("string"), F.lit(" after "),
                                       F.col("prev_max_seq").cast("string"))))
@@ -91,8 +91,8 @@ def _id_reuse_events(outputs: DataFrame, frames: dict[str, DataFrame]) -> DataFr
     by_time = Window.orderBy("kafka_ts", "topic_partition", "topic_offset")
     keys = frames["key_ids"].where("assigned_ids > 1").select("key")
     ids = frames["assigned_ids"].where("keys > 1").select("assigned_id")
-    key_first = _of(outputs, keys, "key").withColumn("first_id", F.first("assigned_id").over(by_time.partitionBy("key")))
-    id_first = (_of(outputs, ids, "assigned_id")
+    key_first = lookup(outputs, keys, "key").withColumn("first_id", F.first("assigned_id").over(by_time.partitionBy("key")))
+    id_first = (lookup(outputs, ids, "assigned_id")
                 .withColumn("first_key", F.first("key").over(by_time.partitionBy("assigned_id"))))
     reused = (key_first.where("assigned_id != first_id")
               .select(*outputs.columns, F.concat(F.lit("key had id "), F.col("first_id").cast("string"),

@@ -78,3 +78,23 @@ def test_a_rolled_back_execution_is_on_the_time_axis_when_its_first_rollback_was
     assert (event["ts"] - T0, event["instance"], event["partition"], event["id"]) == (3000, 2, 2, 1)
     assert event["detail"] == "task t1: SUCCESS -> CREATED at offset 2"
     assert [e["id"] for e in data["anomalies"]["lost"]["events"]] == [1]
+
+
+def test_few_flagged_records_are_looked_up_by_broadcast_and_many_by_a_shuffle(spark, monkeypatch):
+    """The history is not shuffled to find a few flagged records (their ids go to every partition of it), and a run
+    with more than BROADCAST_ROWS of them is joined the ordinary way; both find the same rows."""
+    plan = lambda frame: frame._jdf.queryExecution().executedPlan().toString()
+    history = spark.range(1000).selectExpr("id", "id * 2 AS twice")
+    flagged = history.where("id % 100 = 0").select("id")
+    monkeypatch.setattr(timeline, "BROADCAST_ROWS", 10)
+    few = timeline.lookup(history, flagged, "id")
+    monkeypatch.setattr(timeline, "BROADCAST_ROWS", 9)
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # Spark would broadcast a range this small itself
+    try:
+        many = timeline.lookup(history, flagged, "id")
+        assert "BroadcastHashJoin" in plan(few) and "BroadcastHashJoin" not in plan(many)
+        assert sorted(r.twice for r in few.collect()) == sorted(r.twice for r in many.collect()) == \
+            list(range(0, 2000, 200))
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
