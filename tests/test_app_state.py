@@ -114,3 +114,23 @@ def test_a_restore_waits_for_a_transaction_that_is_not_decided_yet(broker):
         assert restored.get("a") == {"assigned_id": 1, "seq": 1}
     finally:
         reader.close()
+
+
+def test_a_look_up_sent_to_a_broker_that_was_killed_meanwhile_is_retried():
+    """A broker killed while a request waits on it leaves the metadata, and librdkafka fails the request with
+    _DESTROY_BROKER; the restore's end-offset look-up retries it (the next attempt goes to the new leader) instead of
+    ending the instance, as a run on three brokers with `b2-` once did. An error the client will never get past is
+    not retried."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    calls = []
+
+    @kafka_io.retry_transient
+    def end_offset() -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KafkaException(KafkaError(KafkaError._DESTROY_BROKER))
+        return 42
+
+    assert end_offset() == 42 and len(calls) == 2
+    assert not kafka_io.is_transient(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))

@@ -21,7 +21,10 @@ TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABL
              KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
              KafkaError.UNKNOWN_TOPIC_OR_PART,
              # a client whose metadata lost a partition's leader in an election, until its next metadata refresh
-             KafkaError._UNKNOWN_PARTITION}
+             KafkaError._UNKNOWN_PARTITION,
+             # a request sent to a broker that left the cluster's metadata (killed) while it waited: the next attempt
+             # goes to the partition's new leader
+             KafkaError._DESTROY_BROKER}
 
 
 def is_transient(exc: BaseException) -> bool:
