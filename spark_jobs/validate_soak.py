@@ -35,6 +35,7 @@ log = logging.getLogger("kafka_soak.validate")
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
 SAMPLES = 10  # rows kept to show what an anomaly looks like
+SUMMARY = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES}
 
 
 @contextmanager
@@ -79,8 +80,12 @@ def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path, p
             batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(name)
             definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch, suite=suite))
             started = time.monotonic()
-            result = definition.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters,
-                                    result_format=result_format(suite))
+            given = {"batch_parameters": {"dataframe": frame}, "expectation_parameters": parameters}
+            result = definition.run(**given, result_format=SUMMARY)
+            columns = sample_columns(result)
+            if columns:  # again with GX's unexpected rows, under the same run id: the store keeps this result alone
+                result = definition.run(**given, result_format={**SUMMARY, "unexpected_index_column_names": columns},
+                                        run_id=result.meta["run_id"])
             log.info("suite %s: %s in %.1f s", name, "passed" if result.success else "FAILED", time.monotonic() - started)
             for r in result.results:
                 cfg = r.expectation_config
@@ -92,13 +97,14 @@ def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path, p
     return flat
 
 
-def result_format(suite: Any, limit: int = SAMPLES) -> dict[str, Any]:
-    """Counts and the first unexpected rows: GX returns each failed column expectation's rows with the columns its
-    ``meta.sample_columns`` names (``unexpected_index_column_names``), so the samples come from GX's own predicate."""
-    columns = list(dict.fromkeys(c for e in suite.expectations if "column" in e.configuration.kwargs
-                                 for c in (e.meta or {}).get("sample_columns", [])))
-    return {"result_format": "SUMMARY", "partial_unexpected_count": limit,
-            **({"unexpected_index_column_names": columns} if columns else {})}
+def sample_columns(result: Any) -> list[str]:
+    """The columns to show of the rows behind the failed column expectations of a suite's ``result`` (their
+    ``meta.sample_columns``); none for a suite that passed. Asking GX for them (``unexpected_index_column_names``)
+    costs a query per column expectation, so a suite is validated with them only once it has failed: the samples are
+    GX's own unexpected rows, not a second copy of each expectation's predicate, and a run that passed pays nothing."""
+    failed = [r.expectation_config for r in result.results if not r.success]
+    return list(dict.fromkeys(c for cfg in failed if "column" in cfg.kwargs
+                              for c in (cfg.meta or {}).get("sample_columns", [])))
 
 
 def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = SAMPLES) -> list[dict[str, Any]]:

@@ -52,6 +52,9 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
     assert outcome["samples"]["stale_state"] == [{"kind": "stale_state", "key": "k1", "expected": 4, "found": 3,
                                                   "partition": 0, "instance": 2, "step": "3"}]
     assert (tmp_path / "docs" / "index.html").exists()
+    pages = {suite: len(list((tmp_path / "docs" / "validations" / suite).rglob("*.html")))
+             for suite in ("input_ids", "outputs", "key_ids", "assigned_ids", "assertions", "app_health")}
+    assert pages == dict.fromkeys(pages, 1), "a suite validated again for its samples is one result in Data Docs"
 
 
 def test_an_input_id_produced_twice_makes_the_run_inconclusive(spark, tmp_path):
