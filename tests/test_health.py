@@ -104,6 +104,20 @@ def test_injected_crashes_and_restarts_are_counted_and_only_other_exits_are_inci
     assert without["unexpected_exits"] == 1 and without["injected_crashes"] == 0  # 102; 101 is named by the stop
 
 
+def test_crash_draws_are_replayed_from_the_seed_and_drawn_anew_for_each_restart_step_and_instance():
+    """crash_probability's draws: a process of a run replayed with the same seed crashes after as many records; its
+    restart (``SOAK_RESTART``), another step's start of it or another instance does not crash at the same count."""
+    from kafka_soak.app.worker import chaos
+
+    def draws(*process: object) -> list[float]:
+        rng = chaos(*process)
+        return [rng.random() for _ in range(5)]
+
+    assert draws(7, 1, "0", 0) == draws(7, 1, "0", 0)
+    others = [draws(7, 1, "0", 1), draws(7, 1, "3", 0), draws(7, 2, "0", 0), draws(8, 1, "0", 0)]
+    assert all(other != draws(7, 1, "0", 0) for other in others) and len({tuple(o) for o in others}) == 4
+
+
 def test_the_supervisor_records_how_a_detached_process_ended(tmp_path):
     """Exit codes and signals of processes nobody waits for: the local runtime's supervisor writes them."""
     processes = LocalProcesses(tmp_path)

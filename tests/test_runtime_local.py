@@ -95,8 +95,9 @@ def test_an_instance_that_fails_to_stop_stops_none_of_the_others_and_nothing_is_
 
 
 # A process that fails on its first two runs and then sleeps: a crash loop that recovers. Its run count lives in a file.
-FLAKY = [sys.executable, "-c", "import pathlib, sys, time; p = pathlib.Path(sys.argv[1]); n = int(p.read_text() or 0) "
-         "if p.exists() else 0; p.write_text(str(n + 1)); sys.exit(3) if n < 2 else time.sleep(120)"]
+FLAKY = [sys.executable, "-c", "import os, pathlib, sys, time; p = pathlib.Path(sys.argv[1]); n = int(p.read_text() or 0) "
+         "if p.exists() else 0; p.write_text(str(n + 1)); print('SOAK_RESTART', os.environ['SOAK_RESTART'], flush=True); "
+         "sys.exit(3) if n < 2 else time.sleep(120)"]
 
 
 def journal_events(run_dir):
@@ -133,7 +134,10 @@ def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff(
     assert [e["code"] for e in processes.registry.exits()] == [3, 3]
     assert processes.stop("worker-1", timeout=10) is not None
     assert not processes.is_alive("worker-1") and processes.supervisor("worker-1") is None
-    assert "restarting in 0.2 s" in (tmp_path / "w.log").read_text()
+    output = (tmp_path / "w.log").read_text()
+    assert "restarting in 0.2 s" in output
+    assert [line for line in output.splitlines() if line.startswith("SOAK_RESTART")] == [
+        "SOAK_RESTART 0", "SOAK_RESTART 1", "SOAK_RESTART 2"], "each start is told its restart count"
 
 
 def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):

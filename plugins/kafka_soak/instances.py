@@ -83,7 +83,7 @@ class Instances:
                 "--bug", plan["bug"], "--bug-every", str(plan["bug_every"]),
                 "--commit-interval-ms", str(plan["commit_interval_ms"]),
                 "--crash-probability", repr(float(plan["crash_probability"])),
-                "--session-timeout-ms", str(plan["session_timeout_ms"])]
+                "--session-timeout-ms", str(plan["session_timeout_ms"]), "--seed", str(plan["seed"])]
 
     def command(self, subject: Subject, instance: int, step: int | str) -> list[str]:
         """``app_command`` with its placeholders filled, or the reference app: the Kafka Streams app's JVM, or

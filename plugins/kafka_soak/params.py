@@ -148,7 +148,8 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                           "description": "restart=on-failure: the first backoff; it doubles with each consecutive "
                                          "failure up to 30 s and starts over after 30 s of running."},
     "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
-             "description": "Seed of the random program and the payloads."},
+             "description": "Seed of the random program, the payloads and the reference worker's crash draws "
+                            "(crash_probability; new for each instance, step and restart)."},
     "health_allowance": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
                          "description": "App-health incidents a run tolerates before anomaly app_health fails it: "
                                         "instance exits nobody asked for plus error-level log events of the app "

@@ -12,7 +12,10 @@ consumer leaves the group. A transaction the broker makes abortable is aborted a
 its committed offsets and rebuilds its state, as Kafka Streams does with a corrupted task. With
 ``--crash-probability P`` an instance exits ungracefully (exit code ``CRASH_EXIT_CODE``, its transaction
 left open for the broker to time out) after any input record with probability P, as the workers of the
-kube-kafka consistency checks do; the runtime's restart policy brings it back.
+kube-kafka consistency checks do; the runtime's restart policy brings it back. The draws are seeded from
+``--seed``, the instance, its step and its restart count (``SOAK_RESTART``): a process of a run replayed with the
+same seed crashes after as many records as before, and a restarted instance draws anew rather than crashing
+after the same count again.
 
 Bug switches prove that the checker catches what it must: ``skip-restore`` (state is not restored on
 assignment -> ids reused), ``stale-cache`` (restoration does not invalidate the cache -> stale reads
@@ -56,6 +59,7 @@ TXN_TIMEOUT_S = 10.0
 TXN_ATTEMPTS = 6
 STUCK_AFTER_S = 60.0
 STUCK_EXIT_CODE = 70
+RESTART_ENV = "SOAK_RESTART"  # set by the local runtime's supervisor (runtime.spawn), which the worker image lacks
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class WorkerConfig:
     commit_interval_ms: int = 100
     crash_probability: float = 0.0
     session_timeout_ms: int = 45_000
+    seed: int = 0
+    restart: int = 0  # how often the runtime restarted this instance since its step started it
 
 
 def stuck(what: str) -> None:
@@ -93,6 +99,11 @@ def crash(record_id: int, probability: float) -> None:
     os._exit(CRASH_EXIT_CODE)
 
 
+def chaos(seed: int, instance: int, step: str, restart: int) -> random.Random:
+    """The crash draws of one process: the same for the same run seed, instance, step and restart, new for each."""
+    return random.Random(f"{seed}/{instance}/{step}/{restart}")
+
+
 def bug_hits(config: WorkerConfig, record_id: int, bug: str) -> bool:
     """Whether a bug switch acts on this input id (deterministic, so the checker's count is exact)."""
     return config.bug == bug and record_id % config.bug_every == 0
@@ -109,7 +120,7 @@ class Worker:
         self.pending_records = 0
         self.duplicates: list[tuple[str, bytes, int]] = []  # bug duplicate: outputs to write again after the commit
         self.txn_began: float | None = None
-        self.chaos = random.Random()  # unseeded: a restarted instance must not crash at the same record again
+        self.chaos = chaos(config.seed, config.instance, config.step, config.restart)
         common = kafka_io.client_config(config.bootstrap)
         self.consumer = Consumer({
             **common, "group.id": config.app_id,
@@ -303,9 +314,10 @@ class Worker:
         cfg = self.config
         self.producer.init_transactions()
         self.consumer.subscribe([cfg.input_topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
-        log.info("instance %d of %s started at step %s (standbys=%d, cache_entries=%d, commit_interval_ms=%d, "
-                 "crash_probability=%g, bug=%s)", cfg.instance, cfg.app_id, cfg.step, cfg.standbys, cfg.cache_entries,
-                 cfg.commit_interval_ms, cfg.crash_probability, cfg.bug)
+        log.info("instance %d of %s started at step %s, restart %d (standbys=%d, cache_entries=%d, "
+                 "commit_interval_ms=%d, crash_probability=%g, seed=%d, bug=%s)", cfg.instance, cfg.app_id, cfg.step,
+                 cfg.restart, cfg.standbys, cfg.cache_entries, cfg.commit_interval_ms, cfg.crash_probability, cfg.seed,
+                 cfg.bug)
         last_report, last_processed = time.monotonic(), 0
         while not self.stopping:
             messages = [m for m in self.consumer.consume(BATCH, timeout=0.1) if not self._error(m)]
@@ -347,13 +359,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-interval-ms", type=int, default=100)
     parser.add_argument("--crash-probability", type=float, default=0.0)
     parser.add_argument("--session-timeout-ms", type=int, default=45_000)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the crash draws (with instance, step, restart)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format=f"%(asctime)s %(levelname)s [instance {args.instance}] %(message)s")
     worker = Worker(WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
                                  args.changelog_topic, args.assertions_topic, args.step, args.standbys,
                                  args.cache_entries, args.bug, args.bug_every, args.commit_interval_ms,
-                                 args.crash_probability, args.session_timeout_ms))
+                                 args.crash_probability, args.session_timeout_ms, args.seed,
+                                 int(os.environ.get(RESTART_ENV, "0"))))
 
     def stop(signum: int, _frame) -> None:
         log.info("received %s", signal.Signals(signum).name)

@@ -14,7 +14,8 @@ With ``--restart RESTART_JSON`` (``Restart``: a backoff and the instance's journ
 instance's restart policy, as Kubernetes' kubelet or Compose's ``restart: on-failure`` are: a command that exits by
 itself with anything but 0 is started again after a backoff that doubles with each consecutive failure (up to
 ``MAX_BACKOFF_S``; back to the first after a run of ``RESET_AFTER_S``). Each exit and restart is noted in the
-run's journal, and the registry's record points at the new process. SIGUSR1 tells the supervisor that the suite
+run's journal, and the registry's record points at the new process, which finds its restart count in
+``SOAK_RESTART`` (0 for the first start, as Kubernetes' restartCount). SIGUSR1 tells the supervisor that the suite
 ends the instance (a stop, a kill): whatever the command's exit, it is not restarted.
 """
 
@@ -35,6 +36,7 @@ from kafka_soak.rundir import append_jsonl, journal
 MAX_BACKOFF_S = 30.0  # CrashLoopBackOff's doubling, with a cap that suits a soak of minutes
 RESET_AFTER_S = 30.0  # a process that ran this long starts the backoff over
 NO_RESTART = signal.SIGUSR1
+RESTART_ENV = "SOAK_RESTART"  # the data contract's restart count, read by the reference worker too
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,10 @@ def exit_record(pid: int, code: int) -> dict[str, Any]:
             "signal": signal.Signals(-code).name if code < 0 else None, "at": time.time()}
 
 
-def launch(log_path: str, command: list[str]) -> subprocess.Popen:
+def launch(log_path: str, command: list[str], restarts: int = 0) -> subprocess.Popen:
     with open(log_path, "ab", buffering=0) as log:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                close_fds=True, env=os.environ)
+                                close_fds=True, env={**os.environ, RESTART_ENV: str(restarts)})
 
 
 def supervise(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None) -> None:
@@ -93,7 +95,7 @@ def supervise(name: str, log_path: str, exits_path: str, command: list[str], res
         if ending:
             return
         restarts += 1
-        proc = launch(log_path, command)
+        proc = launch(log_path, command, restarts)
         register(run_dir, name, log_path, proc)
         journal(run_dir, "restart", **restart.journal, pid=proc.pid, restart=restarts)
         if ending:  # the suite ended the instance while it was being restarted: end this one too
