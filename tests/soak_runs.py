@@ -54,11 +54,12 @@ def first_crash(seed: int, probability: float, instance: int = 1, step: str = "0
 
 # soak_crashing_workers' healthy case: three workers throughout ("1 2 3 0"), 6 000 records at 190 records/s, about five
 # crashes. Its seed is the first whose instance 1 crashes within its first 300 records, while it is alone with 1 500:
-# at least one crash is certain (with seeds drawn at random, about 7 runs in 1 000 had none). A lone worker is no place for more
+# one crash at least is certain (drawn at random, about 7 runs in 1 000 had none). A lone worker is no place for more
 # crashes: the default scenario's "1 2 1" with 0.001 left one worker that its backlog crashed at every restart until
 # the drain timed out.
 CRASHING_HEALTHY = {**CRASHING_SHORT, "program": "1 2 3 0", "records": 6000, "rate": 190, "crash_probability": 0.0008}
-CRASHING_HEALTHY["seed"] = next(s for s in itertools.count() if first_crash(s, CRASHING_HEALTHY["crash_probability"]) <= 300)
+CRASHING_HEALTHY["seed"] = next(seed for seed in itertools.count()
+                                if first_crash(seed, CRASHING_HEALTHY["crash_probability"]) <= 300)
 # soak_quota_eos shortened to one version and 30 s of load at the scenario's 32 records/s; its quota's {app_id} is then
 # the scenario's one application id.
 QUOTA_CLIENT = "soak_quota_eos-app-1-StreamThread-1-producer"
