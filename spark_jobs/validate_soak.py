@@ -34,8 +34,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 log = logging.getLogger("kafka_soak.validate")
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
-SAMPLES = 10  # rows kept to show what an anomaly looks like
-SUMMARY = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES}
+SUMMARY = {"result_format": "SUMMARY", "partial_unexpected_count": verdicts.SAMPLES}
 
 
 @contextmanager
@@ -107,7 +106,7 @@ def sample_columns(result: Any) -> list[str]:
                               for c in (cfg.meta or {}).get("sample_columns", [])))
 
 
-def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = SAMPLES) -> list[dict[str, Any]]:
+def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = verdicts.SAMPLES) -> list[dict[str, Any]]:
     """Example rows behind a failed expectation, with the columns its meta names: GX's unexpected rows for a column
     expectation; for a table's row count (assertions, incidents: a table that should be empty or small), its rows."""
     columns = (cfg.meta or {}).get("sample_columns")

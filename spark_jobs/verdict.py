@@ -7,6 +7,7 @@ from typing import Any
 from contracts import ANOMALIES
 
 EXIT_CODES = {"passed": 0, "failed": 2, "inconclusive": 3}
+SAMPLES = 10  # rows kept per anomaly to show what it looks like
 
 
 def expectation_count(result: dict[str, Any]) -> int:
@@ -53,7 +54,7 @@ def decide(results: list[dict[str, Any]], truncated: dict[str, dict[int, int]],
         status = "failed"
     else:
         status = "passed"
-    return {"status": status, "anomalies": anomalies, "samples": {k: v[:10] for k, v in samples.items()},
+    return {"status": status, "anomalies": anomalies, "samples": {k: v[:SAMPLES] for k, v in samples.items()},
             "expectations": expectations, "inconclusive_reasons": reasons}
 
 
@@ -71,7 +72,7 @@ def combine(verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "status": status,
         "anomalies": {name: sum(v["anomalies"].get(name, 0) for v in verdicts.values()) for name in judged},
         "samples": {name: [{"version": version, **row} for version, v in verdicts.items()
-                           for row in v["samples"].get(name, [])][:10]
+                           for row in v["samples"].get(name, [])][:SAMPLES]
                     for name in judged if any(v["samples"].get(name) for v in verdicts.values())},
         "inconclusive_reasons": [f"{version}: {r}" for version, v in verdicts.items()
                                  for r in v["inconclusive_reasons"]],
