@@ -165,7 +165,7 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     """One subject's verdict (the app of the run, or one version of a matrix): its output and assertions against
     the run's input; writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
     needs."""
-    contract = subject.get("contract", contracts.ID_ASSIGNMENT)
+    contract = contracts.of(subject.get("design", ""))
     topics = {"output": subject["output"], "assertions": subject["assertions"],
               **({"executions": subject["executions"]} if contract == contracts.WORKFLOW else {})}
     schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA,
@@ -208,9 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("bootstrap", "input-topic"):
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--subjects", type=json.loads, required=True,
-                        help='the apps under test: [{"name": "" or a version, "output": topic, "assertions": topic}], each with '
-                        '"contract": "workflow" and "executions": topic for the workflow engine ("id-assignment" if '
-                        'none is given)')
+                        help='the apps under test: [{"name": "" or a version, "output": topic, "assertions": topic}], the '
+                        'workflow engine with its "design" and "executions": topic')
     parser.add_argument("--expected-records", type=int, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--backend", default="unknown")

@@ -46,8 +46,7 @@ class Subject:
         return f"instance {instance}" + (f" @{self.name}" if self.name else "")
 
     def as_dict(self) -> dict[str, Any]:
-        """What the run keeps of it (``cluster.json``) and the checker gets (``--subjects``), with its contract."""
-        return {**asdict(self), "contract": self.contract}
+        return asdict(self)
 
 
 def matrix(plan: dict[str, Any]) -> list[str]:
@@ -153,4 +152,4 @@ def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
 
 def of(cluster: dict[str, Any]) -> list[Subject]:
     """The subjects ``provision`` recorded in the cluster (XCom / ``cluster.json``)."""
-    return [Subject(**{k: v for k, v in s.items() if k != "contract"}) for s in cluster["subjects"]]
+    return [Subject(**s) for s in cluster["subjects"]]
