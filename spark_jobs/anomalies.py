@@ -4,6 +4,10 @@ The history is three topics read back after the run: input (what the generator p
 the app committed) and assertions (the app's own self-check failures); an app of the workflow contract adds its
 executions topic (every version of every execution it committed). Every frame is computed once, cached, and
 handed to the Great Expectations suite of the same name in ``expectations/``.
+
+A team's own app (an app profile) is judged output by output, by the contract its profile declares for each: a
+``one-to-one`` output record by record against the input, an ``aggregate`` output (a table) key by key. Its values
+are its own format; the soak's ids travel in the headers the harness gives every input record.
 """
 
 from __future__ import annotations
@@ -20,26 +24,98 @@ ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partitio
 EXECUTION_SCHEMA = "id LONG, key STRING, state STRING, task_runs MAP<STRING, STRING>, instance INT, in_partition INT"
 # health.json's incidents: unexpected instance exits and error-level log events (kafka_soak.health).
 INCIDENT_SCHEMA = "kind STRING, instance INT, at DOUBLE, what STRING, log STRING"
+# The headers of every input record of a team's app (ASCII decimal): its id, and its place in its key's sequence.
+ID_HEADER, SEQ_HEADER = "soak.id", "soak.seq"
+HEADER, JSON_ID = "header", "json:"  # where a one-to-one output's id is: the soak.id header, or json:<path>
+# An aggregate's numbers, compared exactly: a sum of decimals has no rounding error, and an app's float noise past
+# nine decimals (0.30000000000000004) is not a wrong sum.
+DECIMAL = "decimal(38,9)"
+INT_BYTES = {"int32": 4, "int64": 8}  # big-endian two's complement, as Kafka's IntegerSerializer/LongSerializer write
+TEXT_ENCODINGS = ("json", "string")
+
+
+def _position() -> list[Column]:
+    """Where a record sits (topic partition and offset) and when it was written (``kafka_ts``, ms: for an output
+    record, when the app produced it)."""
+    return [F.col("partition").alias("topic_partition"), F.col("offset").alias("topic_offset"),
+            F.col("timestamp").alias("kafka_ts")]
 
 
 def parse(raw: DataFrame, schema: str) -> DataFrame:
-    """Topic records -> contract fields, keeping where each record sits (topic partition and offset) and when
-    it was written (``kafka_ts``, ms: for an output record, when the app produced it)."""
-    parsed = raw.select(F.col("partition").alias("topic_partition"), F.col("offset").alias("topic_offset"),
-                        F.col("timestamp").alias("kafka_ts"), F.from_json("value", schema).alias("v"))
-    return parsed.select("topic_partition", "topic_offset", "kafka_ts", "v.*")
+    """Topic records -> contract fields, keeping where each record sits and when it was written (``_position``)."""
+    return raw.select(*_position(), F.from_json("value", schema).alias("v")).select(
+        "topic_partition", "topic_offset", "kafka_ts", "v.*")
 
 
-def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame,
-           versions: DataFrame | None = None) -> dict[str, DataFrame]:
-    """``{suite name: frame}`` for the suites in ``expectations/``: with an executions topic's ``versions``, the frames
-    of the workflow contract, else those of the id-assignment contract.
+def header(name: str) -> Column:
+    """A soak header of a record as a number: the last one of that name (as Kafka's ``lastHeader``), null when it is
+    missing or no number (such a record matches nothing)."""
+    last = F.try_element_at(F.filter("headers", lambda h: h["key"] == name), F.lit(-1))
+    return last["value"].cast("string").try_cast("long")
 
-    Built for large runs: inputs and outputs meet in one shuffle by id (no joins), which gives every input
-    its input and output counts (so no expectation needs a pass of its own to find repeated ids) and every
-    output whether its id was produced and whether it is the id's first copy;
-    one more shuffle by key orders the outputs. Ids and keys are counted with ``collect_set`` alone, so
-    Spark needs no expand-and-count pass for distinct values."""
+
+def parse_input(raw: DataFrame, values: bool) -> DataFrame:
+    """A team's app's input topic (read ``raw``) as ``INPUT_SCHEMA``'s fields: id and seq from the soak's headers,
+    the record's key, ``ts`` when it was produced; with ``values``, the value as its bytes (what aggregates are of)."""
+    return raw.select(*_position(), F.col("timestamp").alias("ts"), header(ID_HEADER).alias("id"), "key",
+                      header(SEQ_HEADER).alias("seq"), *(["value"] if values else []))
+
+
+def parse_output(raw: DataFrame, id_from: str) -> DataFrame:
+    """A team's app's one-to-one output (read ``raw``) in the shape of a reference app's (``OUTPUT_SCHEMA``), null
+    where it says nothing: its id from the ``soak.id`` header (``id_from`` "header": Kafka Streams forwards an input's
+    headers to what it writes) or a number in its JSON value (``json:$.orderId``), its own key. Its key and seq as
+    judged are its input's (``one_to_one``); the instance that wrote it is unknown."""
+    if id_from == HEADER:
+        found = header(ID_HEADER)
+    elif id_from.startswith(JSON_ID):
+        found = F.get_json_object(F.col("value").cast("string"), id_from[len(JSON_ID):]).try_cast("long")
+    else:
+        raise ValueError(f"id_from {id_from!r}: an output's id is in the {ID_HEADER} header ({HEADER!r}) or its JSON "
+                         f"value ('{JSON_ID}$.path')")
+    null = F.lit(None)
+    return raw.select(*_position(), found.alias("id"), "key", null.cast("long").alias("seq"),
+                      null.cast("long").alias("assigned_id"), null.cast("int").alias("instance"),
+                      null.cast("int").alias("in_partition"))
+
+
+def parse_table(raw: DataFrame) -> DataFrame:
+    """A team's app's aggregate output (read ``raw``): the updates of a table, each value as its bytes (null: a
+    tombstone); the instance that wrote it is unknown."""
+    return raw.select(*_position(), "key", "value", F.lit(None).cast("int").alias("instance"))
+
+
+def json_path(field: str) -> str:
+    """An aggregate's input field as a JSON path: a path as it is, a bare name at the top level, "" the whole value."""
+    return field if not field or field.startswith("$") else f"$.{field}"
+
+
+def number(value: Column, encoding: str, path: str = "") -> Column:
+    """A number in a record's value (bytes) as ``DECIMAL``: a big-endian int32/int64, text (``string``), or JSON (the
+    number at ``path``; without one, the value is a JSON number). Null when the value holds no such number."""
+    if encoding in INT_BYTES:
+        width = INT_BYTES[encoding]
+        signed = F.conv(F.hex(value), 16, -10).try_cast("long")  # the bytes as a signed 64-bit number
+        if width < 8:  # sign-extend a narrower number
+            signed = F.when(signed >= 2 ** (8 * width - 1), signed - 2 ** (8 * width)).otherwise(signed)
+        return F.when(F.length(value) == width, signed).cast(DECIMAL)
+    if encoding not in TEXT_ENCODINGS:
+        raise ValueError(f"encoding {encoding!r} holds no number; numbers are in {', '.join([*INT_BYTES, *TEXT_ENCODINGS])}")
+    text = value.cast("string")
+    return F.trim(F.get_json_object(text, path) if encoding == "json" and path else text).try_cast(DECIMAL)
+
+
+def as_text(number: Column) -> Column:
+    """A ``DECIMAL`` as a person writes it (12.5, 3; not 12.500000000) for a verdict's samples."""
+    return F.regexp_replace(number.cast("string"), r"(?:\.0+|(\.\d*[1-9])0+)$", "$1")
+
+
+def _by_id(inputs: DataFrame, outputs: DataFrame, adopt: bool = False) -> DataFrame:
+    """Inputs and outputs met in one shuffle by id (no joins): each record with how many input records and committed
+    outputs carry its id (``inputs``, ``outputs``: no expectation needs a pass of its own to find repeated ids), whether
+    its id was produced (``known``) and where the id's first output was committed (``first``). ``adopt``: an output
+    takes its key and seq from the input with its id, in the same window (a team's app may rekey what it writes, or
+    drop the seq header)."""
     null = F.lit(None)
     history = (inputs.select("id", "key", "seq", null.cast("int").alias("topic_partition"),
                              null.cast("long").alias("topic_offset"), null.cast("long").alias("assigned_id"),
@@ -55,29 +131,101 @@ def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame,
                           .otherwise(0))
               .withColumn("known", has_id & F.max("is_input").over(by_id))
               .withColumn("first", F.min(F.when(~F.col("is_input"), at)).over(by_id)))
-    input_ids = per_id.where("is_input").select("id", "key", "seq", "inputs", "outputs")
+    if not adopt:
+        return per_id
+    source = F.max(F.when(F.col("is_input") & has_id, F.struct("key", "seq"))).over(by_id)
+    return (per_id.withColumn("source", source)
+            .withColumns({name: F.when(F.col("is_input"), F.col(name)).otherwise(F.col(f"source.{name}"))
+                          for name in ("key", "seq")}).drop("source"))
+
+
+def _input_ids(per_id: DataFrame) -> DataFrame:
+    """Suite ``input_ids``' frame: one row per input record."""
+    return per_id.where("is_input").select("id", "key", "seq", "inputs", "outputs")
+
+
+def _in_key_order(per_id: DataFrame, within: list[str]) -> DataFrame:
+    """Suite ``outputs``' frame: one row per output, with whether it was committed in seq order: after no higher seq
+    among the earlier outputs (``prev_max_seq``, the expectation's reason) of the same ``within`` (its key; with
+    ``topic_partition``, its key in the partition it went to), ordered by where they were committed. Only an id's
+    first output counts for ordering; its repeats are duplicates, judged elsewhere."""
+    in_key_order = Window.partitionBy(*within).orderBy("topic_partition", "topic_offset")
+    is_first = F.struct("topic_partition", "topic_offset") == F.col("first")
+    return (per_id.where(~F.col("is_input"))
+            .withColumn("prev_max_seq", F.max(F.when(is_first, F.col("seq")))
+                        .over(in_key_order.rowsBetween(Window.unboundedPreceding, -1)))
+            .select("id", "key", "seq", "assigned_id", "instance", "topic_partition", "topic_offset", "known",
+                    "prev_max_seq", (~is_first | F.col("prev_max_seq").isNull()
+                                     | (F.col("seq") >= F.col("prev_max_seq"))).alias("in_order")))
+
+
+def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame,
+           versions: DataFrame | None = None) -> dict[str, DataFrame]:
+    """``{suite name: frame}`` for the suites in ``expectations/``: with an executions topic's ``versions``, the frames
+    of the workflow contract, else those of the id-assignment contract.
+
+    Built for large runs: inputs and outputs meet in one shuffle by id (``_by_id``); one more shuffle by key orders
+    the outputs. Ids and keys are counted with ``collect_set`` alone, so Spark needs no expand-and-count pass for
+    distinct values."""
+    per_id = _by_id(inputs, outputs)
+    input_ids = _input_ids(per_id)
     if versions is not None:
         known = per_id.where(~F.col("is_input")).select("id", "key", "seq", "instance", "topic_partition",
                                                         "topic_offset", "known")
         return {"input_ids": input_ids, "outputs": known, "executions": executions(versions)}
-
-    # Order of each output within its key: by where it was committed. Only an id's first output counts
-    # for ordering; its repeats are duplicates, judged elsewhere.
-    in_key_order = Window.partitionBy("key").orderBy("topic_partition", "topic_offset")
-    is_first = at == F.col("first")
-    output_records = (per_id.where(~F.col("is_input"))
-                      .withColumn("prev_max_seq", F.max(F.when(is_first, F.col("seq")))
-                                  .over(in_key_order.rowsBetween(Window.unboundedPreceding, -1)))
-                      .select("id", "key", "seq", "assigned_id", "instance", "topic_partition", "topic_offset", "known",
-                              (~is_first | F.col("prev_max_seq").isNull()
-                               | (F.col("seq") >= F.col("prev_max_seq"))).alias("in_order")))
-
     key_ids = (outputs.groupBy("key").agg(F.sort_array(F.collect_set("assigned_id")).alias("ids"))
                .select("key", F.size("ids").alias("assigned_ids"), "ids"))
     id_keys = (outputs.groupBy("assigned_id").agg(F.sort_array(F.collect_set("key")).alias("key_list"))
                .select("assigned_id", F.size("key_list").alias("keys"), "key_list"))
-    return {"input_ids": input_ids, "outputs": output_records, "key_ids": key_ids, "assigned_ids": id_keys,
-            "assertions": assertions}
+    return {"input_ids": input_ids, "outputs": _in_key_order(per_id, ["key"]), "key_ids": key_ids,
+            "assigned_ids": id_keys, "assertions": assertions}
+
+
+def one_to_one(inputs: DataFrame, outputs: DataFrame) -> dict[str, DataFrame]:
+    """The frames of a ``one-to-one`` output (``parse_output``) against a team's app's input (``parse_input``): the
+    suites ``input_ids`` and ``outputs`` as for a reference app, each output judged with its input's key and seq, and
+    in seq order within its key in each partition it went to (Kafka orders nothing across partitions, and an app that
+    rekeys may spread a key's records over several). Two shuffles, as the reference app's: by id, then by key."""
+    per_id = _by_id(inputs, outputs, adopt=True)
+    return {"input_ids": _input_ids(per_id), "outputs": _in_key_order(per_id, ["key", "topic_partition"])}
+
+
+# The function of an aggregate output over its key's inputs (``count`` counts them), on the inputs' ``measure``.
+FUNCTIONS = {"sum": F.sum, "min": F.min, "max": F.max, "latest": lambda measure: F.max_by(measure, "seq")}
+
+
+def aggregates(inputs: DataFrame, table: DataFrame, function: str, field: str, input_encoding: str,
+               value: dict[str, str]) -> dict[str, DataFrame]:
+    """The frames of an ``aggregate`` output, a table keyed like the input (``parse_table``): ``input_ids`` (one row
+    per input id: is the input complete, each id once) and ``aggregates``, one row per key with inputs or a value:
+    the ``function`` (count, sum, min, max, latest: the value of the input with the highest seq) over its inputs'
+    ``field`` (their value in ``input_encoding``: ``number``), against the table's last committed value for it
+    (``value``: its encoding and, for JSON, path). The last value of a key is the one at its highest offset in its
+    partition; of a key in several partitions, the latest of those by Kafka timestamp, then offset. A tombstone (null
+    value) leaves the key no value. Both numbers are ``DECIMAL``, compared exactly.
+
+    No join: the ids are counted in one shuffle, as for a reference app; the keys in two aggregations (by key and
+    partition over the table, then by key over both topics), each reduced to about a row per key where the records
+    are read, before anything is shuffled."""
+    last = (table.groupBy("key", "topic_partition")
+            .agg(F.max_by(F.struct("kafka_ts", "topic_offset", "topic_partition", "value"), "topic_offset")
+                 .alias("last")))
+    measure = [] if function == "count" else [number(F.col("value"), input_encoding, json_path(field)).alias("measure")]
+    rows = (inputs.select("key", "seq", F.struct("ts", "topic_partition").alias("input_at"), *measure)
+            .unionByName(last.select("key", "last"), allowMissingColumns=True))
+    count = F.count("input_at")
+    expected = count if function == "count" else FUNCTIONS[function](F.col("measure"))
+    per_key = (rows.groupBy("key").agg(count.alias("inputs"), expected.cast(DECIMAL).alias("expected"),
+                                       F.max("last").alias("last"), F.max("input_at").alias("last_input"))
+               .where("inputs > 0 OR last.value IS NOT NULL")
+               .withColumn("found", number(F.col("last.value"), value["encoding"], value.get("path", ""))))
+    correct = (F.col("inputs") > 0) & F.col("found").isNotNull() & F.col("expected").eqNullSafe(F.col("found"))
+    keyed = per_key.select("key", "inputs", as_text(F.col("expected")).alias("expected"),
+                           as_text(F.col("found")).alias("found"), correct.alias("correct"),
+                           F.coalesce("last.kafka_ts", "last_input.ts").alias("last_ts"),
+                           F.col("last_input.topic_partition").alias("in_partition"))
+    input_ids = inputs.groupBy("id").agg(F.count("*").alias("inputs"))
+    return {"input_ids": input_ids, "aggregates": keyed}
 
 
 def incidents(spark: SparkSession, health: dict[str, Any]) -> DataFrame:

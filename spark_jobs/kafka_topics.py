@@ -22,14 +22,18 @@ CONSUMER = {"max.partition.fetch.bytes": "52428800", "fetch.max.bytes": "5242880
             "receive.buffer.bytes": "1048576", "fetch.max.wait.ms": "10"}
 
 
-def read(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
-    """``partition, offset, key, value, timestamp`` (ms) of every committed record of ``topic``."""
+def read(spark: SparkSession, bootstrap: str, topic: str, raw: bool = False) -> DataFrame:
+    """``partition, offset, key, value, timestamp`` (ms) of every committed record of ``topic``; the value as text
+    (the reference apps' JSON), or ``raw``: as the bytes the app wrote, with the record's ``headers`` (a team's app
+    writes its own format, and the soak's ids travel in headers)."""
     reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
               .option("startingOffsets", "earliest").option("endingOffsets", "latest")
-              .option("kafka.isolation.level", "read_committed").option("groupIdPrefix", GROUP_PREFIX))
+              .option("kafka.isolation.level", "read_committed").option("groupIdPrefix", GROUP_PREFIX)
+              .option("includeHeaders", str(raw).lower()))
     for key, value in {**CONSUMER, **java_client.java_settings(java_client.given_settings())}.items():
         reader = reader.option(f"kafka.{key}", value)
-    return reader.load().selectExpr("partition", "offset", "CAST(key AS STRING) key", "CAST(value AS STRING) value",
+    value = ["value", "headers"] if raw else ["CAST(value AS STRING) value"]
+    return reader.load().selectExpr("partition", "offset", "CAST(key AS STRING) key", *value,
                                     "unix_millis(timestamp) timestamp")
 
 

@@ -6,7 +6,8 @@ instance) or capped at ``EVENT_CAP`` events per anomaly: its size does not grow 
 
 Time of an anomaly: when the app produced the output involved (its Kafka timestamp); for ``lost``, which
 has no output, when the input was produced; for ``stale_state``, when the app caught itself; for ``rolled_back``, when
-the app committed the execution's first version that went backwards.
+the app committed the execution's first version that went backwards; for ``wrong_aggregate`` (one event per key),
+when the app committed the key's last value, or for a key without one, when its last input was produced.
 """
 
 from __future__ import annotations
@@ -62,15 +63,12 @@ def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], 
         unknown = frames["outputs"].where(~F.col("known")).select(*at)
         parts.append(_events("unexpected", lookup(outputs, unknown, at), "kafka_ts", F.col("instance"),
                              F.col("in_partition"), null))
-    if "reordered" in found:
-        late = frames["outputs"].where(~F.col("in_order")).select(*at)
-        # The highest seq committed before it in its key (the expectation's reason), among the key's outputs.
-        earlier = Window.partitionBy("key").orderBy(*at).rowsBetween(Window.unboundedPreceding, -1)
-        keys = lookup(outputs, late, at).select("key").distinct()
-        reordered = lookup(lookup(outputs, keys, "key").withColumn("prev_max_seq", F.max("seq").over(earlier)), late, at)
-        parts.append(_events("reordered", reordered, "kafka_ts", F.col("instance"), F.col("in_partition"),
-                             F.concat(F.lit("seq "), F.col("seq").cast("string"), F.lit(" after "),
-                                      F.col("prev_max_seq").cast("string"))))
+    if "reordered" in found:  # with the highest seq committed before it in its key (the expectation's reason)
+        late = frames["outputs"].where(~F.col("in_order")).select(
+            *at, F.concat(F.lit("seq "), F.col("seq").cast("string"), F.lit(" after "),
+                          F.col("prev_max_seq").cast("string")).alias("why"))
+        parts.append(_events("reordered", lookup(outputs, late, at), "kafka_ts", F.col("instance"),
+                             F.col("in_partition"), F.col("why")))
     if "id_reuse" in found:
         parts.append(_id_reuse_events(outputs, frames))
     if "stale_state" in found:
@@ -82,6 +80,11 @@ def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], 
         rolled = frames["executions"].where("rollbacks > 0")
         parts.append(_events("rolled_back", rolled, "rolled_back_at", F.col("rolled_back_by"), F.col("in_partition"),
                              F.col("first_rollback")))
+    if "wrong_aggregate" in found:  # a key of a table whose last value is not the function over its inputs
+        wrong = frames["aggregates"].where(~F.col("correct")).withColumn("id", null)
+        parts.append(_events("wrong_aggregate", wrong, "last_ts", null, F.col("in_partition"),
+                             F.concat(F.lit("expected "), F.coalesce("expected", F.lit("none")), F.lit(", found "),
+                                      F.coalesce("found", F.lit("none")))))
     return reduce(DataFrame.unionByName, parts) if parts else None
 
 
@@ -132,10 +135,11 @@ def build(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: se
 
 
 def merge(per_subject: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The timelines of a version matrix on one axis: the input once, each version's output and anomalies
-    labelled ``<instance> @<version>`` / ``<anomaly> @<version>``. A run with one app is returned as it is."""
-    if list(per_subject) == [""]:
-        return per_subject[""]
+    """The timelines of a matrix on one axis: the input once, each subject's (version's, or a team's app's output's)
+    output and anomalies labelled ``<instance> @<name>`` / ``<anomaly> @<name>``. A run with one subject is returned as
+    it is."""
+    if len(per_subject) == 1:
+        return next(iter(per_subject.values()))
     merged: dict[str, Any] = {"produced": next(iter(per_subject.values()))["produced"], "committed": [],
                               "anomalies": {}, "event_cap": EVENT_CAP}
     for version, data in per_subject.items():

@@ -5,8 +5,9 @@ spark-submit --jars <Spark's Kafka source> --py-files <its modules> spark_jobs/v
 
 Writes ``verdict.json`` and Data Docs (``data_docs/index.html``) into ``--out-dir`` and exits 0 when the
 verdict is ``passed``, 2 when ``failed``, 3 when ``inconclusive``. With several subjects (a Kafka Streams version
-matrix) each version is judged on its own (``subjects/<version>/verdict.json`` and Data Docs) and ``verdict.json``
-holds the table: version x status x anomaly counts, and the worst status as the run's.
+matrix, or the judged outputs of a team's app, each by the contract its profile declares) each is judged on its own
+(``subjects/<name>/verdict.json`` and Data Docs) and ``verdict.json`` holds the table: subject x status x anomaly
+counts, and the worst status as the run's.
 """
 
 from __future__ import annotations
@@ -152,53 +153,128 @@ def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
     return rundir.read_json(run_dir / rundir.QUOTAS) or []
 
 
+def contract_of(subject: dict[str, Any]) -> str:
+    """A subject's data contract: the one a team's app declared for the output (``contract``), else its reference
+    app's."""
+    return contracts.of(subject.get("design", ""), subject.get("contract", ""))
+
+
 def label(subject: dict[str, Any]) -> str:
-    """How the report and the alert name a subject: by its workflow design or its Kafka Streams version. A subject
-    given by hand (``--subjects``, as the docstring above shows) may have neither."""
+    """How the report and the alert name a subject: a team's app's output by its name and contract, a reference app
+    by its workflow design or its Kafka Streams version. A subject given by hand (``--subjects``, as the docstring
+    above shows) may have none of these."""
+    contract = contract_of(subject)
+    if contract in contracts.DECLARED:
+        what = f"{contract} {subject['function']}" if contract == contracts.AGGREGATE else contract
+        return f"{subject['name']} ({what})"
     if subject.get("design"):
         return f"design {subject['design']}"
     return f"Kafka Streams {subject['version']}" if subject.get("version") else "the app"
 
 
-def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any], inputs: DataFrame,
-          truncated: dict[str, dict[int, int]], health: dict[str, Any], out_dir: Path) -> tuple[dict[str, Any], Any]:
-    """One subject's verdict (the app of the run, or one version of a matrix): its output and assertions against
-    the run's input; writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
-    needs."""
-    contract = contracts.of(subject.get("design", ""))
-    topics = {"output": subject["output"], "assertions": subject["assertions"],
-              **({"executions": subject["executions"]} if contract == contracts.WORKFLOW else {})}
-    schemas = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA,
-               "executions": anomalies.EXECUTION_SCHEMA}
-    with phase("read"):
-        for role in ("output", "executions"):  # the history a verdict stands on; assertions only add to it
-            lows = kafka_topics.low_watermarks(args.bootstrap, topics[role]) if role in topics else {}
-            truncated = {**truncated, **({topics[role]: lows} if lows else {})}
-        history = {"input": inputs, **{role: anomalies.parse(kafka_topics.read(spark, args.bootstrap, topic),
-                                                             schemas[role]).cache() for role, topic in topics.items()}}
+def health_owner(subject: dict[str, Any], subjects: list[dict[str, Any]]) -> str | None:
+    """Whose instances' incidents (``health.json`` names the subject each instance ran as) a subject's verdict counts,
+    so that the run's verdict counts each incident once: a reference app's subject, its own; a team's app runs one set
+    of instances (subject "") behind all its outputs, judged with its first output; None: the subject judges no app
+    health."""
+    if contract_of(subject) not in contracts.DECLARED:
+        return subject["name"]
+    first = next(s for s in subjects if contract_of(s) in contracts.DECLARED)
+    return "" if subject is first else None
+
+
+def read_input(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
+    """The run's input as the subjects' contracts read it: a team's app's with the soak's headers (and its values
+    when an aggregate is judged), a reference app's from its JSON. A run judges one kind of app."""
+    declared = {contract_of(s) in contracts.DECLARED for s in args.subjects}
+    if len(declared) > 1:
+        raise ValueError("--subjects: a run judges a team's app's outputs or reference apps, not both")
+    if True not in declared:
+        return anomalies.parse(kafka_topics.read(spark, args.bootstrap, args.input_topic), anomalies.INPUT_SCHEMA)
+    values = any(contract_of(s) == contracts.AGGREGATE for s in args.subjects)
+    return anomalies.parse_input(kafka_topics.read(spark, args.bootstrap, args.input_topic, raw=True), values)
+
+
+SCHEMAS = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA,
+           "executions": anomalies.EXECUTION_SCHEMA}
+
+
+def read_topic(spark: SparkSession, bootstrap: str, subject: dict[str, Any], role: str, topic: str) -> DataFrame:
+    """One of a subject's topics as its contract's frames take it: a team's app's output in its own format (read
+    raw), a reference app's topics from their JSON."""
+    contract = contract_of(subject)
+    if contract == contracts.ONE_TO_ONE:
+        return anomalies.parse_output(kafka_topics.read(spark, bootstrap, topic, raw=True),
+                                      subject.get("id_from") or anomalies.HEADER)
+    if contract == contracts.AGGREGATE:
+        return anomalies.parse_table(kafka_topics.read(spark, bootstrap, topic, raw=True))
+    return anomalies.parse(kafka_topics.read(spark, bootstrap, topic), SCHEMAS[role])
+
+
+def subject_frames(subject: dict[str, Any], history: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    """The frames (``anomalies``) of a subject's contract, from its ``history``."""
+    contract = contract_of(subject)
+    if contract == contracts.ONE_TO_ONE:
+        return anomalies.one_to_one(history["input"], history["output"])
+    if contract == contracts.AGGREGATE:
+        return anomalies.aggregates(history["input"], history["output"], subject["function"], subject.get("field", ""),
+                                    subject["input_value"]["encoding"], subject["value"])
+    return anomalies.frames(history["input"], history["output"], history["assertions"], history.get("executions"))
+
+
+def subject_topics(subject: dict[str, Any]) -> dict[str, str]:
+    """A subject's topics by role: its output; a reference app's assertions (its self-check); the workflow engine's
+    executions."""
+    contract = contract_of(subject)
+    return {"output": subject["output"],
+            **({"assertions": subject["assertions"]} if contract not in contracts.DECLARED else {}),
+            **({"executions": subject["executions"]} if contract == contracts.WORKFLOW else {})}
+
+
+def read_history(spark: SparkSession, bootstrap: str, subject: dict[str, Any],
+                 inputs: DataFrame) -> tuple[dict[str, DataFrame], dict[str, dict[int, int]]]:
+    """A subject's history (the run's ``inputs`` and its topics by role, cached as read) and those of its topics a
+    verdict stands on whose oldest records are gone (assertions only add to it)."""
+    topics = subject_topics(subject)
+    lows = {topics[role]: kafka_topics.low_watermarks(bootstrap, topics[role])
+            for role in ("output", "executions") if role in topics}
+    history = {"input": inputs, **{role: read_topic(spark, bootstrap, subject, role, topic).cache()
+                                   for role, topic in topics.items()}}
+    return history, {topic: parts for topic, parts in lows.items() if parts}
+
+
+def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any], history: dict[str, DataFrame],
+          truncated: dict[str, dict[int, int]], health: dict[str, Any], owner: str | None,
+          out_dir: Path) -> tuple[dict[str, Any], Any]:
+    """One subject's verdict (the app of the run, one version of a matrix, or one output of a team's app) from its
+    ``history`` alone (``read_history``), with the incidents of ``owner``'s instances (``health_owner``); writes its
+    Data Docs under ``out_dir``. Returns the verdict and what the report's timeline needs."""
+    contract = contract_of(subject)
+    with phase("read"):  # Spark reads the topics as it counts them into its cache
         counts = {role: df.count() for role, df in history.items()}
     log.info("%sread %s", f"{subject['name']}: " if subject["name"] else "",
              ", ".join(f"{n} {r} records" for r, n in counts.items()))
     with phase("frames"):  # computed and cached once here, so the suites only scan them
-        frames = {name: df.cache() for name, df in anomalies.frames(history["input"], history["output"],
-                                                                     history["assertions"],
-                                                                     history.get("executions")).items()}
+        frames = {name: df.cache() for name, df in subject_frames(subject, history).items()}
         rows = {name: df.count() for name, df in frames.items()}
-        mine = [i for i in health["incidents"] if i.get("subject", "") == subject["name"]]
-        frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
-    judged = contracts.JUDGED[contract]
+        if owner is not None:
+            mine = [i for i in health["incidents"] if i.get("subject", "") == owner]
+            frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
+    judged = tuple(name for name in contracts.JUDGED[contract] if owner is not None or name != "app_health")
     docs_dir = out_dir / rundir.DATA_DOCS
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records,
                                                              "health_allowance": health["allowance"]}, judged)
     outcome = verdicts.decide(results, truncated, judged)
-    records = {"input": counts["input"], "output": counts["output"], "assertions": counts["assertions"],
-               "expected_input": args.expected_records}
+    records = {role: counts[role] for role in ("input", "output", "assertions") if role in counts}
+    records["expected_input"] = args.expected_records
     if contract == contracts.WORKFLOW:
         records.update({"execution_versions": counts["executions"], "executions": rows["executions"]})
-    else:
+    elif contract == contracts.ID_ASSIGNMENT:
         records.update({"distinct_keys": rows["key_ids"], "distinct_assigned_ids": rows["assigned_ids"]})
+    elif contract == contracts.AGGREGATE:
+        records["keys"] = rows["aggregates"]
     outcome.update({"contract": contract, "label": label(subject), "records": records,
-                    "topics": {"input": args.input_topic, **topics},
+                    "topics": {"input": args.input_topic, **subject_topics(subject)},
                     "data_docs": str(docs_dir / "index.html")})
     return outcome, (history, frames)
 
@@ -209,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--subjects", type=json.loads, required=True,
                         help='the apps under test: [{"name": "" or a version, "output": topic, "assertions": topic}], the '
-                        'workflow engine with its "design" and "executions": topic')
+                        'workflow engine with its "design" and "executions": topic, or each judged output of a team\'s '
+                        'app with its "contract" (one-to-one: "id_from"; aggregate: "function", "field", "input_value", '
+                        '"value")')
     parser.add_argument("--expected-records", type=int, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--backend", default="unknown")
@@ -227,8 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     with phase("read"):
         lows = kafka_topics.low_watermarks(args.bootstrap, args.input_topic)
-        inputs = anomalies.parse(kafka_topics.read(spark, args.bootstrap, args.input_topic),
-                                 anomalies.INPUT_SCHEMA).cache()
+        inputs = read_input(spark, args).cache()
     truncated = {args.input_topic: lows} if lows else {}
     health = read_health(args.out_dir)
     matrix = len(args.subjects) > 1
@@ -236,12 +313,16 @@ def main(argv: list[str] | None = None) -> int:
     for subject in args.subjects:
         out_dir = args.out_dir / rundir.SUBJECTS / subject["name"] if matrix else args.out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
-        judged[subject["name"]] = judge(spark, args, subject, inputs, truncated, health, out_dir)
+        with phase("read"):
+            history, gone = read_history(spark, args.bootstrap, subject, inputs)
+        judged[subject["name"]] = judge(spark, args, subject, history, {**truncated, **gone}, health,
+                                        health_owner(subject, args.subjects), out_dir)
         if matrix:
             rundir.write_json(out_dir / rundir.VERDICT, judged[subject["name"]][0])
     common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,
               "validated_at": time.time(), "validation_seconds": round(time.monotonic() - started, 1)}
-    outcome = {**(verdicts.combine({name: v for name, (v, _) in judged.items()}) if matrix else judged[""][0]), **common}
+    outcomes = {name: v for name, (v, _) in judged.items()}
+    outcome = {**(verdicts.combine(outcomes) if matrix else next(iter(outcomes.values()))), **common}
     rundir.write_json(args.out_dir / rundir.VERDICT, outcome)
     found = {k: v for k, v in outcome["anomalies"].items() if v}
     log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
@@ -251,8 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("  %s: %s, anomalies %s", row["label"], row["status"].upper(),
                  {k: v for k, v in row["anomalies"].items() if v} or "none")
     write_timeline({name: parts for name, (_, parts) in judged.items()},
-                   {name: {k for k, v in verdict["anomalies"].items() if v} for name, (verdict, _) in judged.items()},
-                   args.out_dir)
+                   {name: {k for k, n in v["anomalies"].items() if n} for name, v in outcomes.items()}, args.out_dir)
     spark.stop()
     return verdicts.EXIT_CODES[outcome["status"]]
 

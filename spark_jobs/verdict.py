@@ -62,9 +62,9 @@ STATUS_ORDER = ("failed", "inconclusive", "passed")  # a matrix is as bad as its
 
 
 def combine(verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One verdict for a matrix (Kafka Streams versions, or designs of the workflow engine): the worst status, anomaly
-    counts summed (per subject in ``matrix``, each with its ``label``), samples and reasons labelled with their
-    subject."""
+    """One verdict for a matrix (Kafka Streams versions, designs of the workflow engine, or the judged outputs of a
+    team's app): the worst status, anomaly counts summed (per subject in ``matrix``, each with its ``label``; a count a
+    subject does not judge is none of its), samples and reasons labelled with their subject."""
     status = min((v["status"] for v in verdicts.values()), key=STATUS_ORDER.index)
     first = next(iter(verdicts.values()))
     judged = [name for name in ANOMALIES if any(name in v["anomalies"] for v in verdicts.values())]
@@ -78,7 +78,7 @@ def combine(verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
                                  for r in v["inconclusive_reasons"]],
         "expectations": [{**e, "version": version} for version, v in verdicts.items() for e in v["expectations"]],
         "records": {**first["records"], "output": sum(v["records"]["output"] for v in verdicts.values()),
-                    "assertions": sum(v["records"]["assertions"] for v in verdicts.values())},
+                    "assertions": sum(v["records"].get("assertions", 0) for v in verdicts.values())},
         "topics": {version: v["topics"] for version, v in verdicts.items()},
         "data_docs": first["data_docs"],
         "matrix": [{"version": version, "label": v["label"], "status": v["status"], "anomalies": v["anomalies"],

@@ -1,12 +1,20 @@
-"""The checker's logic on small frames: real Spark (local) and the real Great Expectations suites."""
+"""The checker's logic on small frames: real Spark (local) and the real Great Expectations suites; once, the job itself
+as the DAG submits it, on a real broker."""
 
+import argparse
 import json
+import os
+import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import anomalies
 import contracts
+import pytest
 import validate_soak
 import verdict
+from pyspark.sql import functions as F
 
 SUITES = Path(__file__).resolve().parents[1] / "expectations"
 
@@ -149,3 +157,202 @@ def test_a_subject_is_labelled_by_its_design_or_version_and_a_bare_one_needs_nei
     assert validate_soak.label({"name": "3.4.0", "version": "3.4.0", "design": ""}) == "Kafka Streams 3.4.0"
     assert validate_soak.label({"name": "single-writer", "version": "4.3.1", "design": "single-writer"}) == \
         "design single-writer"
+
+
+# A team's own app (an app profile): input records carry the soak's headers, values are the app's own format.
+RAW = "partition INT, offset LONG, key STRING, value BINARY, timestamp LONG, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+ORDERS = [(i, f"k{i % 2}", i // 2 + 1) for i in range(1, 9)]  # (id, key, seq): k1 has ids 1 3 5 7, k0 2 4 6 8
+ARGS = argparse.Namespace(suites_dir=SUITES, expected_records=len(ORDERS), input_topic="orders")
+NO_HEALTH = {"incidents": [], "allowance": 0}
+
+
+def raw_topic(spark, records):
+    """``(partition, offset, key, value bytes, {header: value})`` -> a topic as ``kafka_topics.read(raw=True)`` has it."""
+    rows = [(p, o, k, v, 0, [(name, str(h).encode()) for name, h in headers.items()]) for p, o, k, v, headers in records]
+    return spark.createDataFrame(rows, RAW)
+
+
+def team_inputs(spark, values=lambda i: json.dumps({"orderId": i}).encode()):
+    """The orders as a team's app reads them: ids and seqs in headers, ``values`` its own format."""
+    records = [(0, n, key, values(i), {"soak.id": i, "soak.seq": seq}) for n, (i, key, seq) in enumerate(ORDERS)]
+    return anomalies.parse_input(raw_topic(spark, records), values=True)
+
+
+def output_subject(name: str, **contract) -> dict:
+    """A judged output of a team's app as --subjects gives it (subjects.judged)."""
+    return {"name": name, "app_id": "orders-enricher", "version": "", "output": name, "assertions": "", "partitions": 4,
+            "of": "orders", "input_value": {"encoding": "json", "template": {}}, **contract}
+
+
+def test_a_one_to_one_output_is_judged_record_by_record_by_its_header_or_json_ids(spark, tmp_path):
+    """Each input once in the output, in seq order within its key in each partition, with the key and seq of its
+    input (the app rekeys and drops soak.seq); the id read from the soak.id header or from a JSON path, alike."""
+    plan = [(0, 0, 1), (0, 1, 4), (0, 2, 4), (0, 3, 5), (0, 4, 99), (0, 5, 8), (0, 6, 6), (0, 7, 7),  # 2 lost, 4 twice
+            (1, 0, 3)]  # k1's seq 2 after its seq 3, but in another partition: in order
+    by_header = [(p, o, f"customer-{i}", b"\x00opaque", {"soak.id": i}) for p, o, i in plan]
+    subject = output_subject("orders-enriched", contract="one-to-one", id_from="header")
+    history = {"input": team_inputs(spark), "output": anomalies.parse_output(raw_topic(spark, by_header), "header")}
+    outcome, (_, frames) = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH,
+                                               validate_soak.health_owner(subject, [subject]), tmp_path)
+    assert outcome["status"] == "failed"
+    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "reordered": 1, "app_health": 0}
+    assert outcome["samples"] == {
+        "lost": [{"id": 2, "key": "k0", "seq": 2}], "duplicated": [{"id": 4, "key": "k0", "seq": 3, "outputs": 2}],
+        "unexpected": [{"id": 99, "key": None, "topic_partition": 0, "topic_offset": 4}],  # GX leaves out seq: null
+        "reordered": [{"id": 6, "key": "k0", "seq": 4, "topic_partition": 0, "topic_offset": 6}]}
+    assert (outcome["label"], outcome["contract"]) == ("orders-enriched (one-to-one)", "one-to-one")
+    assert outcome["records"] == {"input": 8, "output": 9, "expected_input": 8}
+
+    by_json = [(p, o, None, json.dumps({"orderId": i, "total": 1.5}).encode(), {}) for p, o, i in plan]
+    json_frames = anomalies.one_to_one(history["input"], anomalies.parse_output(raw_topic(spark, by_json),
+                                                                                "json:$.orderId"))
+    rows = lambda frame: sorted(map(tuple, frame.collect()), key=repr)
+    assert {n: rows(f) for n, f in json_frames.items()} == {n: rows(frames[n]) for n in json_frames}
+
+
+def int64(n) -> bytes:
+    """A number as Kafka's LongSerializer writes it."""
+    return struct.pack(">q", n)
+
+
+def test_numbers_are_read_from_each_encoding_exactly(spark):
+    """Big-endian int32/int64 (negative too; other lengths are no number), text and JSON, as exact decimals."""
+    values = [struct.pack(">i", -2), int64(-(2 ** 40)), b"\x00\x01\x02", b" 12.50 ", b'{"a": {"b": 0.1}}', b"7", b"x"]
+    frame = spark.createDataFrame([(bytearray(v),) for v in values], "value BINARY")
+    decoded = {encoding + path: [None if r[0] is None else format(r[0].normalize(), "f") for r in
+                                 frame.select(anomalies.number(F.col("value"), encoding, path)).collect()]
+               for encoding, path in (("int32", ""), ("int64", ""), ("string", ""), ("json", "$.a.b"), ("json", ""))}
+    assert decoded["int32"][0] == "-2" and decoded["int32"][2] is None
+    assert decoded["int64"][1] == str(-(2 ** 40))
+    assert decoded["string"][3:] == ["12.5", None, "7", None]
+    assert decoded["json$.a.b"] == [None, None, None, None, "0.1", None, None]
+    assert decoded["json"][3:] == ["12.5", None, "7", None], "a JSON value that is a number"
+
+
+AMOUNTS = {1: 10.5, 3: 2, 5: 0.25, 7: 1, 2: 100, 4: -3, 6: 3, 8: 4}  # by id: k1 has 1 3 5 7, k0 2 4 6 8
+NESTED = {i: 9 - i for i in AMOUNTS}
+
+
+def test_an_aggregate_output_is_the_function_over_each_keys_inputs_as_its_table_last_holds_it(spark):
+    """count, sum, min, max and latest over the orders, each table in another encoding, hold the right values: a
+    key's last value is at its highest offset in its partition (an earlier offset written later loses), across
+    partitions the latest by timestamp; a tombstone leaves no value (a key without inputs may end in one; a key whose
+    value was deleted and set again has it); float noise past nine decimals is not a wrong sum."""
+    inputs = team_inputs(spark, lambda i: json.dumps({"amount": AMOUNTS[i], "n": {"v": NESTED[i]}}).encode())
+    cases = {  # function, field, table value: how it is decoded and how the app wrote it, expected per key
+        "count": ("", {"encoding": "int64"}, int64, {"k0": 4, "k1": 4}),
+        "sum": ("amount", {"encoding": "json", "path": "$.total"}, lambda n: json.dumps({"total": n + 1e-12}).encode(),
+                {"k0": 104, "k1": 13.75}),
+        "min": ("$.n.v", {"encoding": "int32"}, lambda n: struct.pack(">i", n), {"k0": 1, "k1": 2}),
+        "max": ("amount", {"encoding": "string"}, lambda n: str(n).encode(), {"k0": 100, "k1": 10.5}),
+        "latest": ("amount", {"encoding": "json"}, lambda n: json.dumps(n).encode(), {"k0": 4, "k1": 1}),
+    }
+    for function, (field, value, encode, expected) in cases.items():
+        right, wrong = ({key: encode(n + off) for key, n in expected.items()} for off in (0, 1))
+        table = [(0, 0, "gone", encode(5), {}), (0, 1, "k0", wrong["k0"], {}), (0, 2, "k0", None, {}),
+                 (0, 3, "k0", right["k0"], {}), (0, 4, "gone", None, {}), (0, 5, "k1", wrong["k1"], {}),
+                 (1, 0, "k1", right["k1"], {})]
+        raw = raw_topic(spark, table).withColumn("timestamp", F.when(F.col("partition") == 1, 9).otherwise(
+            F.when(F.col("offset") == 3, 1).otherwise(F.col("offset") + 2)))  # k0's last offset was written first
+        frames = anomalies.aggregates(inputs, anomalies.parse_table(raw), function, field, "json", value)
+        found = {r["key"]: (r["inputs"], r["expected"], r["found"], r["correct"]) for r in frames["aggregates"].collect()}
+        assert found == {key: (4, f"{n:g}", f"{n:g}", True) for key, n in expected.items()}, function
+
+
+def test_the_outputs_of_a_team_app_are_judged_each_by_its_contract_and_its_app_health_once(spark, tmp_path):
+    """Two outputs of one app, one verdict each, combined: the app's incident (its instances run as subject "") is
+    counted with its first output only; the count table has a wrong key, a key with inputs but no value and a value
+    for a key without inputs."""
+    inputs = team_inputs(spark)
+    enriched = output_subject("orders-enriched", contract="one-to-one", id_from="json:$.orderId")
+    counted = output_subject("orders-count", contract="aggregate", function="count", field="", value={"encoding": "int64"})
+    outputs = [(i % 2, n, key, json.dumps({"orderId": i}).encode(), {}) for n, (i, key, _) in enumerate(ORDERS)]
+    table = [(0, 0, "k0", int64(5), {}), (0, 1, "k9", int64(1), {})]  # k0 has 4 inputs; k1 no value; k9 no inputs
+    histories = {"orders-enriched": anomalies.parse_output(raw_topic(spark, outputs), "json:$.orderId"),
+                 "orders-count": anomalies.parse_table(raw_topic(spark, table))}
+    crash = {"kind": "unexpected_exit", "instance": 1, "subject": "", "at": 1.0, "what": "instance 1 exited",
+             "log": "app-1.log"}
+    health = {"incidents": [crash], "allowance": 0}
+    subjects = [enriched, counted]
+    judged = {s["name"]: validate_soak.judge(spark, ARGS, s, {"input": inputs, "output": histories[s["name"]]}, {},
+                                             health, validate_soak.health_owner(s, subjects), tmp_path / s["name"])[0]
+              for s in subjects}
+    outcome = verdict.combine(judged)
+    assert outcome["status"] == "failed"
+    assert outcome["anomalies"] == {"lost": 0, "duplicated": 0, "unexpected": 0, "reordered": 0, "wrong_aggregate": 3,
+                                    "app_health": 1}
+    assert [(m["label"], m["status"], m["anomalies"]) for m in outcome["matrix"]] == [
+        ("orders-enriched (one-to-one)", "failed", {"lost": 0, "duplicated": 0, "unexpected": 0, "reordered": 0,
+                                                    "app_health": 1}),
+        ("orders-count (aggregate count)", "failed", {"wrong_aggregate": 3})]
+    assert sorted(outcome["samples"]["wrong_aggregate"], key=lambda s: s["key"]) == [
+        {"version": "orders-count", "key": "k0", "expected": "4", "found": "5", "inputs": 4},
+        {"version": "orders-count", "key": "k1", "expected": "4", "found": None, "inputs": 4},
+        {"version": "orders-count", "key": "k9", "expected": "0", "found": "1", "inputs": 0}]
+    assert [s["what"] for s in outcome["samples"]["app_health"]] == ["instance 1 exited"]
+    assert judged["orders-count"]["records"] == {"input": 8, "output": 2, "expected_input": 8, "keys": 3}
+    assert not outcome["inconclusive_reasons"]
+    expectations = [(e["suite"], e["anomaly"]) for e in judged["orders-count"]["expectations"]]
+    assert expectations == [("input_ids", None), ("input_ids", None), ("aggregates", "wrong_aggregate")], \
+        "the input's completeness and unique ids; no record anomalies, and no app health with the second output"
+
+
+def test_a_subject_declares_its_contract_or_has_its_reference_apps():
+    """A team's app's outputs declare theirs (and share its instances' health); a reference app's follows from it (a
+    version of a matrix has instances of its own); a run judges one kind of app."""
+    total = output_subject("t", contract="aggregate", function="sum")
+    assert validate_soak.contract_of(total) == contracts.AGGREGATE
+    assert validate_soak.contract_of({"name": "", "design": "single-writer"}) == contracts.WORKFLOW
+    version = {"name": "3.4.0", "version": "3.4.0"}
+    assert validate_soak.contract_of(version) == contracts.ID_ASSIGNMENT
+    assert validate_soak.health_owner(version, [version]) == "3.4.0"
+    with pytest.raises(ValueError, match="'none' is not judged"):
+        validate_soak.contract_of(output_subject("t", contract="none"))
+    with pytest.raises(ValueError, match="not both"):
+        validate_soak.read_input(None, argparse.Namespace(subjects=[version, total]))
+
+
+def test_the_job_judges_a_team_apps_outputs_read_with_their_headers_from_a_real_broker(broker, tmp_path):
+    """validate_soak as the DAG submits it (spark-submit, Spark's Kafka source) on a team's app's topics: the input
+    and a one-to-one output carry the soak's headers, the count table big-endian int64 values. One lost order fails
+    the run; the table is right."""
+    from confluent_kafka import Producer
+
+    from kafka_soak import kafka_io, spark_kafka
+    from kafka_soak.operators.validate import CONF, JOB, MODULES, job_args
+
+    topics = {"input": broker.topics["input"], "orders-enriched": broker.topics["output"],
+              "orders-count": broker.topics["changelog"]}
+    producer = Producer(kafka_io.client_config(broker.bootstrap_servers))
+    for i, key, seq in ORDERS:
+        ids = [("soak.id", str(i).encode())]
+        producer.produce(topics["input"], key=key, value=json.dumps({"orderId": i}).encode(),
+                         headers=[*ids, ("soak.seq", str(seq).encode())])
+        if i != 2:
+            producer.produce(topics["orders-enriched"], key=f"customer-{i}", value=b"\x00", headers=ids)
+    for key in ("k0", "k1"):
+        producer.produce(topics["orders-count"], key=key, value=int64(len(ORDERS) // 2))
+    assert producer.flush(30) == 0
+    subjects = [output_subject(name, output=topics[name], **contract) for name, contract in (
+        ("orders-enriched", {"contract": "one-to-one", "id_from": "header"}),
+        ("orders-count", {"contract": "aggregate", "function": "count", "field": "", "value": {"encoding": "int64"}}))]
+    cluster = {"bootstrap_servers": broker.bootstrap_servers, "topics": topics, "backend": "local",
+               "subjects": subjects}
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+               *(arg for key, value in {**CONF, "spark.sql.shuffle.partitions": "2"}.items()
+                 for arg in ("--conf", f"{key}={value}")),
+               "--jars", ",".join(map(str, spark_kafka.resolve())), "--py-files", ",".join(map(str, MODULES)),
+               str(JOB), *job_args(cluster, str(tmp_path), len(ORDERS))]
+    job = subprocess.run(command, capture_output=True, text=True, timeout=600, env={
+        **os.environ, "PYTHONPATH": str(Path(validate_soak.__file__).parents[1] / "plugins"),
+        "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert job.returncode == verdict.EXIT_CODES["failed"], job.stdout[-3000:] + job.stderr[-3000:]
+    outcome = json.loads((tmp_path / "verdict.json").read_text())
+    assert outcome["anomalies"] == {"lost": 1, "duplicated": 0, "unexpected": 0, "reordered": 0, "wrong_aggregate": 0,
+                                    "app_health": 0}
+    assert outcome["samples"]["lost"] == [{"version": "orders-enriched", "id": 2, "key": "k0", "seq": 2}]
+    assert [(m["label"], m["status"]) for m in outcome["matrix"]] == [("orders-enriched (one-to-one)", "failed"),
+                                                                      ("orders-count (aggregate count)", "passed")]
+    assert (tmp_path / "subjects" / "orders-count" / "data_docs" / "index.html").exists()
+    timeline = json.loads((tmp_path / "timeline.json").read_text())
+    assert [e["id"] for e in timeline["anomalies"]["lost @orders-enriched"]["events"]] == [2]

@@ -1,27 +1,45 @@
-"""The generator against a real Apache Kafka broker: contract fields, and exact resume after a crash."""
+"""The generator against a real Apache Kafka broker: contract fields, a profile input's own format, and exact resume
+after a crash."""
 
 import json
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
-from kafka_soak import generator, kafka_io
+from kafka_soak import encodings, generator, kafka_io
+from kafka_soak.backends.cluster import Cluster
 from kafka_soak.runtime.local import LocalProcesses
 
+ORDERS_KEY = "customer-{key}"
+ORDERS = {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
+                                           "amount": "{random_int:1:100}", "seq": "{seq}"}}
 
-def read_all(bootstrap: str, topic: str) -> list[dict]:
+
+def read_messages(bootstrap: str, topic: str) -> list[Message]:
+    """Every record of ``topic`` now."""
     marks = kafka_io.watermarks(bootstrap, topic)
     consumer = Consumer(kafka_io.client_config(bootstrap, {"group.id": "test-reader"}))
     consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in marks.items()])
-    records, want = [], sum(high - low for low, high in marks.values())
+    messages, want = [], sum(high - low for low, high in marks.values())
     deadline = time.monotonic() + 30
-    while len(records) < want and time.monotonic() < deadline:
-        records += [json.loads(m.value()) | {"_partition": m.partition()}
-                    for m in consumer.consume(1000, 0.5) if not m.error()]
+    while len(messages) < want and time.monotonic() < deadline:
+        messages += [m for m in consumer.consume(1000, 0.5) if not m.error()]
     consumer.close()
-    return records
+    return messages
+
+
+def read_all(bootstrap: str, topic: str) -> list[dict]:
+    """Every record of the contract now, its value's fields and ``_partition``."""
+    return [json.loads(m.value()) | {"_partition": m.partition()} for m in read_messages(bootstrap, topic)]
+
+
+def header_ids(messages: list[Message]) -> list[int]:
+    return sorted(int(dict(m.headers())["soak.id"]) for m in messages)
 
 
 def test_records_follow_the_contract(broker):
@@ -38,39 +56,82 @@ def test_records_follow_the_contract(broker):
     assert all(seqs == list(range(1, len(seqs) + 1)) for seqs in by_key.values())
 
 
-def test_resume_after_kill_produces_every_id_exactly_once(broker, tmp_path):
-    """kill -9 the generator mid-run, start it again: ids 1..N each appear once."""
-    processes = LocalProcesses(tmp_path)
-    args = ["--bootstrap", broker.bootstrap_servers, "--topic", broker.topics["input"], "--records", "6000",
-            "--keys", "50", "--rate", "3000"]
-    cmd = [__import__("sys").executable, "-m", "kafka_soak.generator", *args]
+def test_a_profile_input_is_written_in_the_apps_own_format_with_the_soak_headers(broker):
+    """The issue's orders: ids 1..N once each, in the headers and the value, keys from the template, partitions by
+    CRC32 of the key, amounts drawn from the seed."""
+    spec = generator.LoadSpec(broker.bootstrap_servers, broker.topics["input"], records=1000, keys=7, seed=3,
+                              key_template=ORDERS_KEY, value=ORDERS)
+    started_ms = time.time() * 1000
+    assert generator.produce(spec) == 1000
+    ended_ms = time.time() * 1000
+    messages = read_messages(broker.bootstrap_servers, broker.topics["input"])
+    assert header_ids(messages) == list(range(1, 1001))
+    assert all(started_ms - 1 <= m.timestamp()[1] <= ended_ms + 1 for m in messages)  # the producer's own time
+    amounts = encodings.random_ints(range(1, 1001), 3, 0, 1, 100)
+    for m in messages:
+        headers, order = dict(m.headers()), json.loads(m.value())
+        record_id, seq = int(headers["soak.id"]), int(headers["soak.seq"])
+        key = f"customer-{(record_id - 1) % 7}"
+        assert seq == generator.seq_of(record_id, 7) and m.key() == key.encode()
+        assert m.partition() == generator.partition_of(key, 4)
+        assert order == {"orderId": record_id, "customer": key, "amount": amounts[record_id - 1], "seq": seq}
+
+
+def kill_mid_run_and_resume(broker: Cluster, tmp_path: Path, records: int, *extra: str) -> list[Message]:
+    """Start the generator's CLI at a rate, kill -9 it once a sixth of the records are in (the rate leaves most to
+    do, however busy the machine), start it again and wait for it to finish: every record then in the topic."""
+    processes, topic = LocalProcesses(tmp_path), broker.topics["input"]
+    cmd = [sys.executable, "-m", "kafka_soak.generator", "--bootstrap", broker.bootstrap_servers, "--topic", topic,
+           "--records", str(records), "--keys", "50", "--rate", str(records // 2), *extra]
     processes.start("generator", cmd, tmp_path / "gen.1.log")
-    deadline = time.monotonic() + 30  # the first records, however long the start takes on a busy machine
-    while not any(high for _, high in kafka_io.watermarks(broker.bootstrap_servers, broker.topics["input"]).values()):
+    deadline = time.monotonic() + 30  # however long the start takes on a busy machine
+    while sum(high for _, high in kafka_io.watermarks(broker.bootstrap_servers, topic).values()) < records // 6:
         assert time.monotonic() < deadline, (tmp_path / "gen.1.log").read_text()
         time.sleep(0.05)
-    time.sleep(0.3)
     processes.process("generator").send_signal(signal.SIGKILL)
     time.sleep(0.3)
-    partial = len(read_all(broker.bootstrap_servers, broker.topics["input"]))
-    assert 0 < partial < 6000, "the kill must land mid-run for this test to mean anything"
+    partial = len(read_messages(broker.bootstrap_servers, topic))
+    assert 0 < partial < records, "the kill must land mid-run for this test to mean anything"
     processes.start("generator", cmd, tmp_path / "gen.2.log")
     deadline = time.monotonic() + 30
     while processes.process("generator") is not None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert "resuming" in (tmp_path / "gen.2.log").read_text()
-    ids = sorted(r["id"] for r in read_all(broker.bootstrap_servers, broker.topics["input"]))
-    assert ids == list(range(1, 6001))
+    return read_messages(broker.bootstrap_servers, topic)
+
+
+def test_resume_after_kill_produces_every_id_exactly_once(broker, tmp_path):
+    """kill -9 the generator mid-run, start it again: ids 1..N each appear once."""
+    messages = kill_mid_run_and_resume(broker, tmp_path, 6000)
+    assert sorted(json.loads(m.value())["id"] for m in messages) == list(range(1, 6001))
+
+
+def test_a_profile_input_resumes_after_kill_from_its_soak_id_headers(broker, tmp_path):
+    """The orders' values hold no ``id``: the resume finds where each partition stopped by its ``soak.id`` header."""
+    messages = kill_mid_run_and_resume(broker, tmp_path, 6000, "--key-template", ORDERS_KEY,
+                                       "--value", json.dumps(ORDERS))
+    assert header_ids(messages) == list(range(1, 6001))
+    assert sorted(json.loads(m.value())["orderId"] for m in messages) == list(range(1, 6001))
+
+
+def test_the_cli_refuses_a_bad_profile_input_naming_it():
+    cmd = [sys.executable, "-m", "kafka_soak.generator", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--records",
+           "1", "--keys", "1", "--key-template", "c-{ts}", "--value", '{"encoding": "int16"}']
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "--key-template: {ts} cannot be in a key" in done.stderr
+    assert "--value.encoding: 'int16' is no encoding; allowed: json, string, int32, int64, bytes" in done.stderr
 
 
 def test_resume_point_skips_exactly_what_each_partition_holds():
     keys, partitions = 10, 3
+    records = generator.Records(keys, partitions, "")
     last = {p: None for p in range(partitions)}
-    assert generator.resume_point(last, keys, partitions, 20) == list(range(1, 21))
+    assert generator.resume_point(last, records.partitions_of, 20) == list(range(1, 21))
     # partition of id 5 holds up to id 5; others hold nothing
     p5 = generator.partition_of(generator.key_of(5, keys), partitions)
     last[p5] = 5
-    todo = generator.resume_point(last, keys, partitions, 20)
+    todo = generator.resume_point(last, records.partitions_of, 20)
     assert 5 not in todo and all(i in todo for i in range(6, 21))
     assert [i for i in range(1, 5) if i not in todo] == \
         [i for i in range(1, 5) if generator.partition_of(generator.key_of(i, keys), partitions) == p5]
@@ -103,8 +164,8 @@ def test_chunk_values_are_the_contract_json_of_each_id():
     keys, partitions, payload = 7, 4, "AbcXyz09"
     records = generator.Records(keys, partitions, payload)
     ids = [1, 7, 8, 123456]
-    for record_id, (key, partition, value) in zip(ids, records.chunk(ids, 1700000000123), strict=True):
+    for record_id, (key, partition, value, headers) in zip(ids, records.chunk(ids, 1700000000123), strict=True):
         assert key == generator.key_of(record_id, keys)
-        assert partition == generator.partition_of(key, partitions)
+        assert partition == generator.partition_of(key, partitions) and headers is None
         assert value == json.dumps({"id": record_id, "key": key, "seq": generator.seq_of(record_id, keys),
                                     "payload": payload, "ts": 1700000000123})

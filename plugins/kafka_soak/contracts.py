@@ -5,17 +5,33 @@ with ``--py-files``. It imports nothing of the project's and nothing outside the
 from __future__ import annotations
 
 # Every anomaly a verdict can name, in the order verdicts, reports and alerts list them.
-ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back", "app_health")
+ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back",
+             "wrong_aggregate", "app_health")
+# The reference apps' contracts, which follow from the app that runs.
 ID_ASSIGNMENT, WORKFLOW = "id-assignment", "workflow"
+# The contracts a team's own app declares for each of its outputs (its profile); the soak's record headers carry what
+# the checker needs (soak.id, soak.seq), the values are the app's own format.
+ONE_TO_ONE, AGGREGATE = "one-to-one", "aggregate"
+DECLARED = (ONE_TO_ONE, AGGREGATE)
 # The anomalies each contract can show: a suite's expectation that decides another one does not apply to the app,
 # and a suite left without expectations is not run.
 JUDGED = {
     ID_ASSIGNMENT: ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "app_health"),
     # Executions end in any order and assign no ids; the app has no self-check.
     WORKFLOW: ("lost", "duplicated", "unexpected", "rolled_back", "app_health"),
+    # Each input once in the output, in seq order within its key; no ids assigned, no self-check.
+    ONE_TO_ONE: ("lost", "duplicated", "unexpected", "reordered", "app_health"),
+    # A table keyed like the input: each key's last value is a function of the key's inputs.
+    AGGREGATE: ("wrong_aggregate", "app_health"),
 }
 
 
-def of(design: str) -> str:
-    """The contract of an app: the workflow engine's (run in a ``design``) or the id-assignment one's."""
-    return WORKFLOW if design else ID_ASSIGNMENT
+def of(design: str, declared: str = "") -> str:
+    """The contract of an app's output: the workflow engine's (run in a ``design``), the one a team's app
+    ``declared`` for it, else the id-assignment one's. A declared contract the checker does not know is an error, not
+    a reference app's contract judged by mistake."""
+    if design:
+        return WORKFLOW
+    if declared and declared not in DECLARED:
+        raise ValueError(f"contract {declared!r} is not judged; judged contracts: {', '.join(DECLARED)}")
+    return declared or ID_ASSIGNMENT

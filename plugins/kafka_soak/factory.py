@@ -219,11 +219,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                      plan.records, plan.keys, run_dir)
             for phase in plan.phases:
                 log.info("  load: %s", Phase(**phase).describe())
-            log.info("app under test: %s", "app_command " + " ".join(plan.app_command) if plan.app_command
-                     else f"Kafka Streams {', '.join(plan.streams_versions or [plan.streams_version])} "
-                          f"({plan.threads} thread(s), {plan.standbys} standby(s), acceptable.recovery.lag "
-                          f"{plan.acceptable_recovery_lag}), {subjects.topology(plan.as_dict())}" if plan.app == "streams"
-                     else "the reference worker")
+            log.info("app under test: %s", subjects.describe(plan.as_dict()))
             log.info("backend %s%s, runtime %s%s", plan.backend,
                      f" (Apache Kafka {plan.kafka_version}, {plan.brokers} broker(s))" if plan.backend == "local" else "",
                      plan.runtime, ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
@@ -236,7 +232,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
             run_dir = _run_dir(create=True)
             prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
-            cluster = backends.create(plan, run_dir).provision(subjects.topics(plan), prefix)
+            cluster = backends.create(plan, run_dir).provision(subjects.topics(plan), prefix,
+                                                               fixed=subjects.app_names(plan))
             cluster.subjects = [s.as_dict() for s in subjects.build(plan, app_id, cluster.topics)]
             rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())
             return cluster.as_dict()
@@ -296,7 +293,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             instances = _instances(plan, cluster)
             restored = restore_service(instances, backends.create(plan, run_dir), plan["program"])
             grace_s, grace_reason = fault_grace_s(plan["program"],
-                                                  stop_leaves_group=plan["app"] != "streams" or bool(plan["app_command"]))
+                                                  stop_leaves_group=subjects.kind(plan) in ("worker", "command"))
             if grace_reason:
                 log.info("drain: %s", grace_reason)
             bootstrap, topic = cluster["bootstrap_servers"], cluster["topics"]["input"]

@@ -10,6 +10,10 @@ The load comes in **phases**, consecutive id ranges each released at a moment of
 seconds after T0 (the first step) or as soon as step ``after_step`` has been applied (its result file
 appears in the run's ``program/`` directory), then produced at the phase's rate (0 = full speed).
 
+A team's own app (an app profile's input) gets its own format instead: a key template and a value encoding
+(``kafka_soak.encodings``), every record with the headers ``soak.id`` and ``soak.seq``, and a resume reads the newest
+id of every partition from its ``soak.id`` header. Without them, records follow the reference apps' contract.
+
 Records are built and paced in chunks (bench/generator.py measures the speed and the rate accuracy):
 at full speed the Python work per record is what limits the rate, so the keys, partitions and the
 constant part of every value are worked out once, a chunk's values are formatted in one comprehension
@@ -28,12 +32,15 @@ import string
 import sys
 import time
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 
-from kafka_soak import kafka_io
+from kafka_soak import encodings, kafka_io
 
 log = logging.getLogger("kafka_soak.generator")
 
@@ -41,6 +48,9 @@ PROGRESS_EVERY_S = 2.0
 PRODUCER_SETTINGS = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
 FULL_SPEED_CHUNK = 512  # records per chunk at full speed: their shared ts is a few ms old at most
 PACE_S = 0.001  # a rate-limited chunk spans at most this much of the schedule
+# Producer.produce's on_delivery and callback (none per record: the producer's own reports failures) and timestamp
+# (0: the time librdkafka takes the record), for a call with every argument positional.
+NO_CALLBACK, NOW = None, 0
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,8 @@ class Phase:
 
 @dataclass(frozen=True)
 class LoadSpec:
-    """What to produce and how fast (``rate`` in records/s; 0 = as fast as possible), in ``phases`` if given."""
+    """What to produce and how fast (``rate`` in records/s; 0 = as fast as possible), in ``phases`` if given; with a
+    ``value`` encoding, a profile input's records (keys from ``key_template``), else the reference apps' contract."""
 
     bootstrap: str
     topic: str
@@ -78,6 +89,8 @@ class LoadSpec:
     payload_bytes: int = 0
     seed: int = 0
     phases: tuple[Phase, ...] = ()
+    key_template: str = "{key}"
+    value: Mapping[str, Any] | None = None
 
     def plan(self) -> tuple[Phase, ...]:
         return self.phases or (Phase(self.records, 1, self.rate, at_s=0),)
@@ -107,21 +120,42 @@ class Records:
         self.partitions = [partition_of(name, partitions) for name in self.names]
         self.middles = [f', "key": "{name}", "seq": ' for name in self.names]  # what lies between id and seq
 
-    def chunk(self, ids: list[int], ts_ms: int) -> list[tuple[str, int, str]]:
-        """``(key, partition, value)`` per id; the value is what ``json.dumps`` writes for the contract's fields."""
+    def chunk(self, ids: list[int], ts_ms: int) -> list[tuple[str, int, str, None]]:
+        """``(key, partition, value, headers)`` per id; the value is what ``json.dumps`` writes for the contract's
+        fields, and there are no headers."""
         keys, names, partitions, middles = self.keys, self.names, self.partitions, self.middles
         tail = f', "payload": "{self.payload}", "ts": {ts_ms}}}'
-        return [(names[k], partitions[k], f'{{"id": {i}{middles[k]}{(i - 1) // keys + 1}{tail}')
+        return [(names[k], partitions[k], f'{{"id": {i}{middles[k]}{(i - 1) // keys + 1}{tail}', None)
                 for i in ids for k in ((i - 1) % keys,)]
 
+    def partitions_of(self, ids: list[int]) -> list[int]:
+        partitions, keys = self.partitions, self.keys
+        return [partitions[(i - 1) % keys] for i in ids]
 
-def resume_point(last_ids: dict[int, int | None], keys: int, partitions: int, records: int) -> list[int]:
-    """The ids still to produce, given the newest id already in each partition (``None`` = empty)."""
+    @staticmethod
+    def id_of(value: bytes, _headers: list[tuple[str, bytes]] | None) -> int:
+        """The id of a record of the contract: its value's ``id``."""
+        return json.loads(value)["id"]
+
+
+def records_for(spec: LoadSpec, partitions: int) -> Records | encodings.ProfileRecords:
+    """The run's records: the profile input's own format if the spec has one, else the contract's."""
+    payload = "".join(random.Random(spec.seed).choices(string.ascii_letters, k=spec.payload_bytes))
+    if spec.value is None:
+        return Records(spec.keys, partitions, payload)
+    return encodings.ProfileRecords(spec.key_template, spec.value, spec.keys,
+                                    partial(partition_of, partitions=partitions), payload, spec.seed)
+
+
+def resume_point(last_ids: dict[int, int | None], partitions_of: Callable[[list[int]], list[int]],
+                 records: int) -> list[int]:
+    """The ids still to produce, given the newest id already in each partition (``None`` = empty) and the partition
+    of each id."""
     if all(v is None for v in last_ids.values()):
         return list(range(1, records + 1))
     floor = min((v or 0) for v in last_ids.values())
-    return [i for i in range(floor + 1, records + 1)
-            if i > (last_ids.get(partition_of(key_of(i, keys), partitions)) or 0)]
+    ids = list(range(floor + 1, records + 1))
+    return [i for i, partition in zip(ids, partitions_of(ids), strict=True) if i > (last_ids.get(partition) or 0)]
 
 
 class Progress:
@@ -171,10 +205,10 @@ def wait_for(phase: Phase, t0: float, steps_dir: Path | None, report_every_s: fl
 def produce(spec: LoadSpec, progress_file: Path | None = None, t0: float | None = None,
             steps_dir: Path | None = None) -> int:
     """Produce the missing part of the run's input, phase by phase; returns how many records this call sent."""
-    partitions = kafka_io.partition_count(spec.bootstrap, spec.topic)
-    last_ids = {p: (json.loads(v)["id"] if v else None)
-                for p, v in kafka_io.last_values(spec.bootstrap, spec.topic).items()}
-    todo = resume_point(last_ids, spec.keys, partitions, spec.records)
+    records = records_for(spec, kafka_io.partition_count(spec.bootstrap, spec.topic))
+    last_ids = {p: (records.id_of(*last) if last else None)
+                for p, last in kafka_io.last_records(spec.bootstrap, spec.topic).items()}
+    todo = resume_point(last_ids, records.partitions_of, spec.records)
     resumed_from = spec.records - len(todo)
     if resumed_from:
         log.info("generator: resuming, %d of %d ids already in %s", resumed_from, spec.records, spec.topic)
@@ -187,8 +221,6 @@ def produce(spec: LoadSpec, progress_file: Path | None = None, t0: float | None 
 
     producer = Producer(kafka_io.client_config(spec.bootstrap, {
         **PRODUCER_SETTINGS, "delivery.report.only.error": True, "on_delivery": on_delivery}))
-    records = Records(spec.keys, partitions,
-                      "".join(random.Random(spec.seed).choices(string.ascii_letters, k=spec.payload_bytes)))
     progress = Progress(progress_file, spec, resumed_from)
     t0 = time.time() if t0 is None else t0
     sent = 0
@@ -206,10 +238,10 @@ def produce(spec: LoadSpec, progress_file: Path | None = None, t0: float | None 
                     producer.poll(0)
                     time.sleep(ahead)
             chunk = ids[n:n + size]
-            for key, partition, value in records.chunk(chunk, int(time.time() * 1000)):
+            for key, partition, value, headers in records.chunk(chunk, int(time.time() * 1000)):
                 while True:
-                    try:
-                        producer.produce(spec.topic, value, key, partition)
+                    try:  # all positional: keywords cost a dict per call, a tenth of a record's time
+                        producer.produce(spec.topic, value, key, partition, NO_CALLBACK, NO_CALLBACK, NOW, headers)
                         break
                     except BufferError:
                         producer.poll(0.001)  # only failures are reported: nothing to wait for but space
@@ -236,14 +268,25 @@ def main(argv: list[str] | None = None) -> int:
                         help='JSON list of {"records", "first_id", "rate", "at_s" | "after_step"}')
     parser.add_argument("--payload-bytes", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--key-template", help='a profile input\'s key template, with --value (default "{key}")')
+    parser.add_argument("--value", type=json.loads, default=None,
+                        help='a profile input\'s value encoding, JSON: {"encoding": "json", "template": {...}}; without '
+                             "it, records follow the reference apps' contract")
     parser.add_argument("--start-at", type=float, default=None, help="T0, epoch seconds: phases count from it")
     parser.add_argument("--steps-dir", type=Path, help="where the program's step results appear (after_step)")
     parser.add_argument("--progress-file", type=Path)
     args = parser.parse_args(argv)
+    key_template = "{key}" if args.key_template is None else args.key_template
+    if args.value is None and args.key_template is not None:
+        parser.error("--key-template: takes --value (a profile input's value encoding)")
+    if args.value is not None:
+        errors = encodings.key_problems(key_template, "--key-template") + encodings.problems(args.value, "--value")
+        if errors:
+            parser.error("; ".join(errors))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
     phases = tuple(Phase(**p) for p in args.phases)
     spec = LoadSpec(args.bootstrap, args.topic, args.records, args.keys, args.rate, args.payload_bytes, args.seed,
-                    phases)
+                    phases, key_template, args.value)
     produce(spec, args.progress_file, args.start_at, args.steps_dir)
     return 0
 

@@ -53,6 +53,8 @@ def summarize(run_dir: Path, root: Path) -> RunSummary | None:
 
 def app_label(plan: dict[str, Any]) -> str:
     """What a run judged, in a few words."""
+    if plan.get("app_profile"):
+        return plan["app_profile"]["name"]
     if plan.get("app_command") or plan.get("app_image"):
         return "own app"
     if plan.get("app") == "streams":

@@ -6,9 +6,11 @@ Instances run where param ``runtime`` says: ``local`` processes or ``docker`` co
 two toggles can be read on its own.
 
 The app under test is a reference app (param ``app``: the Python worker, or the Kafka Streams app of
-``streams_version`` as a JVM) unless params ``app_command`` (and, with Docker, ``app_image``) name another one.
-Whatever it is, it learns the run from the data contract's environment variables (``SOAK_BOOTSTRAP_SERVERS``,
-``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}`` in its command.
+``streams_version`` as a JVM) unless a team's own app is described by ``app_profile`` or started by ``app_command``
+(and, with Docker, ``app_image``). Whatever it is, it learns the run from the data contract's environment variables
+(``SOAK_BOOTSTRAP_SERVERS``, ``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}`` in
+its command; a profile's app also from ``{properties_file}``, a Java properties file of its client settings written
+for each start, and ``{topic:NAME}``, each of its topics by the name it knows it.
 
 A version matrix (``subjects.py``) runs one app per Kafka Streams version: "instance *n*" is then instance *n*
 of every version, driven together (in parallel, so that each version's toggle lands at the planned moment).
@@ -17,11 +19,14 @@ of every version, driven together (in parallel, so that each version's toggle la
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io
+from kafka_soak import java_client, kafka_io
+from kafka_soak import profile as profiles
 from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
 from kafka_soak.backends.cluster import Cluster
@@ -41,7 +46,7 @@ def contract(cluster: Cluster, subject: Subject, instance: int | str, step: int 
     """What an instance of the app under test needs to know of the run (see ``app_command``)."""
     return {"bootstrap_servers": cluster.bootstrap_servers, "app_id": subject.app_id, "instance": str(instance),
             "step": str(step), "input_topic": cluster.topics["input"], "output_topic": subject.output,
-            "changelog_topic": cluster.topics["changelog"], "assertions_topic": subject.assertions,
+            "changelog_topic": cluster.topics.get("changelog", ""), "assertions_topic": subject.assertions,
             **({"executions_topic": subject.executions, "tasks_topic": subject.tasks, "results_topic": subject.results}
                if subject.design else {})}
 
@@ -85,9 +90,14 @@ class Instances:
                 "--crash-probability", repr(float(plan["crash_probability"])),
                 "--session-timeout-ms", str(plan["session_timeout_ms"]), "--seed", str(plan["seed"])]
 
-    def command(self, subject: Subject, instance: int, step: int | str) -> list[str]:
-        """``app_command`` with its placeholders filled, or the reference app: the Kafka Streams app's JVM, or
-        the worker (the image's entrypoint with Docker, this interpreter locally)."""
+    def command(self, subject: Subject, instance: int, step: int | str, properties_file: Path | None = None) -> list[str]:
+        """The profile's command or ``app_command`` with its placeholders filled, or the reference app: the Kafka
+        Streams app's JVM, or the worker (the image's entrypoint with Docker, this interpreter locally)."""
+        app = run_subjects.profile(self.plan)
+        if app is not None:
+            values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file)}
+            topics = {name: self.cluster.topics[profiles.role(name, app)] for name in app.names()}
+            return [profiles.render(part, values, topics) for part in app.command]
         if self.plan["app_command"]:
             values = contract(self.cluster, subject, instance, step)
             return [part.format_map(values) for part in self.plan["app_command"]]
@@ -106,6 +116,28 @@ class Instances:
         if self.plan["runtime"] != "docker":
             return None
         return run_subjects.image(subject.version, self.plan["app_image"])[0]
+
+    def properties(self, subject: Subject, instance: int) -> str:
+        """A profile's app's client settings as a Java properties file: its group (``application.id`` and
+        ``group.id``), a ``client.id`` per instance (``<group>-<n>``, which a quota can name), a Kafka Streams
+        ``state.dir`` of its own in the run directory (kept across restarts, as on a real host), its
+        ``client_properties``, then what the run decides: the bootstrap servers and the cluster's security settings."""
+        app = run_subjects.profile(self.plan)
+        assert app is not None
+        settings = {"application.id": app.group_id, "group.id": app.group_id, "client.id": f"{app.group_id}-{instance}",
+                    "state.dir": str(self.run_dir / "state" / subject.process(instance)),
+                    **{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in app.client_properties.items()},
+                    "bootstrap.servers": self.cluster.bootstrap_servers,
+                    **java_client.java_settings(self.client_settings or {})}
+        return java_client.properties(settings)
+
+    def write_properties(self, subject: Subject, instance: int) -> Path:
+        """The properties file of one start of a profile's app: readable by this user only and outside the run
+        directory (it may hold the cluster's credentials); its supervisor removes it when the instance ends."""
+        fd, path = tempfile.mkstemp(prefix=f"soak-{subject.app_id}-{instance}-", suffix=".properties")  # mode 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(self.properties(subject, instance))
+        return Path(path)
 
     def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
         """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line)."""
@@ -129,9 +161,15 @@ class Instances:
         restart = Restart(self.plan["restart_backoff_s"], {"instance": instance, "subject": subject.name,
                                                            "step": str(step), "log": log_path.name}) \
             if self.plan["restart"] == "on-failure" else None
-        record = self.runtime.start(name, self.command(subject, instance, step), log_path, step=str(step),
-                                    extra_env=self.environment(subject, instance, step), image=self.image(subject),
-                                    restart=restart)
+        private = self.write_properties(subject, instance) if self.plan.get("app_profile") else None
+        try:
+            record = self.runtime.start(name, self.command(subject, instance, step, private), log_path, step=str(step),
+                                        extra_env=self.environment(subject, instance, step), image=self.image(subject),
+                                        restart=restart, remove_after=private)
+        except BaseException:
+            if private is not None:
+                private.unlink(missing_ok=True)
+            raise
         journal(self.run_dir, "start", instance=instance, subject=subject.name, step=str(step), log=log_path.name,
                 pid=record.pid)
         return record

@@ -70,10 +70,14 @@ def watermarks(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, t
         consumer.close()
 
 
-def last_values(bootstrap: str, topic: str, timeout: float = 30.0) -> dict[int, bytes | None]:
-    """The value of the newest record of every partition (``None`` for an empty one)."""
+# A record's value and headers, as a resumed generator reads where it stopped from one or the other.
+LastRecord = tuple[bytes | None, list[tuple[str, bytes]] | None]
+
+
+def last_records(bootstrap: str, topic: str, timeout: float = 30.0) -> dict[int, LastRecord | None]:
+    """The value and headers of the newest record of every partition (``None`` for an empty one)."""
     marks = watermarks(bootstrap, topic)
-    result: dict[int, bytes | None] = {p: None for p, (low, high) in marks.items() if high <= low}
+    result: dict[int, LastRecord | None] = {p: None for p, (low, high) in marks.items() if high <= low}
     wanted = {p: high - 1 for p, (low, high) in marks.items() if high > low}
     if not wanted:
         return result
@@ -86,7 +90,7 @@ def last_values(bootstrap: str, topic: str, timeout: float = 30.0) -> dict[int, 
             if msg is None or msg.error():
                 continue
             if wanted.get(msg.partition()) == msg.offset():
-                result[msg.partition()] = msg.value()
+                result[msg.partition()] = (msg.value(), msg.headers())
                 del wanted[msg.partition()]
         if wanted:
             raise TimeoutError(f"could not read the last record of {topic} partitions {sorted(wanted)} "

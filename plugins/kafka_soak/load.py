@@ -43,7 +43,16 @@ class Load:
             self.cluster.topics["input"], "--records", str(plan["records"]), "--keys", str(plan["keys"]),
             "--phases", json.dumps(plan["phases"]), "--payload-bytes", str(plan["payload_bytes"]),
             "--seed", str(plan["seed"]), "--start-at", str(start_at), "--steps-dir", str(self.run_dir / "program"),
-            "--progress-file", str(self.progress_file))
+            "--progress-file", str(self.progress_file), *self.input_format())
+
+    def input_format(self) -> list[str]:
+        """The generator's arguments for a profile's input (its key template and value encoding); none for the
+        reference apps' contract."""
+        app = self.plan.get("app_profile")
+        if not app:
+            return []
+        [given] = app["inputs"]
+        return ["--key-template", given["key"], "--value", json.dumps(given["value"])]
 
     def start(self, start_at: float, attempt: int) -> ProcessRecord | None:
         """Start (or, after a crash, resume) producing from ``start_at``; the cluster's security settings travel

@@ -7,6 +7,8 @@ nothing that looks finished, and two processes building the same version at once
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import re
 import shutil
@@ -27,6 +29,15 @@ class BuildError(ValueError):
 
 def cache_root() -> Path:
     return Path(os.environ.get("SOAK_CACHE_DIR", PROJECT_ROOT / ".cache"))
+
+
+@functools.cache
+def source_hash(source: Path) -> str:
+    """The sources of a project to build, hashed once per process: a changed source gets a build of its own."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in source.rglob("*") if p.is_file() and "target" not in p.parts):
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def is_built(target: Path) -> bool:

@@ -13,6 +13,7 @@ import string
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kafka_soak import profile as profiles
 from kafka_soak import program as programs
 from kafka_soak import subjects
 from kafka_soak.app.streams import DEFAULT_VERSION as DEFAULT_STREAMS_VERSION
@@ -191,6 +192,12 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                     "description": "Command of the app under test, with {bootstrap_servers}, {app_id}, {instance}, "
                                    "{step}, {input_topic}, {output_topic}, {changelog_topic}, {assertions_topic} "
                                    "filled in (also given as SOAK_* environment variables). Empty = the reference app."},
+    "app_profile": {"type": "object",
+                    "description": "A team's own app under test, described once (docs/own-app.md): name, command "
+                                   "(with {properties_file} and {topic:NAME} placeholders), group_id, "
+                                   "client_properties, topics, inputs (the app's own key and value formats) and outputs "
+                                   "(each with its contract: one-to-one, aggregate or none). Empty = a reference app "
+                                   "(param app) or app_command."},
     "app_env": {"type": "object", "additionalProperties": {"type": "string"},
                 "description": "runtime=docker: extra environment of the app's containers."},
     "docker_url": {"type": "string", "minLength": 1,
@@ -216,12 +223,12 @@ DEFAULTS: dict[str, Any] = {
     "bug": "none", "bug_every": 1000, "crash_probability": 0, "restart": "never", "restart_backoff_s": 1,
     "session_timeout_ms": 45_000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
     "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
-    "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_env": {},
+    "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_profile": {}, "app_env": {},
     "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
 }
 # Params that configure where a run happens rather than what it does (RunPlan.deployment).
 DEPLOYMENT = ("backend", "kafka_version", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
-              "app_command", "app_env", "docker_url", "docker_conn_id")
+              "app_command", "app_profile", "app_env", "docker_url", "docker_conn_id")
 # Params that decide what runs where and with which credentials: whoever deploys the suite sets them (a scenario
 # file, SOAK_PARAM_DEFAULTS, or values SOAK_TRIGGER_ALLOW lists), never a trigger conf. quotas only on backend
 # external (a shared cluster); on the run's own broker they shape the soak.
@@ -285,6 +292,7 @@ class RunPlan:
     quotas: list[dict[str, Any]]
     app_image: str
     app_command: list[str]
+    app_profile: dict[str, Any]  # profile.Profile.as_dict(), {} for a reference app or app_command
     app_env: dict[str, str]
     docker_url: str
     docker_conn_id: str
@@ -352,6 +360,12 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
                           f"{MAX_RUN_S // 86_400} days; raise the rate or lower the records")
     errors.extend(app_errors(values))
     errors.extend(deployment_errors(values, program))
+    if values["app_profile"]:
+        try:
+            values["app_profile"] = profiles.parse(values["app_profile"], values["partitions"], values["backend"],
+                                                   PLACEHOLDERS).as_dict()
+        except profiles.ProfileError as exc:
+            errors.append(str(exc))
     if app_id:
         values["quotas"] = expand_quotas(values, app_id)
     errors.extend(quota_errors(values, app_id))
@@ -398,8 +412,16 @@ def split(conf: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str,
     return deployment, {k: v for k, v in conf.items() if k not in deployment}
 
 
+# Params of the reference apps alone: a team's own app takes its settings from its profile's client_properties.
+REFERENCE_ONLY = ("app", "streams_version", "streams_versions", "topology", "workflow_designs", "parallel_tasks",
+                  "threads", "acceptable_recovery_lag", "max_warmup_replicas", "state_write_bytes", "standbys",
+                  "cache_entries", "bug", "bug_every", "crash_probability", "session_timeout_ms")
+
+
 def app_errors(values: dict[str, Any]) -> list[str]:
-    """Settings the chosen reference app does not have."""
+    """Settings the chosen app does not have."""
+    if values["app_profile"]:
+        return profile_errors(values)
     if values["streams_versions"] and (values["app"] != "streams" or values["app_command"]):
         return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
                 "leave app_command empty)"]
@@ -428,6 +450,19 @@ def app_errors(values: dict[str, Any]) -> list[str]:
         return ["state_write_bytes: is a setting of the Kafka Streams app (app=streams); the reference worker has no "
                 "such store"]
     return []
+
+
+def profile_errors(values: dict[str, Any]) -> list[str]:
+    """What a run of a team's own app (``app_profile``) cannot also be given: another app, or settings that only the
+    reference apps read."""
+    errors = [f"{name}: the app_profile's command starts the app under test; leave {name} empty"
+              for name in ("app_command", "app_image") if values[name]]
+    errors += [f"{name}: is a setting of the reference apps (got {values[name]!r}); a profile's app takes its settings "
+               "from app_profile.client_properties (Kafka Streams' num.standby.replicas, statestore.cache.max.bytes, "
+               "session.timeout.ms, ...)" for name in REFERENCE_ONLY if values[name] != DEFAULTS[name]]
+    if values["runtime"] != "local":
+        errors.append(f"runtime: a profile's app runs as local processes for now (runtime is {values['runtime']!r})")
+    return errors
 
 
 def expand_quotas(values: dict[str, Any], app_id: str) -> list[dict[str, Any]]:

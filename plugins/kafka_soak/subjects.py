@@ -12,10 +12,11 @@ names.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_soak import contracts
+from kafka_soak import profile as profiles
 from kafka_soak.app import streams
 
 REFERENCE_IMAGE = "kafka-soak-worker:latest"  # make worker-image
@@ -32,6 +33,7 @@ class Subject:
     executions: str = ""  # topology=workflow: the topic of every committed version of every execution
     tasks: str = ""  # topology=workflow: the worker's orders
     results: str = ""  # topology=workflow: the worker's results
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # app_profile: its judged outputs (``judged``)
 
     @property
     def contract(self) -> str:
@@ -49,9 +51,39 @@ class Subject:
         return asdict(self)
 
 
+def kind(plan: dict[str, Any]) -> str:
+    """Which app a run has under test: ``profile`` (a team's own, ``app_profile``), ``command`` (``app_command``), or
+    the reference ``worker`` or ``streams`` app (param ``app``)."""
+    if plan.get("app_profile"):
+        return "profile"
+    return "command" if plan["app_command"] else plan["app"]
+
+
+def profile(plan: dict[str, Any]) -> profiles.Profile | None:
+    """The profile of a team's own app under test, if the run has one."""
+    return profiles.Profile.of(plan["app_profile"]) if plan.get("app_profile") else None
+
+
+def describe(plan: dict[str, Any]) -> str:
+    """The app under test in a few words, for the run's log."""
+    app = kind(plan)
+    if app == "profile":
+        judged = "; ".join(f"{o.topic} judged {o.contract}" + (f" {o.function}" if o.function else "")
+                           for o in profile(plan).judged())
+        return (f"{plan['app_profile']['name']} (app_profile, group {plan['app_profile']['group_id']}): "
+                f"{judged or 'no output judged'}")
+    if app == "command":
+        return "app_command " + " ".join(plan["app_command"])
+    if app == "streams":
+        return (f"Kafka Streams {', '.join(plan['streams_versions'] or [plan['streams_version']])} ({plan['threads']} "
+                f"thread(s), {plan['standbys']} standby(s), acceptable.recovery.lag {plan['acceptable_recovery_lag']}), "
+                + topology(plan))
+    return "the reference worker"
+
+
 def matrix(plan: dict[str, Any]) -> list[str]:
     """The names of the apps a run compares (Kafka Streams versions or workflow designs); empty when it judges one."""
-    if plan["app"] != "streams" or plan["app_command"]:
+    if kind(plan) != "streams":
         return []
     if design_matrix(plan):
         return list(plan["workflow_designs"])
@@ -60,7 +92,7 @@ def matrix(plan: dict[str, Any]) -> list[str]:
 
 def workflow(plan: dict[str, Any]) -> bool:
     """Whether the run's app is the Kafka Streams app's workflow engine (the workflow data contract)."""
-    return plan["app"] == "streams" and not plan["app_command"] and plan.get("topology") == "workflow"
+    return kind(plan) == "streams" and plan.get("topology") == "workflow"
 
 
 def design_matrix(plan: dict[str, Any]) -> bool:
@@ -78,7 +110,7 @@ def topology(plan: dict[str, Any]) -> str:
 def versions(plan: dict[str, Any]) -> list[str]:
     """The Kafka Streams versions a run's subjects run: a matrix's, the one of app=streams, or ``[""]`` when the app
     under test is not the Kafka Streams app."""
-    if plan["app"] != "streams" or plan["app_command"]:
+    if kind(plan) != "streams":
         return [""]
     return list(plan["streams_versions"]) or [plan["streams_version"]]
 
@@ -95,7 +127,10 @@ def image(version: str, app_image: str) -> tuple[str, str, str]:
 
 def topics(plan: dict[str, Any]) -> dict[str, int]:
     """The run's topics by role, with their partitions: one output and assertion topic per subject, and the workflow
-    engine's topics (partitioned alike: its join needs them co-partitioned)."""
+    engine's topics (partitioned alike: its join needs them co-partitioned); a profile's app has its own."""
+    app = profile(plan)
+    if app is not None:
+        return {profiles.role(name, app): n for name, n in app.names().items()}
     parts = plan["partitions"]
     apps = matrix(plan) or [""]
     roles = {"input": parts, "changelog": parts}
@@ -108,6 +143,13 @@ def topics(plan: dict[str, Any]) -> dict[str, int]:
 
 
 WORKFLOW_TOPICS = ("executions", "tasks", "results")
+
+
+def app_names(plan: dict[str, Any]) -> dict[str, str]:
+    """``{role: name}`` of the topics whose names the app under test chose (a profile's): kept as they are where the
+    run owns the cluster, scoped to the run elsewhere."""
+    app = profile(plan)
+    return {profiles.role(name, app): name for name in app.names()} if app is not None else {}
 
 
 def version_app_id(app_id: str, version: str) -> str:
@@ -124,6 +166,12 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
         return Subject(name, version_app_id(app_id, name) if name else app_id, version,
                        design=design if workflow(plan) else "", **topics)
 
+    app = profile(plan)
+    if app is not None:
+        return [Subject("", app.group_id, "", "", "", outputs=[
+            {**{k: v for k, v in o.items() if k != "topic"}, "name": o["topic"],
+             "output": names[profiles.role(o["topic"], app)], "input_value": app.input.value}
+            for o in app.as_dict()["outputs"] if o["contract"] != profiles.NOT_JUDGED])]
     designs = plan.get("workflow_designs") or [""]
     if design_matrix(plan):
         return [subject(d, versions(plan)[0], d) for d in designs]
@@ -131,16 +179,19 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
 
 
 def app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
-    """The application ids of a run's subjects: one per version of a matrix, else the run's own."""
+    """The application ids of a run's subjects: one per version of a matrix, a profile's group, else the run's own."""
+    app = profile(plan)
+    if app is not None:
+        return [app.group_id]
     return [version_app_id(app_id, v) for v in matrix(plan)] or [app_id]
 
 
 def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
     """The client ids the reference app's instances connect with, which a quota may name: the worker's consumer
     (``<app_id>-<n>``) and producer (``-producer``); each Kafka Streams instance's (``client.id`` = ``<app_id>-<n>``)
-    stream threads' producer, consumer and restore consumer, and its admin client. None for an ``app_command``,
-    whose clients only its owner knows."""
-    if plan["app_command"]:
+    stream threads' producer, consumer and restore consumer, and its admin client. None for an ``app_command`` or a
+    profile's app, whose clients only its owner knows."""
+    if kind(plan) in ("command", "profile"):
         return None
     instances = range(1, plan["instances"] + 1)
     if plan["app"] == "worker":
@@ -153,3 +204,11 @@ def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
 def of(cluster: dict[str, Any]) -> list[Subject]:
     """The subjects ``provision`` recorded in the cluster (XCom / ``cluster.json``)."""
     return [Subject(**s) for s in cluster["subjects"]]
+
+
+def judged(cluster: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the checker judges (its ``--subjects``): each reference app's subject, and each judged output of a
+    profile's app, with its contract, named by the topic the app knows it by."""
+    return [{"app_id": s["app_id"], "version": "", "assertions": "", **output}
+            for s in cluster["subjects"] for output in s.get("outputs") or []] + \
+        [s for s in cluster["subjects"] if not s.get("outputs")]

@@ -8,8 +8,6 @@ source builds it again. ``python -m kafka_soak.cli streams-app [VERSION]`` build
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import logging
 import re
 from pathlib import Path
@@ -38,17 +36,8 @@ class StreamsVersionError(maven.BuildError):
     """A Kafka Streams version the app cannot be built for."""
 
 
-@functools.cache
-def source_hash() -> str:
-    """The app's sources, hashed once per process: a changed source gets a build of its own."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in SOURCE.rglob("*") if p.is_file() and "target" not in p.parts):
-        digest.update(str(path.relative_to(SOURCE)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def app_dir(version: str) -> Path:
-    return maven.cache_root() / "apps" / "streams" / f"{version}-{source_hash()}"
+    return maven.cache_root() / "apps" / "streams" / f"{version}-{maven.source_hash(SOURCE)}"
 
 
 def build(version: str = DEFAULT_VERSION) -> tuple[Path, float]:

@@ -6,6 +6,7 @@ It never holds a secret: on the ``external`` backend the security settings stay 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,3 +25,11 @@ class Cluster:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def topic_names(roles: Iterable[str], prefix: str, fixed: Mapping[str, str] | None, owned: bool) -> dict[str, str]:
+    """``{role: topic}`` of a run: ``<prefix>.<role>``, so parallel runs never share a topic, except the names an app
+    chose itself (``fixed``, a profile's): kept as they are on a cluster the run owns (``owned``), else scoped to the
+    run as ``<prefix>.<name>``."""
+    fixed = fixed or {}
+    return {role: fixed[role] if owned and role in fixed else f"{prefix}.{fixed.get(role, role)}" for role in roles}

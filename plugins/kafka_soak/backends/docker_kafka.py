@@ -16,7 +16,7 @@ from typing import Any
 
 from kafka_soak import kafka_io
 from kafka_soak import quotas as soak_quotas
-from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.cluster import Cluster, topic_names
 from kafka_soak.runtime.docker import (
     BROKER_ROLE,
     DEFAULT_URL,
@@ -80,10 +80,11 @@ class DockerKafkaBackend:
                 "environment": broker_environment(port), "labels": run_labels(self.run_dir, "kafka", BROKER_ROLE),
                 "ports": [9092], "detach": True}
 
-    def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0) -> Cluster:
-        """Start the broker, wait until it answers, create ``{role: partitions}`` topics, apply the quotas.
-        On any failure the container is removed before the error is raised (a teardown does not run when its
-        setup failed)."""
+    def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0,
+                  fixed: dict[str, str] | None = None) -> Cluster:
+        """Start the broker, wait until it answers, create ``{role: partitions}`` topics (named by ``topic_names``),
+        apply the quotas. On any failure the container is removed before the error is raised (a teardown does not run
+        when its setup failed)."""
         ensure_image(self.api, self.image, "kafka_image")
         port = free_port()
         spec = self.container_spec(port)
@@ -95,7 +96,7 @@ class DockerKafkaBackend:
             log.info("started Kafka %s as container %s (%s), bootstrap %s", self.image, spec["name"], container[:12],
                      bootstrap)
             kafka_io.wait_until_reachable(bootstrap, start_timeout)
-            names = {role: f"{prefix}.{role}" for role in topics}
+            names = topic_names(topics, prefix, fixed, owned=True)
             kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()}, replication_factor=1)
             log.info("created topics %s", names)
             applied = soak_quotas.apply(self.quotas, self.kafka_configs(container), INTERNAL_BOOTSTRAP)

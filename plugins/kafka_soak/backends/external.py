@@ -20,7 +20,7 @@ from typing import Any
 from kafka_soak import java_client, kafka_io
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars
-from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.cluster import Cluster, topic_names
 
 log = logging.getLogger(__name__)
 
@@ -129,11 +129,13 @@ class ExternalBackend:
         """What the quotas did is measured on the ``local`` backend only (it reads its own brokers' JMX)."""
         return []
 
-    def provision(self, topics: dict[str, int], prefix: str, timeout: float = 60.0) -> Cluster:
-        """Create the run's topics on the cluster and apply the quotas; on failure, delete what was created."""
+    def provision(self, topics: dict[str, int], prefix: str, timeout: float = 60.0,
+                  fixed: dict[str, str] | None = None) -> Cluster:
+        """Create the run's topics on the cluster (scoped to the run by ``topic_names``) and apply the quotas; on failure,
+        delete what was created."""
         settings = client_settings({"conn_id": self.conn_id})
         bootstrap = connection_config(self.conn_id)["bootstrap.servers"]
-        names = {role: f"{prefix}.{role}" for role in topics}
+        names = topic_names(topics, prefix, fixed, owned=False)
         with settings_in_env(settings):
             kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()}, timeout=timeout)
             log.info("created topics on %s: %s", bootstrap, names)
@@ -154,8 +156,9 @@ class ExternalBackend:
             if cluster.quotas:
                 soak_quotas.restore(cluster.quotas, self.kafka_configs(settings), cluster.bootstrap_servers,
                                     kafka_jars.STDIN_CONFIG)
-            # Kafka Streams' own changelogs too: a later run with the same application id would restore them.
-            streams_apps = [s["app_id"] for s in cluster.subjects if s.get("version")]
+            # Kafka Streams' own changelogs too (of a profile's app, which may be one): a later run with the same
+            # application id would restore them.
+            streams_apps = [s["app_id"] for s in cluster.subjects if s.get("version") or s.get("outputs")]
             names = sorted(cluster.topics.values()) + kafka_io.internal_topics(cluster.bootstrap_servers, streams_apps)
             if self.keep_topics:
                 log.info("keeping the run's topics (param keep_topics): %s", names)

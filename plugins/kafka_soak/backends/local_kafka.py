@@ -25,7 +25,7 @@ from pathlib import Path
 from kafka_soak import kafka_io, rundir
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars, quota_meter
-from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.cluster import Cluster, topic_names
 from kafka_soak.runtime.local import LocalProcesses
 
 log = logging.getLogger(__name__)
@@ -189,15 +189,16 @@ class LocalKafkaBackend:
         self.processes.start(node.name, command, self.log_file(node))
 
     # -- setup / teardown ----------------------------------------------------------------------------
-    def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0) -> Cluster:
-        """Start the nodes (or reattach to them on a retry), wait until every one serves, create
-        ``{role: partitions}`` topics, set and verify the quotas. On failure the nodes are stopped before the
-        error is raised: a teardown does not run after a failed setup. A port that another process took between
-        choosing it and the broker binding it costs a fresh start on other ports (the clashed attempt's storage
-        is kept beside, as ``kafka.port-taken-N``)."""
+    def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0,
+                  fixed: dict[str, str] | None = None) -> Cluster:
+        """Start the nodes (or reattach to them on a retry), wait until every one serves, create ``{role:
+        partitions}`` topics (named by ``topic_names``), set and verify the quotas. On failure the nodes are stopped
+        before the error is raised: a teardown does not run after a failed setup. A port that another process took
+        between choosing it and the broker binding it costs a fresh start on other ports (the clashed attempt's
+        storage is kept beside, as ``kafka.port-taken-N``)."""
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
-                return self._provision(topics, prefix, start_timeout)
+                return self._provision(topics, prefix, start_timeout, fixed)
             except PortTakenError as exc:
                 if attempt == PORT_ATTEMPTS:
                     raise
@@ -205,7 +206,8 @@ class LocalKafkaBackend:
                 self.home.rename(self.home.with_name(f"{self.home.name}.port-taken-{attempt}"))
         raise AssertionError("unreachable")
 
-    def _provision(self, topics: dict[str, int], prefix: str, start_timeout: float) -> Cluster:
+    def _provision(self, topics: dict[str, int], prefix: str, start_timeout: float,
+                   fixed: dict[str, str] | None) -> Cluster:
         started = time.monotonic()
         layout = self.layout()
         try:
@@ -220,7 +222,7 @@ class LocalKafkaBackend:
             self.wait_until_serving(layout, start_timeout)
             log.info("Apache Kafka %s: %d node(s) serving at %s after %.1f s (cluster id %s)", layout.version,
                      len(layout.nodes), layout.bootstrap_servers, time.monotonic() - started, layout.cluster_id)
-            names = {role: f"{prefix}.{role}" for role in topics}
+            names = topic_names(topics, prefix, fixed, owned=True)
             kafka_io.create_topics(layout.bootstrap_servers, {names[role]: n for role, n in topics.items()},
                                    replication_factor=layout.replication_factor,
                                    config={"min.insync.replicas": str(layout.min_insync_replicas)})

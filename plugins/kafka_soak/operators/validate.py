@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from kafka_soak import contracts, java_client, kafka_io, rundir, spark_kafka
+from kafka_soak import contracts, java_client, kafka_io, rundir, spark_kafka, subjects
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.class_data import SharedArchive
@@ -51,7 +51,7 @@ REDACTION = r"(?i)secret|password|token|access[.]?key|" + kafka_io.SETTINGS_ENV
 def job_args(cluster: dict[str, Any], out_dir: str, expected_records: int | str) -> list[str]:
     """validate_soak.py's arguments for the run's Kafka (``provision``'s output) and run directory."""
     return ["--bootstrap", cluster["bootstrap_servers"], "--input-topic", cluster["topics"]["input"],
-            "--subjects", json.dumps(cluster["subjects"]), "--backend", cluster["backend"],
+            "--subjects", json.dumps(subjects.judged(cluster)), "--backend", cluster["backend"],
             "--expected-records", str(expected_records), "--out-dir", str(out_dir)]
 
 

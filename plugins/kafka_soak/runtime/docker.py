@@ -180,12 +180,13 @@ class DockerContainers:
         return bool(state and state["Paused"])
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "", extra_env: dict[str, str] | None = None,
-              image: str | None = None, restart: Restart | None = None) -> ProcessRecord:
+              image: str | None = None, restart: Restart | None = None, remove_after: Path | None = None) -> ProcessRecord:
         """Replace the instance's previous container (its log was copied) by a new one of ``image`` (default: the
-        runtime's), running ``command``. No restart policy here yet: param ``restart`` is refused for this runtime
-        before a run starts."""
-        if restart is not None:
-            raise ValueError("runtime 'docker' has no restart policy (param restart is for runtime 'local')")
+        runtime's), running ``command``. No restart policy and no private file here yet: param ``restart`` and a
+        profile's app are refused for this runtime before a run starts."""
+        if restart is not None or remove_after is not None:
+            raise ValueError("runtime 'docker' has no restart policy and takes no private file (params restart and "
+                             "app_profile are for runtime 'local')")
         self.remove(name)
         image = image or self.image
         ensure_image(self.api, image, "app_image" if image == self.image else "streams_version")

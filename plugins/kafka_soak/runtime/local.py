@@ -81,12 +81,13 @@ class LocalProcesses:
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
               extra_env: dict[str, str] | None = None, image: str | None = None,
-              restart: Restart | None = None) -> ProcessRecord:
+              restart: Restart | None = None, remove_after: Path | None = None) -> ProcessRecord:
         """``image`` is for containers; a local process runs ``command`` as it is, restarted by its supervisor
-        under ``restart``."""
+        under ``restart``; the supervisor removes ``remove_after`` when it ends."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         policy = ["--restart", json.dumps({"backoff_s": restart.backoff_s, "journal": {**restart.journal, "name": name}})
                   ] if restart else []
+        policy += ["--remove", str(remove_after)] if remove_after else []
         out = subprocess.run(python_command("kafka_soak.runtime.spawn", "--name", name, *policy, str(log_path),
                                             str(self.registry.exits_file), "--", *command),
                              env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)

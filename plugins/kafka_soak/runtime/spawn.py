@@ -17,6 +17,9 @@ itself with anything but 0 is started again after a backoff that doubles with ea
 run's journal, and the registry's record points at the new process, which finds its restart count in
 ``SOAK_RESTART`` (0 for the first start, as Kubernetes' restartCount). SIGUSR1 tells the supervisor that the suite
 ends the instance (a stop, a kill): whatever the command's exit, it is not restarted.
+
+With ``--remove PATH`` the supervisor removes a private file of the instance (a profile's properties file, which may
+hold the cluster's credentials) once the instance has ended for good: restarts still find it.
 """
 
 from __future__ import annotations
@@ -59,7 +62,17 @@ def launch(log_path: str, command: list[str], restarts: int = 0) -> subprocess.P
                                 close_fds=True, env={**os.environ, RESTART_ENV: str(restarts)})
 
 
-def supervise(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None) -> None:
+def supervise(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None,
+              remove: str | None = None) -> None:
+    """``follow`` the command, then remove the instance's private file ``remove``, whatever ended it."""
+    try:
+        follow(name, log_path, exits_path, command, restart)
+    finally:
+        if remove:
+            Path(remove).unlink(missing_ok=True)
+
+
+def follow(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None) -> None:
     """Run ``command``, register it as ``name``, print its PID on stdout, close stdout, wait, record the exit; under
     a restart policy, start it again after each failure until it exits with 0 or the suite ends it."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -124,17 +137,21 @@ def main() -> None:
         args = args[1:]
     name = args[1] if args[:1] == ["--name"] and len(args) > 1 else ""
     args = args[2:] if name else args
-    restart = None
+    restart = remove = None
     if args[:1] == ["--restart"] and len(args) > 1:
         restart = Restart(**json.loads(args[1]))
         args = args[2:]
+    if args[:1] == ["--remove"] and len(args) > 1:
+        remove = args[1]
+        args = args[2:]
     if not name or len(args) < 4 or args[2] != "--":
-        sys.exit("usage: python -m kafka_soak.runtime.spawn --name NAME [--restart RESTART_JSON] LOG EXITS -- CMD...")
+        sys.exit("usage: python -m kafka_soak.runtime.spawn --name NAME [--restart RESTART_JSON] [--remove PATH] LOG "
+                 "EXITS -- CMD...")
     log_path, exits_path, _sep, *command = args
     if supervising:
-        supervise(name, log_path, exits_path, command, restart)
+        supervise(name, log_path, exits_path, command, restart, remove)
         return
-    policy = ["--restart", json.dumps(asdict(restart))] if restart else []
+    policy = (["--restart", json.dumps(asdict(restart))] if restart else []) + (["--remove", remove] if remove else [])
     with open(log_path, "ab", buffering=0) as log:  # the supervisor's own complaints, should it fail to start
         supervisor = subprocess.Popen([sys.executable, "-m", "kafka_soak.runtime.spawn", "--supervise", "--name", name,
                                        *policy, *args],

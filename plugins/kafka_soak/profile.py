@@ -1,0 +1,292 @@
+"""An app profile: the one description of a team's own app under test, checked before anything starts.
+
+A team soaks its app unchanged: the profile (param ``app_profile``) says how to start it, which consumer group it
+runs as, which topics it needs, what it reads (so the generator writes the app's own format) and what each output
+topic must hold after the drain (its contract, which the checker judges). Every input record also carries the
+headers ``soak.id`` and ``soak.seq``: Kafka Streams forwards them to what it writes, so an unmodified Kafka Streams
+app needs nothing to be judged record by record.
+
+Topic names are the app's own on a cluster the run owns (backends ``local`` and ``docker``); on ``external`` they
+are scoped to the run and reach the app through ``{topic:NAME}`` placeholders in its command.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import asdict, dataclass
+from dataclasses import field as default
+from typing import Any
+
+from kafka_soak import contracts, encodings
+
+NOT_JUDGED = "none"  # an output the app writes and the run keeps, not judged
+CONTRACTS = (*contracts.DECLARED, NOT_JUDGED)
+FUNCTIONS = ("count", "sum", "min", "max", "latest")
+OUTPUT_ENCODINGS = ("json", "string", "int32", "int64")
+TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's legal topic names ("." and ".." excepted)
+GROUP_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
+JSON_PATH = re.compile(r"\$(\.[A-Za-z_][A-Za-z0-9_]*)+")
+HEADER = "header"
+# Placeholders of a profile's command besides the reference apps' (params.PLACEHOLDERS): the instance's properties
+# file, and each of the profile's topics by the name the app knows it by.
+PROPERTIES_FILE = "properties_file"
+TOPIC = "topic"
+# What the run decides and the properties file carries: a profile's client_properties may not set them.
+RUN_PROPERTIES = ("bootstrap.servers", "application.id", "group.id")
+FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties", "topics", "inputs", "outputs"),
+          "topic": ("name", "partitions"),
+          "input": ("topic", "partitions", "key", "value"),
+          "output": ("topic", "partitions", "contract", "of", "id_from", "function", "field", "value")}
+MAX_PARTITIONS = 256
+
+
+class ProfileError(ValueError):
+    """A profile that cannot run; the message names every field that is wrong and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Input:
+    topic: str
+    partitions: int
+    key: str
+    value: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Output:
+    topic: str
+    partitions: int
+    contract: str
+    of: str  # the input topic it is judged against ("" for contract none)
+    id_from: str = HEADER  # one-to-one: "header" (soak.id) or "json:$.path" in the output value
+    function: str = ""  # aggregate: count | sum | min | max | latest
+    field: str = ""  # aggregate: the input's field ("" = the decoded input value)
+    value: dict[str, Any] = default(default_factory=dict)  # aggregate: how the table's values are decoded
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    command: list[str]
+    group_id: str
+    client_properties: dict[str, Any]
+    topics: dict[str, int]  # other topics the app needs, with their partitions
+    inputs: list[Input]
+    outputs: list[Output]
+    image: str = ""
+
+    @classmethod
+    def of(cls, resolved: dict[str, Any]) -> Profile:
+        """A profile from its resolved form (``as_dict``: the plan's ``app_profile``)."""
+        return cls(**{**resolved, "inputs": [Input(**i) for i in resolved["inputs"]],
+                      "outputs": [Output(**o) for o in resolved["outputs"]]})
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def input(self) -> Input:
+        return self.inputs[0]
+
+    def names(self) -> dict[str, int]:
+        """Every topic of the app by the name it knows it, with its partitions."""
+        return {**self.topics, **{i.topic: i.partitions for i in self.inputs},
+                **{o.topic: o.partitions for o in self.outputs}}
+
+    def judged(self) -> list[Output]:
+        return [o for o in self.outputs if o.contract != NOT_JUDGED]
+
+
+def role(name: str, profile: Profile) -> str:
+    """The run's role of one of the app's topics: ``input`` for what the generator writes (the role every task knows
+    the input by), ``topic:<name>`` for the others."""
+    return "input" if name == profile.input.topic else f"{TOPIC}:{name}"
+
+
+def parse(raw: Any, partitions: int, backend: str, placeholders: tuple[str, ...]) -> Profile:
+    """The profile a param value describes, with defaults filled (partitions: the run's ``partitions``), or
+    ``ProfileError`` naming each problem (``placeholders``: the run's values an app's command may use)."""
+    errors = problems(raw, partitions, backend, placeholders)
+    if errors:
+        raise ProfileError("; ".join(errors))
+    inputs = [Input(i["topic"], i.get("partitions", partitions), i.get("key", "{key}"), i["value"])
+              for i in raw["inputs"]]
+    outputs = [Output(o["topic"], o.get("partitions", partitions), o["contract"], o.get("of", ""),
+                      o.get("id_from", HEADER), o.get("function", ""), o.get("field", ""), o.get("value", {}))
+               for o in raw["outputs"]]
+    return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
+                   {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
+                   raw.get("image", ""))
+
+
+def problems(raw: Any, partitions: int, backend: str, placeholders: tuple[str, ...]) -> list[str]:
+    """Everything wrong with a profile, each naming the field, what was wrong and what is allowed."""
+    where = "app_profile"
+    if not isinstance(raw, dict):
+        return [f"{where}: must be an object with {', '.join(FIELDS['profile'])} (got {type(raw).__name__})"]
+    errors = unknown_fields(raw, "profile", where)
+    for name in ("name", "group_id"):
+        if not isinstance(raw.get(name), str) or not GROUP_ID.fullmatch(raw[name]):
+            errors.append(f"{where}.{name}: must be 1-200 of A-Z a-z 0-9 . _ - (got {raw.get(name)!r})")
+    command, image = raw.get("command", []), raw.get("image", "")
+    if not isinstance(command, list) or not all(isinstance(part, str) for part in command):
+        errors.append(f"{where}.command: must be a list of strings (the app's command and its arguments)")
+        command = []
+    if not isinstance(image, str):
+        errors.append(f"{where}.image: must be a string (a container image)")
+    elif not command and not image:
+        errors.append(f"{where}.command: is missing; give the command that starts one instance of the app")
+    elif image:
+        errors.append(f"{where}.image: running a profile's app as containers (runtime docker) is not supported yet; "
+                      "give its command and run it on runtime local")
+    properties = raw.get("client_properties", {})
+    if not isinstance(properties, dict) or not all(isinstance(v, (str, int, float, bool)) for v in properties.values()):
+        errors.append(f"{where}.client_properties: must be an object of Kafka client properties with string, number "
+                      "or boolean values")
+    else:
+        errors += [f"{where}.client_properties: {name!r} is set by the run (bootstrap.servers from the run's Kafka, "
+                   "application.id and group.id from app_profile.group_id)" for name in RUN_PROPERTIES
+                   if name in properties]
+    names: dict[str, str] = {}  # topic -> where it is declared
+    inputs = entries(raw, "inputs", where, errors, required=True)
+    outputs = entries(raw, "outputs", where, errors, required=True)
+    extra = entries(raw, "topics", where, errors, required=False)
+    if len(inputs) > 1:
+        errors.append(f"{where}.inputs: one input topic per profile for now (got {len(inputs)})")
+    for kind, items, key in (("input", inputs, "topic"), ("output", outputs, "topic"), ("topic", extra, "name")):
+        plural = "topics" if kind == "topic" else f"{kind}s"
+        for n, item in enumerate(items):
+            at = f"{where}.{plural}[{n}]"
+            errors += unknown_fields(item, kind, at)
+            name = item.get(key)
+            if not isinstance(name, str) or not TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+                errors.append(f"{at}.{key}: {name!r} is no topic name Kafka accepts (1-249 of A-Z a-z 0-9 . _ -, "
+                              "not '.' or '..')")
+                continue
+            if name in names:
+                errors.append(f"{at}.{key}: topic {name!r} is declared twice ({names[name]} and {at}); an app's topic "
+                              "has one role")
+            names[name] = at
+            count = item.get("partitions", partitions)
+            if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PARTITIONS:
+                errors.append(f"{at}.partitions: must be an integer from 1 to {MAX_PARTITIONS} (got {count!r})")
+    values = {i.get("topic"): i.get("value") for i in inputs}
+    for n, item in enumerate(inputs):
+        at = f"{where}.inputs[{n}]"
+        if not isinstance(item.get("key", "{key}"), str):
+            errors.append(f"{at}.key: must be a string template such as \"customer-{{key}}\"")
+        else:
+            errors += encodings.key_problems(item.get("key", "{key}"), f"{at}.key")
+        if "value" not in item:
+            errors.append(f"{at}.value: is missing; e.g. {{encoding: json, template: {{orderId: \"{{id}}\"}}}}")
+        else:
+            errors += encodings.problems(item["value"], f"{at}.value")
+    for n, item in enumerate(outputs):
+        errors += output_problems(item, f"{where}.outputs[{n}]", values)
+    errors += command_problems(command, set(names), backend, (*placeholders, PROPERTIES_FILE), f"{where}.command")
+    return errors
+
+
+def entries(raw: dict[str, Any], name: str, where: str, errors: list[str], required: bool) -> list[dict[str, Any]]:
+    """The objects of one of the profile's lists (problems go to ``errors``)."""
+    items = raw.get(name, [])
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        errors.append(f"{where}.{name}: must be a list of objects")
+        return []
+    if required and not items:
+        errors.append(f"{where}.{name}: must name at least one topic")
+    return items
+
+
+def unknown_fields(item: dict[str, Any], kind: str, where: str) -> list[str]:
+    unknown = sorted(set(item) - set(FIELDS[kind]))
+    return [f"{where}: unknown fields {unknown}; allowed: {', '.join(FIELDS[kind])}"] if unknown else []
+
+
+def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any]) -> list[str]:
+    """What is wrong with one output: its contract, the input it is judged against, how its ids or values are read."""
+    contract = item.get("contract")
+    if contract not in CONTRACTS:
+        return [f"{at}.contract: {contract!r} is no contract; allowed: {', '.join(CONTRACTS)}"]
+    if contract == NOT_JUDGED:
+        extra = sorted(set(item) & {"of", "id_from", "function", "field", "value"})
+        return [f"{at}: {extra} judge an output; contract none is not judged"] if extra else []
+    if item.get("of") not in inputs:
+        return [f"{at}.of: {item.get('of')!r} is none of the profile's inputs ({', '.join(map(str, inputs))})"]
+    if contract == contracts.ONE_TO_ONE:
+        extra = sorted(set(item) & {"function", "field", "value"})
+        if extra:
+            return [f"{at}: {extra} are for contract aggregate"]
+        id_from = item.get("id_from", HEADER)
+        if id_from != HEADER and not (isinstance(id_from, str) and id_from.startswith("json:")
+                                      and JSON_PATH.fullmatch(id_from[5:])):
+            return [f"{at}.id_from: {id_from!r}; allowed: \"header\" (the soak.id header Kafka Streams forwards) or "
+                    "\"json:$.path\" (a number in the output's JSON value, e.g. json:$.orderId)"]
+        return []
+    if "id_from" in item:
+        return [f"{at}.id_from: is for contract one-to-one"]
+    function, name = item.get("function"), item.get("field", "")
+    if function not in FUNCTIONS:
+        return [f"{at}.function: {function!r}; allowed: {', '.join(FUNCTIONS)}"]
+    errors = []
+    if not isinstance(name, str):
+        errors.append(f"{at}.field: must be a string (a field of the input's value, or a JSON path $.a.b)")
+    elif function != "count" and not encodings.numeric(inputs[item["of"]], name):
+        what = f"field {name!r} of input {item['of']!r}" if name else f"the value of input {item['of']!r}"
+        errors.append(f"{at}.field: {function} needs a number, but {what} is not one (a JSON template's field must "
+                      "be a number or a whole-string number placeholder such as \"{random_int:1:100}\"; int32/int64 "
+                      "values are numbers)")
+    elif function == "count" and name:
+        errors.append(f"{at}.field: count counts records; it takes no field")
+    value = item.get("value", {})
+    encoding = value.get("encoding") if isinstance(value, dict) else None
+    if encoding not in OUTPUT_ENCODINGS:
+        errors.append(f"{at}.value.encoding: {encoding!r}; allowed: {', '.join(OUTPUT_ENCODINGS)} (how the table's "
+                      "values are decoded)")
+    elif set(value) - {"encoding", "path"} or ("path" in value and encoding != "json"):
+        errors.append(f"{at}.value: takes encoding and, with json, path (got {sorted(value)})")
+    elif "path" in value and not (isinstance(value["path"], str) and JSON_PATH.fullmatch(value["path"])):
+        errors.append(f"{at}.value.path: {value['path']!r} is no JSON path such as $.total")
+    return errors
+
+
+def command_problems(command: list[str], topics: set[str], backend: str, allowed: tuple[str, ...],
+                     at: str) -> list[str]:
+    """A profile's command may use the ``allowed`` placeholders and ``{topic:NAME}`` of its own topics; on a cluster
+    the run does not own (``external``) every topic must reach it that way."""
+    errors, named = [], set()
+    for part in command:
+        try:
+            fields = list(string.Formatter().parse(part))
+        except ValueError as exc:
+            errors.append(f"{at}: {part!r} has a bad placeholder ({exc}); write {{{{ and }}}} for braces")
+            continue
+        for _text, name, spec, conversion in fields:
+            if name is None:
+                continue
+            if name == TOPIC and not conversion:
+                if spec not in topics:
+                    errors.append(f"{at}: {{topic:{spec}}} names no topic of the profile ({', '.join(sorted(topics))})")
+                named.add(spec)
+            elif name not in allowed or spec or conversion:
+                errors.append(f"{at}: {part!r} has placeholder {{{name}{'!' + conversion if conversion else ''}"
+                              f"{':' + spec if spec else ''}}}; allowed: "
+                              + ", ".join(f"{{{p}}}" for p in allowed) + ", {topic:NAME} of the profile's topics")
+    fixed = sorted(topics - named)
+    if backend == "external" and fixed:
+        errors.append(f"{at}: takes no {{topic:NAME}} for {fixed}; on backend external the run's topics are scoped to "
+                      "the run (soak.<dag>.<run>.<name>), so the app must learn each name from its command. An app "
+                      "whose topic names are fixed in its code runs where the run owns the cluster (backend local or "
+                      "docker)")
+    return errors
+
+
+def render(part: str, values: dict[str, str], topics: dict[str, str]) -> str:
+    """One part of the command with its placeholders filled: ``values`` by name, ``{topic:NAME}`` from ``topics``."""
+    out = []
+    for text, name, spec, _conversion in string.Formatter().parse(part):
+        out.append(text)
+        if name is not None:
+            out.append(topics[spec] if name == TOPIC else values[name])
+    return "".join(out)

@@ -1,0 +1,50 @@
+"""Apps from outside the suite, written as a team would write them, for the tests that soak an unmodified app.
+
+``orders-streams`` (``tests/apps/orders-streams``) is a Kafka Streams app with topics, JSON schema and serdes of its
+own: it enriches orders keyed by customer and keeps each customer's order count and order total, and with
+``--fault`` it plants one known defect (order 77 dropped from the enriched stream, or counted twice). It is built
+once with Maven into ``.cache/tests/orders-streams/<source hash>/`` (``orders-streams.jar`` and its ``lib/``), the
+way ``kafka_soak.app.streams`` builds the reference app: two pytest-xdist workers building it at once both end
+with the one good copy.
+
+``orders-py`` (``tests/apps/orders-py``) is a confluent-kafka transactional app that copies no header: the order id
+stays in its output value.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kafka_soak import maven
+from kafka_soak.backends.kafka_jars import java_executable
+
+APPS = Path(__file__).resolve().parent / "apps"
+ORDERS_STREAMS = APPS / "orders-streams"
+ORDERS_MAIN_CLASS = "com.example.orders.OrdersApp"
+ORDERS_PY = APPS / "orders-py" / "orders_enricher.py"
+
+
+def build_orders_streams() -> str:
+    """The Kafka Streams app's runnable classpath (its jar and ``lib/*``), built on first use."""
+    target = maven.cache_root() / "tests" / "orders-streams" / maven.source_hash(ORDERS_STREAMS)
+    maven.build(target, lambda staging: [
+        "-f", str(ORDERS_STREAMS / "pom.xml"), f"-Dbuild.dir={staging}", "package", "dependency:copy-dependencies",
+        "-DincludeScope=runtime", f"-DoutputDirectory={staging / 'lib'}"],
+        "orders-streams", "build the outside Kafka Streams app tests/apps/orders-streams")
+    return f"{target / 'orders-streams.jar'}:{target / 'lib' / '*'}"
+
+
+def orders_streams_command(*faults: str) -> list[str]:
+    """One instance of the Kafka Streams app as a profile starts it: its properties file and its four topics from the
+    profile's placeholders, and the planted ``faults`` (``drop``, ``double-count``)."""
+    return [java_executable(), "-Xmx256m", "-cp", build_orders_streams(), ORDERS_MAIN_CLASS,
+            "--config", "{properties_file}", "--input", "{topic:orders}", "--enriched", "{topic:orders-enriched}",
+            "--count", "{topic:orders-count}", "--total", "{topic:orders-total}",
+            *(["--fault", ",".join(faults)] if faults else [])]
+
+
+def orders_py_command() -> list[str]:
+    """One instance of the Python app as a profile starts it."""
+    return [sys.executable, str(ORDERS_PY), "--config", "{properties_file}", "--input", "{topic:orders}",
+            "--output", "{topic:orders-enriched}"]

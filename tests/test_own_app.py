@@ -1,0 +1,98 @@
+"""A team's own app, unchanged, soaked end to end from its profile (param ``app_profile``): the apps of
+``tests/apps/`` know nothing of the suite (their own topic names, JSON and serdes, settings from a properties file)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from outside_apps import orders_py_command, orders_streams_command
+from soak_runs import soak
+
+ORDERS = {"topic": "orders", "key": "customer-{key}",
+          "value": {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
+                                                     "amount": "{random_int:1:100}", "seq": "{seq}"}}}
+# A confluent-kafka transactional app that copies no header: the order id in its output value identifies each record.
+PYTHON_APP = {
+    "name": "orders-py", "group_id": "orders-py",
+    "command": orders_py_command(),
+    # a 6 s session (Kafka's minimum) and 10 s transactions: the killed instance's partitions and open transaction
+    # come back quickly
+    "client_properties": {"session.timeout.ms": 6000, "transaction.timeout.ms": 10000},
+    "inputs": [ORDERS],
+    "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders", "id_from": "json:$.orderId"}],
+}
+CHURN_AND_KILL = {"program": "1 2 k1 1", "interval_s": 6, "records": 6000, "keys": 300}
+# A Kafka Streams app with its own JSON and serdes: every order enriched (Kafka Streams forwards the input's headers, so
+# the soak.id header identifies each output), and per customer a count table (8-byte longs) and a total table (JSON).
+STREAMS_OUTPUTS = [
+    {"topic": "orders-enriched", "contract": "one-to-one", "of": "orders"},
+    {"topic": "orders-count", "contract": "aggregate", "of": "orders", "function": "count",
+     "value": {"encoding": "int64"}},
+    {"topic": "orders-total", "contract": "aggregate", "of": "orders", "function": "sum", "field": "amount",
+     "value": {"encoding": "json", "path": "$.total"}},
+]
+
+
+def streams_app(*faults: str) -> dict:
+    """The Kafka Streams app's profile, with planted ``faults`` (``drop``: order 77 never enriched; ``double-count``:
+    order 77 counted twice)."""
+    return {"name": "orders-streams", "group_id": "orders-streams", "command": orders_streams_command(*faults),
+            # a 6 s session: a Kafka Streams instance that closes or dies keeps its tasks for a session
+            "client_properties": {"processing.guarantee": "exactly_once_v2", "session.timeout.ms": 6000},
+            "inputs": [ORDERS], "outputs": STREAMS_OUTPUTS}
+
+
+def private_files(group: str) -> list[Path]:
+    """The properties files of a profile's instances still on disk (each is removed when its instance ends)."""
+    return list(Path(tempfile.gettempdir()).glob(f"soak-{group}-*.properties"))
+
+
+def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_its_output_value(runs_dir):
+    """Started from its profile's command with its own topic names and a properties file per start; the generator
+    writes its JSON orders; the drain follows its group; the checker finds every order exactly once by the id the app
+    keeps in its value (``id_from``), through a graceful stop, a kill -9 and a restart."""
+    code, run_dir, verdict = soak(runs_dir, app_profile=PYTHON_APP, **CHURN_AND_KILL)
+    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
+    assert verdict["records"]["input"] == verdict["records"]["output"] == CHURN_AND_KILL["records"]
+    assert verdict["label"] == "orders-enriched (one-to-one)"
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert cluster["topics"] == {"input": "orders", "topic:orders-enriched": "orders-enriched"}
+    logs = {p.name: p.read_text() for p in (run_dir / "logs").glob("orders-py-*.log")}
+    assert set(logs) == {"orders-py-1.0.log", "orders-py-2.1.log", "orders-py-1.3.log"}
+    assert "orders-enricher orders-py-1: orders -> orders-enriched" in logs["orders-py-1.0.log"]
+    assert not private_files("orders-py"), "every instance's properties file is removed when the instance ends"
+    steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
+    assert [s["token"] for s in steps] == ["1", "2", "k1", "1"] and steps[2]["running_after"] == [2]
+
+
+def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_each_table_judged(runs_dir):
+    """The enriched stream judged one to one by the header Kafka Streams forwards, the count and total tables judged
+    against the inputs per key, through a graceful stop, a kill -9 and a broker of three killed and restarted."""
+    code, run_dir, verdict = soak(runs_dir, app_profile=streams_app(), brokers=3, program="1 2 k1 b2- b2+ 1",
+                                  interval_s=8, records=6000, keys=300)
+    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
+    rows = {row["version"]: row for row in verdict["matrix"]}
+    assert set(rows) == {"orders-enriched", "orders-count", "orders-total"}
+    assert {name: row["status"] for name, row in rows.items()} == dict.fromkeys(rows, "passed")
+    assert rows["orders-enriched"]["records"]["output"] == 6000
+    assert not private_files("orders-streams")
+
+
+def test_a_kafka_streams_app_with_a_dropped_record_and_a_double_counted_key_fails_with_exact_counts(runs_dir):
+    """One planted fault per contract: order 77 never enriched is one lost record of the one-to-one output; order 77
+    counted twice is one wrong key of the count table; the total table stays right."""
+    code, run_dir, verdict = soak(runs_dir, app_profile=streams_app("drop", "double-count"), program="1 2 1",
+                                  interval_s=6, records=3000, keys=300)
+    assert code == 1 and verdict["status"] == "failed", verdict
+    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"lost": 1, "wrong_aggregate": 1}, verdict
+    rows = {row["version"]: row for row in verdict["matrix"]}
+    assert {name: {k: v for k, v in row["anomalies"].items() if v} for name, row in rows.items()} == {
+        "orders-enriched": {"lost": 1}, "orders-count": {"wrong_aggregate": 1}, "orders-total": {}}
+    assert verdict["samples"]["lost"][0]["id"] == 77
+    [wrong] = verdict["samples"]["wrong_aggregate"]
+    assert {k: wrong[k] for k in ("key", "inputs", "expected", "found")} == \
+        {"key": "customer-76", "inputs": 10, "expected": "10", "found": "11"}, wrong

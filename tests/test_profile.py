@@ -1,0 +1,132 @@
+"""A team's app profile (param ``app_profile``): resolved into the run's plan, topics and judged outputs, or refused
+before anything starts with the field, what was wrong and what is allowed."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from kafka_soak import params, subjects
+from kafka_soak.backends.cluster import Cluster, topic_names
+from kafka_soak.instances import Instances
+
+ORDERS = {"topic": "orders", "partitions": 6, "key": "customer-{key}",
+          "value": {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
+                                                     "amount": "{random_int:1:100}", "seq": "{seq}"}}}
+PROFILE = {
+    "name": "orders-enricher", "group_id": "orders-enricher",
+    "command": ["java", "-jar", "/opt/orders.jar", "--config", "{properties_file}", "--in", "{topic:orders}",
+                "--out", "{topic:orders-enriched}", "--count", "{topic:orders-count}"],
+    "client_properties": {"processing.guarantee": "exactly_once_v2", "commit.interval.ms": 100, "x.flag": True},
+    "topics": [{"name": "orders-by-customer", "partitions": 2}],
+    "inputs": [ORDERS],
+    "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders"},
+                {"topic": "orders-count", "contract": "aggregate", "of": "orders", "function": "count",
+                 "value": {"encoding": "int64"}},
+                {"topic": "orders-total", "contract": "aggregate", "of": "orders", "function": "sum", "field": "amount",
+                 "value": {"encoding": "json", "path": "$.total"}},
+                {"topic": "orders-audit", "contract": "none"}],
+}
+
+
+def changed(*path: str | int, to: object) -> dict:
+    """The profile above with the field at ``path`` (``"outputs", 0, "contract"``) set ``to`` a value."""
+    profile = copy.deepcopy(PROFILE)
+    node = profile
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = to
+    return profile
+
+
+def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker_judges(tmp_path):
+    plan = params.check({"app_profile": PROFILE, "partitions": 4}).as_dict()
+    app = plan["app_profile"]
+    assert [o["partitions"] for o in app["outputs"]] == [4, 4, 4, 4] and app["inputs"][0]["partitions"] == 6
+    assert app["topics"] == {"orders-by-customer": 2}
+    assert subjects.kind(plan) == "profile" and subjects.client_ids(plan, "x") is None
+    roles = subjects.topics(plan)
+    assert roles == {"topic:orders-by-customer": 2, "input": 6, "topic:orders-enriched": 4, "topic:orders-count": 4,
+                     "topic:orders-total": 4, "topic:orders-audit": 4}
+    # the app's own names where the run owns the cluster, scoped to the run on a shared one
+    owned = topic_names(roles, "soak.d.r", subjects.app_names(plan), owned=True)
+    shared = topic_names(roles, "soak.d.r", subjects.app_names(plan), owned=False)
+    assert owned["input"] == "orders" and owned["topic:orders-count"] == "orders-count"
+    assert shared["input"] == "soak.d.r.orders" and shared["topic:orders-count"] == "soak.d.r.orders-count"
+    assert topic_names(["input"], "soak.d.r", {}, owned=True) == {"input": "soak.d.r.input"}
+    [subject] = subjects.build(plan, "dag-app", shared)
+    assert subject.app_id == "orders-enricher"
+    cluster = {"backend": "external", "bootstrap_servers": "127.0.0.1:1", "topics": shared,
+               "subjects": [subject.as_dict()]}
+    judged = subjects.judged(cluster)
+    assert [(j["name"], j["output"], j["contract"]) for j in judged] == [
+        ("orders-enriched", "soak.d.r.orders-enriched", "one-to-one"),
+        ("orders-count", "soak.d.r.orders-count", "aggregate"),
+        ("orders-total", "soak.d.r.orders-total", "aggregate")]
+    assert judged[2]["function"] == "sum" and judged[2]["field"] == "amount"
+    assert judged[2]["input_value"] == ORDERS["value"] and judged[0]["id_from"] == "header"
+    # the command gets the run's names and a properties file of this start; the file has what the run decides last
+    secured = {"security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN", "sasl.username": "u", "sasl.password": "p"}
+    instances = Instances(tmp_path, Cluster(**cluster), plan, [subject], secured)
+    command = instances.command(subject, 2, 5, tmp_path / "p.properties")
+    assert command[4:] == [str(tmp_path / "p.properties"), "--in", "soak.d.r.orders", "--out",
+                           "soak.d.r.orders-enriched", "--count", "soak.d.r.orders-count"]
+    lines = dict(line.split("=", 1) for line in instances.properties(subject, 2).splitlines())
+    assert lines["application.id"] == lines["group.id"] == "orders-enricher"
+    assert lines["client.id"] == "orders-enricher-2" and lines["commit.interval.ms"] == "100"
+    assert lines["x.flag"] == "true" and lines["processing.guarantee"] == "exactly_once_v2"
+    assert lines["bootstrap.servers"] == "127.0.0.1:1" and lines["security.protocol"] == "SASL_SSL"
+    assert "sasl.jaas.config" in lines and lines["state.dir"] == str(tmp_path / "state" / "instance-2")
+
+
+@pytest.mark.parametrize("profile, backend, fragment", [
+    (changed("outputs", 0, "contract", to="exactly-once"), "local",
+     "app_profile.outputs[0].contract: 'exactly-once' is no contract; allowed: one-to-one, aggregate, none"),
+    (changed("outputs", 1, "of", to="payments"), "local",
+     "app_profile.outputs[1].of: 'payments' is none of the profile's inputs (orders)"),
+    (changed("outputs", 2, "field", to="customer"), "local",
+     "app_profile.outputs[2].field: sum needs a number, but field 'customer' of input 'orders' is not one"),
+    (changed("outputs", 1, "function", to="median"), "local",
+     "app_profile.outputs[1].function: 'median'; allowed: count, sum, min, max, latest"),
+    (changed("outputs", 1, "value", to={"encoding": "avro"}), "local",
+     "app_profile.outputs[1].value.encoding: 'avro'; allowed: json, string, int32, int64"),
+    (changed("outputs", 0, "id_from", to="json:orderId"), "local",
+     "app_profile.outputs[0].id_from: 'json:orderId'; allowed: \"header\""),
+    (changed("outputs", 3, "topic", to="orders/audit"), "local",
+     "app_profile.outputs[3].topic: 'orders/audit' is no topic name Kafka accepts"),
+    (changed("outputs", 3, "topic", to="orders-count"), "local",
+     "app_profile.outputs[3].topic: topic 'orders-count' is declared twice (app_profile.outputs[1] and "
+     "app_profile.outputs[3])"),
+    (changed("outputs", 0, "partitions", to=0), "local", "app_profile.outputs[0].partitions: must be an integer from 1"),
+    (changed("command", to=["app", "{topic:payments}"]), "local",
+     "app_profile.command: {topic:payments} names no topic of the profile"),
+    (changed("command", to=["app", "{secret_key}"]), "local",
+     "app_profile.command: '{secret_key}' has placeholder {secret_key}; allowed: {bootstrap_servers}"),
+    (changed("command", to=["app", "{properties_file}"]), "external",
+     "app_profile.command: takes no {topic:NAME} for ['orders', 'orders-audit', 'orders-by-customer', "
+     "'orders-count', 'orders-enriched', 'orders-total']; on backend external"),
+    (changed("client_properties", to={"bootstrap.servers": "evil:9092"}), "local",
+     "app_profile.client_properties: 'bootstrap.servers' is set by the run"),
+    (changed("group_id", to="orders enricher"), "local", "app_profile.group_id: must be 1-200 of A-Z a-z 0-9 . _ -"),
+    (changed("colour", to="red"), "local", "app_profile: unknown fields ['colour']; allowed: name, command"),
+    (changed("inputs", to=[]), "local", "app_profile.inputs: must name at least one topic"),
+    (changed("command", to=[]), "local", "app_profile.command: is missing"),
+])
+def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
+    with pytest.raises(params.ParamsError) as err:
+        params.check({"app_profile": profile, "backend": backend})
+    assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize("conf, fragment", [
+    ({"app_command": ["my-app"]}, "app_command: the app_profile's command starts the app under test"),
+    ({"bug": "drop"}, "bug: is a setting of the reference apps (got 'drop'); a profile's app takes its settings from "
+                      "app_profile.client_properties"),
+    ({"standbys": 1}, "standbys: is a setting of the reference apps"),
+    ({"runtime": "docker"}, "runtime: a profile's app runs as local processes for now"),
+])
+def test_a_profile_takes_no_other_app_and_no_setting_of_the_reference_apps(conf, fragment):
+    with pytest.raises(params.ParamsError) as err:
+        params.check({"app_profile": PROFILE, **conf})
+    assert fragment in str(err.value)
