@@ -143,7 +143,8 @@ def merge(per_subject: dict[str, dict[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {"produced": next(iter(per_subject.values()))["produced"], "committed": [],
                               "anomalies": {}, "event_cap": EVENT_CAP}
     for version, data in per_subject.items():
-        merged["committed"] += [{**r, "instance": f"{r['instance']} @{version}"} for r in data["committed"]]
+        merged["committed"] += [{**r, "instance": f"{r['instance'] if r['instance'] is not None else '?'} @{version}"}
+                                for r in data["committed"]]
         for name, found in data["anomalies"].items():
             merged["anomalies"][f"{name} @{version}"] = found
     return merged

@@ -81,6 +81,7 @@ def combine(verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
                     "assertions": sum(v["records"].get("assertions", 0) for v in verdicts.values())},
         "topics": {version: v["topics"] for version, v in verdicts.items()},
         "data_docs": first["data_docs"],
-        "matrix": [{"version": version, "label": v["label"], "status": v["status"], "anomalies": v["anomalies"],
+        "matrix": [{"version": version, "label": v["label"], "contract": v.get("contract"), "status": v["status"],
+                    "anomalies": v["anomalies"],
                     "records": v["records"], "data_docs": v["data_docs"]} for version, v in verdicts.items()],
     }

@@ -93,6 +93,8 @@ def test_a_kafka_streams_app_with_a_dropped_record_and_a_double_counted_key_fail
     assert {name: {k: v for k, v in row["anomalies"].items() if v} for name, row in rows.items()} == {
         "orders-enriched": {"lost": 1}, "orders-count": {"wrong_aggregate": 1}, "orders-total": {}}
     assert verdict["samples"]["lost"][0]["id"] == 77
+    report = (run_dir / "report.html").read_text()
+    assert "orders-count (aggregate count)" in report and "judged by the contract its profile declares" in report
     [wrong] = verdict["samples"]["wrong_aggregate"]
     assert {k: wrong[k] for k in ("key", "inputs", "expected", "found")} == \
         {"key": "customer-76", "inputs": 10, "expected": "10", "found": "11"}, wrong

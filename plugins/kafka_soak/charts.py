@@ -81,8 +81,8 @@ def health_points(evidence: RunEvidence) -> list[dict[str, Any]]:
 def throughput_chart(evidence: RunEvidence) -> alt.LayerChart:
     """Records per second: the input as the generator produced it, the output by the instance that committed it."""
     produced = [{"t": r["t"] * 1000, "n": r["n"], "series": "input produced"} for r in evidence.timeline.get("produced", [])]
-    committed = [{"t": r["t"] * 1000, "n": r["n"], "instance": f"instance {r['instance']}"}
-                 for r in evidence.timeline.get("committed", [])]
+    committed = [{"t": r["t"] * 1000, "n": r["n"], "instance": f"instance {'?' if r['instance'] is None else r['instance']}"}
+                 for r in evidence.timeline.get("committed", [])]  # ?: a team's app does not say which instance wrote
     y = alt.Y("n:Q", title="records/s")
     area = alt.Chart(alt.Data(values=committed)).mark_area(opacity=0.55, interpolate="step-after").encode(
         x=_x(), y=alt.Y("n:Q", title="records/s", stack="zero"),

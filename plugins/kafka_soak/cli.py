@@ -148,10 +148,12 @@ def summarize(run_dir: Path, dags_test_code: int) -> int:
           f"expected {records['expected_input']})")
     if verdict.get("matrix"):
         names = list(verdict["anomalies"])
-        print(f"  {'app':<26}{'status':<14}" + "".join(f"{n:>13}" for n in names))
-        for row in verdict["matrix"]:
-            print(f"  {row.get('label') or 'Kafka Streams ' + row['version']:<26}{row['status'].upper():<14}"
-                  + "".join(f"{row['anomalies'].get(n, 0):>13}" for n in names))
+        labels = [row.get("label") or f"Kafka Streams {row['version']}" for row in verdict["matrix"]]
+        width = max(26, *(len(label) + 2 for label in labels))
+        print(f"  {'app':<{width}}{'status':<14}" + "".join(f"{n:>16}" for n in names))
+        for label, row in zip(labels, verdict["matrix"], strict=True):
+            print(f"  {label:<{width}}{row['status'].upper():<14}"
+                  + "".join(f"{row['anomalies'].get(n, 0):>16}" for n in names))
     else:
         for name, count in verdict["anomalies"].items():
             print(f"  {name:<12} {count}")

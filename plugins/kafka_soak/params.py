@@ -46,7 +46,7 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                 "description": "Input records the generator produces while the program runs."},
     "keys": {"type": "integer", "minimum": 1, "maximum": 10_000_000,
              "description": "Distinct entity keys the records cycle over."},
-    "partitions": {"type": "integer", "minimum": 1, "maximum": 256,
+    "partitions": {"type": "integer", "minimum": 1, "maximum": profiles.MAX_PARTITIONS,
                    "description": "Partitions of the input, output and changelog topics."},
     "instances": {"type": "integer", "minimum": 1, "maximum": 32,
                   "description": "How many app instances the program may toggle."},

@@ -38,7 +38,7 @@ FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties
           "topic": ("name", "partitions"),
           "input": ("topic", "partitions", "key", "value"),
           "output": ("topic", "partitions", "contract", "of", "id_from", "function", "field", "value")}
-MAX_PARTITIONS = 256
+MAX_PARTITIONS = 256  # of any topic of a run (param partitions, a profile's topics)
 
 
 class ProfileError(ValueError):
