@@ -37,6 +37,7 @@ bench: setup
 	$(PY) bench/toggle.py --size $(SIZE)
 	$(PY) bench/generator.py --size $(SIZE)
 	$(PY) bench/validation.py --size $(SIZE)
+	$(PY) bench/validation_profile.py --size $(SIZE)
 	$(PY) bench/checker_jit.py --size $(SIZE)
 	$(PY) bench/checker_class_data.py --size $(SIZE)
 	$(PY) bench/checker_scaling.py --size $(SIZE)

@@ -60,20 +60,25 @@ def run_baseline(work: Path, bootstrap: str, topics: dict[str, str]) -> dict[str
 
 
 def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Path, conf: dict[str, str],
-                  master: str = "local[2]") -> list[str]:
-    """spark-submit of the validate job on one run's topics, as the DAG's validate task submits it, on ``master``."""
+                  master: str = "local[2]", subjects: list[dict[str, Any]] | None = None) -> list[str]:
+    """spark-submit of the validate job on one run's topics, as the DAG's validate task submits it, on ``master``:
+    the reference app's output and assertions, or ``subjects`` as ``provision`` records them (a team's app's)."""
     cluster = {"bootstrap_servers": bootstrap, "topics": topics, "backend": "local",
-               "subjects": [{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]}
+               "subjects": subjects or [{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]}
     return [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
             "--name", "kafka-soak-validate-bench", "--jars", ",".join(map(str, spark_kafka.resolve())),
             "--py-files", ",".join(map(str, MODULES)), str(JOB), *job_args(cluster, str(out), records)]
 
 
-def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) -> dict[str, Any]:
-    log, out = work / "spark.log", work / "spark-run"
+def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int,
+              subjects: list[dict[str, Any]] | None = None, name: str = "spark") -> dict[str, Any]:
+    """The validate job on the run's topics (``spark_command``), its evidence under ``work`` as ``name``: its verdict,
+    time to it, phases and peak RSS."""
+    log, out = work / f"{name}.log", work / f"{name}-run"
     archive = driver_archive("local[2]", spark_kafka.resolve())  # mapped as the DAG's task maps it, once dumped
-    command = spark_command(bootstrap, topics, records, out, {**sized_conf(records, archive), **CONF})
+    command = spark_command(bootstrap, topics, records, out, {**sized_conf(records, archive), **CONF},
+                            subjects=subjects)
     measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
     archive.keep()
     verdict_file = out / "verdict.json"
@@ -90,6 +95,8 @@ def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int) 
             "wall_s": measured.wall_s, "to_verdict_s": verdict["validated_at"] - measured.started_at,
             "peak_rss_bytes": measured.peak_rss_bytes, "mean_load": round(measured.mean_load, 1),
             "phases": {k: round(v, 2) for k, v in phases.items()},
+            "subjects": [{"label": m["label"], "status": m["status"], "anomalies": m["anomalies"]}
+                         for m in verdict.get("matrix", [])],
             "log": str(log)}
 
 

@@ -146,6 +146,30 @@ def kafka_connection(monkeypatch, broker):
     return "soak_secured"
 
 
+@pytest.fixture(scope="module")
+def secured_cluster(tmp_path_factory):
+    """A real SASL_PLAINTEXT + SCRAM-SHA-512 Kafka node standing in for a team's secured cluster."""
+    from secured_kafka import ScramKafka
+
+    cluster = ScramKafka(tmp_path_factory.mktemp("secured"), SECRET)
+    cluster.provision({}, "unused")
+    yield cluster
+    cluster.release(None)
+
+
+@pytest.fixture
+def scram_connection(secured_cluster, monkeypatch) -> str:
+    """An Airflow connection of type kafka to the secured cluster (``soak_scram``), as a deployment defines it."""
+    extra = {"bootstrap.servers": secured_cluster.bootstrap_servers, **secured_cluster.client_settings()}
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_SCRAM", json.dumps({"conn_type": "kafka", "extra": extra}))
+    return "soak_scram"
+
+
+def leaked_secret(run_dir: Path) -> list[Path]:
+    """The files of a run that hold the secured cluster's password (none may)."""
+    return [p for p in run_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+
 def live_processes(run_dir: Path) -> list[str]:
     """Processes registered by a run that are still alive."""
     from kafka_soak.runtime.local import LocalProcesses

@@ -1,12 +1,9 @@
-"""The checker's logic on small frames: real Spark (local) and the real Great Expectations suites; once, the job itself
-as the DAG submits it, on a real broker."""
+"""The checker's logic on small frames: real Spark (local) and the real Great Expectations suites (the job as the DAG
+submits it runs in every end-to-end soak)."""
 
 import argparse
 import json
-import os
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import anomalies
@@ -310,49 +307,3 @@ def test_a_subject_declares_its_contract_or_has_its_reference_apps():
         validate_soak.contract_of(output_subject("t", contract="none"))
     with pytest.raises(ValueError, match="not both"):
         validate_soak.read_input(None, argparse.Namespace(subjects=[version, total]))
-
-
-def test_the_job_judges_a_team_apps_outputs_read_with_their_headers_from_a_real_broker(broker, tmp_path):
-    """validate_soak as the DAG submits it (spark-submit, Spark's Kafka source) on a team's app's topics: the input
-    and a one-to-one output carry the soak's headers, the count table big-endian int64 values. One lost order fails
-    the run; the table is right."""
-    from confluent_kafka import Producer
-
-    from kafka_soak import kafka_io, spark_kafka
-    from kafka_soak.operators.validate import CONF, JOB, MODULES, job_args
-
-    topics = {"input": broker.topics["input"], "orders-enriched": broker.topics["output"],
-              "orders-count": broker.topics["changelog"]}
-    producer = Producer(kafka_io.client_config(broker.bootstrap_servers))
-    for i, key, seq in ORDERS:
-        ids = [("soak.id", str(i).encode())]
-        producer.produce(topics["input"], key=key, value=json.dumps({"orderId": i}).encode(),
-                         headers=[*ids, ("soak.seq", str(seq).encode())])
-        if i != 2:
-            producer.produce(topics["orders-enriched"], key=f"customer-{i}", value=b"\x00", headers=ids)
-    for key in ("k0", "k1"):
-        producer.produce(topics["orders-count"], key=key, value=int64(len(ORDERS) // 2))
-    assert producer.flush(30) == 0
-    subjects = [output_subject(name, output=topics[name], **contract) for name, contract in (
-        ("orders-enriched", {"contract": "one-to-one", "id_from": "header"}),
-        ("orders-count", {"contract": "aggregate", "function": "count", "field": "", "value": {"encoding": "int64"}}))]
-    cluster = {"bootstrap_servers": broker.bootstrap_servers, "topics": topics, "backend": "local",
-               "subjects": subjects}
-    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
-               *(arg for key, value in {**CONF, "spark.sql.shuffle.partitions": "2"}.items()
-                 for arg in ("--conf", f"{key}={value}")),
-               "--jars", ",".join(map(str, spark_kafka.resolve())), "--py-files", ",".join(map(str, MODULES)),
-               str(JOB), *job_args(cluster, str(tmp_path), len(ORDERS))]
-    job = subprocess.run(command, capture_output=True, text=True, timeout=600, env={
-        **os.environ, "PYTHONPATH": str(Path(validate_soak.__file__).parents[1] / "plugins"),
-        "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"})
-    assert job.returncode == verdict.EXIT_CODES["failed"], job.stdout[-3000:] + job.stderr[-3000:]
-    outcome = json.loads((tmp_path / "verdict.json").read_text())
-    assert outcome["anomalies"] == {"lost": 1, "duplicated": 0, "unexpected": 0, "reordered": 0, "wrong_aggregate": 0,
-                                    "app_health": 0}
-    assert outcome["samples"]["lost"] == [{"version": "orders-enriched", "id": 2, "key": "k0", "seq": 2}]
-    assert [(m["label"], m["status"]) for m in outcome["matrix"]] == [("orders-enriched (one-to-one)", "failed"),
-                                                                      ("orders-count (aggregate count)", "passed")]
-    assert (tmp_path / "subjects" / "orders-count" / "data_docs" / "index.html").exists()
-    timeline = json.loads((tmp_path / "timeline.json").read_text())
-    assert [e["id"] for e in timeline["anomalies"]["lost @orders-enriched"]["events"]] == [2]

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SECRET, live_processes
+from conftest import SECRET, leaked_secret, live_processes
 from soak_runs import (
     ALERTED_RUNS,
     CRASHING_HEALTHY,
@@ -285,19 +285,8 @@ def test_a_drain_that_times_out_says_why(runs_dir):
     assert "the lag did not move" in report
 
 
-@pytest.fixture(scope="module")
-def secured_cluster(tmp_path_factory):
-    """A real SASL_PLAINTEXT + SCRAM-SHA-512 Kafka node standing in for a team's secured cluster."""
-    from secured_kafka import ScramKafka
-
-    cluster = ScramKafka(tmp_path_factory.mktemp("secured"), SECRET)
-    cluster.provision({}, "unused")
-    yield cluster
-    cluster.release(None)
-
-
 def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everything(runs_dir, secured_cluster,
-                                                                                    monkeypatch):
+                                                                                    scram_connection):
     """backend=external on a SCRAM-SHA-512 cluster from an Airflow connection: provision, program, quotas set and
     verified with Kafka's tool and removed at release, validation; the password is in no file of the run (logs,
     report and the Airflow output included), not in the alert and in nothing Airflow stored (XCom, rendered fields).
@@ -306,10 +295,8 @@ def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everyt
     from kafka_soak import java_client, quotas
     from kafka_soak.backends import kafka_jars
 
-    extra = {"bootstrap.servers": secured_cluster.bootstrap_servers, **secured_cluster.client_settings()}
-    monkeypatch.setenv("AIRFLOW_CONN_SOAK_SCRAM", json.dumps({"conn_type": "kafka", "extra": extra}))
     quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
-    run = soak(runs_dir, backend="external", kafka_conn_id="soak_scram", quotas=[quota], bug="duplicate")
+    run = soak(runs_dir, backend="external", kafka_conn_id=scram_connection, quotas=[quota], bug="duplicate")
     code, run_dir, verdict = run
     assert verdict is not None, (run_dir / "dags-test.log").read_text()[-3000:]
     assert_caught_exactly(runs_dir, run, "duplicated", SHORT["records"] // 1000)
@@ -320,8 +307,7 @@ def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everyt
         quota["client_id"], secured_cluster.bootstrap_servers, "/dev/stdin"),
         stdin=java_client.tool_config(secured_cluster.client_settings()))
     assert quotas.parse_describe(described).get(quota["client_id"], {}) == {}, "release removes the run's quota"
-    leaks = [p for p in run_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
-    assert not leaks
+    assert not leaked_secret(run_dir)
     assert SECRET not in (runs_dir / "alerts.jsonl").read_text()
     stored = list(Path(os.environ["AIRFLOW_HOME"]).glob("airflow.db*"))
     assert stored and not [p for p in stored if SECRET.encode() in p.read_bytes()]

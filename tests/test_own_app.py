@@ -7,6 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from conftest import leaked_secret
 from outside_apps import orders_py_command, orders_streams_command
 from soak_runs import soak
 
@@ -82,19 +83,31 @@ def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_e
     assert not private_files("orders-streams")
 
 
-def test_a_kafka_streams_app_with_a_dropped_record_and_a_double_counted_key_fails_with_exact_counts(runs_dir):
+def test_a_kafka_streams_app_with_planted_faults_on_a_secured_shared_cluster_fails_with_exact_counts(
+        runs_dir, scram_connection):
     """One planted fault per contract: order 77 never enriched is one lost record of the one-to-one output; order 77
-    counted twice is one wrong key of the count table; the total table stays right."""
-    code, run_dir, verdict = soak(runs_dir, app_profile=streams_app("drop", "double-count"), program="1 2 1",
-                                  interval_s=6, records=3000, keys=300)
-    assert code == 1 and verdict["status"] == "failed", verdict
+    counted twice is one wrong key of the count table; the total table stays right. On a shared SCRAM-secured cluster
+    (backend external): the topics are scoped to the run and reach the app through its placeholders, the app
+    authenticates with what the properties file holds, and the password is in no file of the run."""
+    code, run_dir, verdict = soak(runs_dir, app_profile=streams_app("drop", "double-count"), backend="external",
+                                  kafka_conn_id=scram_connection, program="1 2 1", interval_s=6, records=3000,
+                                  keys=300)
+    assert code == 1 and verdict is not None and verdict["status"] == "failed", verdict
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"lost": 1, "wrong_aggregate": 1}, verdict
     rows = {row["version"]: row for row in verdict["matrix"]}
     assert {name: {k: v for k, v in row["anomalies"].items() if v} for name, row in rows.items()} == {
         "orders-enriched": {"lost": 1}, "orders-count": {"wrong_aggregate": 1}, "orders-total": {}}
     assert verdict["samples"]["lost"][0]["id"] == 77
-    report = (run_dir / "report.html").read_text()
-    assert "orders-count (aggregate count)" in report and "judged by the contract its profile declares" in report
     [wrong] = verdict["samples"]["wrong_aggregate"]
     assert {k: wrong[k] for k in ("key", "inputs", "expected", "found")} == \
         {"key": "customer-76", "inputs": 10, "expected": "10", "found": "11"}, wrong
+    prefix = f"soak.soak_eos_id_assignment.{run_dir.name}"
+    topics = json.loads((run_dir / "cluster.json").read_text())["topics"]
+    assert topics["input"] == f"{prefix}.orders" and topics["topic:orders-count"] == f"{prefix}.orders-count"
+    assert f"(topics: [{prefix}.orders])" in (run_dir / "logs" / "orders-streams-1.0.log").read_text()
+    report = (run_dir / "report.html").read_text()
+    assert "orders-count (aggregate count)" in report and "judged by the contract its profile declares" in report
+    assert (run_dir / "subjects" / "orders-count" / "data_docs" / "index.html").exists()
+    timeline = json.loads((run_dir / "timeline.json").read_text())
+    assert [e["id"] for e in timeline["anomalies"]["lost @orders-enriched"]["events"]] == [77]
+    assert not leaked_secret(run_dir) and not private_files("orders-streams")

@@ -116,13 +116,17 @@ def wait_for(condition, timeout=20.0):
         time.sleep(0.05)
 
 
-def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff(processes, tmp_path):
+def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_and_its_private_file(processes,
+                                                                                                  tmp_path):
     from kafka_soak.runtime.spawn import Restart
 
-    runs = tmp_path / "runs"
+    runs, private = tmp_path / "runs", tmp_path / "app.properties"
+    private.write_text("sasl.jaas.config=...\n")
     first = processes.start("worker-1", [*FLAKY, str(runs)], tmp_path / "w.log",
-                            restart=Restart(0.2, {"instance": 1, "subject": "", "step": "0", "log": "w.log"}))
+                            restart=Restart(0.2, {"instance": 1, "subject": "", "step": "0", "log": "w.log"}),
+                            remove_after=private)
     wait_for(lambda: runs.exists() and runs.read_text() == "3" and processes.process("worker-1") is not None)
+    assert private.exists(), "a restarted instance still finds its private file"
     record = processes.record("worker-1")
     assert record.pid != first.pid, "the registry follows the restarted process"
     events = journal_events(tmp_path)
@@ -134,6 +138,7 @@ def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff(
     assert [e["code"] for e in processes.registry.exits()] == [3, 3]
     assert processes.stop("worker-1", timeout=10) is not None
     assert not processes.is_alive("worker-1") and processes.supervisor("worker-1") is None
+    assert not private.exists(), "the supervisor removes the instance's private file once the instance has ended"
     output = (tmp_path / "w.log").read_text()
     assert "restarting in 0.2 s" in output
     assert [line for line in output.splitlines() if line.startswith("SOAK_RESTART")] == [
