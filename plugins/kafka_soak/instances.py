@@ -161,7 +161,7 @@ class Instances:
         restart = Restart(self.plan["restart_backoff_s"], {"instance": instance, "subject": subject.name,
                                                            "step": str(step), "log": log_path.name}) \
             if self.plan["restart"] == "on-failure" else None
-        private = self.write_properties(subject, instance) if self.plan.get("app_profile") else None
+        private = self.write_properties(subject, instance) if run_subjects.kind(self.plan) == "profile" else None
         try:
             record = self.runtime.start(name, self.command(subject, instance, step, private), log_path, step=str(step),
                                         extra_env=self.environment(subject, instance, step), image=self.image(subject),

@@ -37,7 +37,8 @@ class Subject:
 
     @property
     def contract(self) -> str:
-        """Which records the app writes (docs/architecture.md, "The data contract"): what the checker judges."""
+        """Which records the app writes (docs/architecture.md, "The data contract"): what the checker judges (a
+        profile's app: each of its ``outputs`` says)."""
         return contracts.of(self.design)
 
     def process(self, instance: int) -> str:
@@ -68,10 +69,10 @@ def describe(plan: dict[str, Any]) -> str:
     """The app under test in a few words, for the run's log."""
     app = kind(plan)
     if app == "profile":
+        own = profile(plan)
         judged = "; ".join(f"{o.topic} judged {o.contract}" + (f" {o.function}" if o.function else "")
-                           for o in profile(plan).judged())
-        return (f"{plan['app_profile']['name']} (app_profile, group {plan['app_profile']['group_id']}): "
-                f"{judged or 'no output judged'}")
+                           for o in own.judged())
+        return f"{own.name} (app_profile, group {own.group_id}): {judged or 'no output judged'}"
     if app == "command":
         return "app_command " + " ".join(plan["app_command"])
     if app == "streams":
@@ -168,10 +169,10 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
 
     app = profile(plan)
     if app is not None:
+        inputs = {i.topic: i.value for i in app.inputs}
         return [Subject("", app.group_id, "", "", "", outputs=[
-            {**{k: v for k, v in o.items() if k != "topic"}, "name": o["topic"],
-             "output": names[profiles.role(o["topic"], app)], "input_value": app.input.value}
-            for o in app.as_dict()["outputs"] if o["contract"] != profiles.NOT_JUDGED])]
+            {**{k: v for k, v in asdict(o).items() if k != "topic"}, "name": o.topic,
+             "output": names[profiles.role(o.topic, app)], "input_value": inputs[o.of]} for o in app.judged()])]
     designs = plan.get("workflow_designs") or [""]
     if design_matrix(plan):
         return [subject(d, versions(plan)[0], d) for d in designs]
