@@ -1,14 +1,6 @@
-"""Airflow plugin: the soak reports in the UI — a "Soak reports" entry in the Browse menu and a "Soak report"
-tab on every DAG run, both served by the FastAPI app in ``kafka_soak.ui`` — and the reference the soak DAGs'
-deadlines count from (``kafka_soak.deadline.SoakRunQueuedAt``), which the scheduler finds here."""
+"""Airflow plugin of a checkout: the suite's plugin (``kafka_soak.plugin``) from the plugins folder; an installed
+package registers it through its provider info instead."""
 
-from airflow.plugins_manager import AirflowPlugin
+from kafka_soak.plugin import SoakReportsPlugin
 
-from kafka_soak import deadline, ui
-
-
-class SoakReportsPlugin(AirflowPlugin):
-    name = "soak_reports"
-    fastapi_apps = [{"app": ui.app, "url_prefix": ui.URL_PREFIX, "name": "Soak reports"}]
-    external_views = ui.EXTERNAL_VIEWS
-    deadline_references = [deadline.SoakRunQueuedAt]
+__all__ = ["SoakReportsPlugin"]

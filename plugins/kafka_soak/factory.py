@@ -343,9 +343,11 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
     return dag
 
 
-def build_all(scenarios_dir: Path) -> dict[str, DAG]:
+def build_all(scenarios_dir: Path | str) -> dict[str, DAG]:
+    """One DAG per scenario file (``*.yaml``) of a folder, by dag id: a team's own folder gets its soaks with one line,
+    ``globals().update(build_all("/opt/soaks"))`` in a DAG file of its Airflow."""
     dags = {}
-    for path in sorted(scenarios_dir.glob("*.yaml")):
+    for path in sorted(Path(scenarios_dir).glob("*.yaml")):
         dag = build_dag(load_scenario(path))
         dags[dag.dag_id] = dag
     return dags

@@ -19,7 +19,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(__file__).resolve().parent
+# What the suite ships besides its code, by the name it has inside an installed package (``pip install``), with where
+# it is in a checkout: the checker's job and its suites, the Kafka Streams reference app's sources.
+RESOURCES = {"spark_jobs": "spark_jobs", "expectations": "expectations", "streams_app": "apps/streams"}
+# A checkout (plugins/kafka_soak beside spark_jobs/) keeps evidence and caches at its root; an installed package keeps
+# them under SOAK_HOME (default ~/kafka-soak).
+_CHECKOUT = PACKAGE.parents[1]
+IS_CHECKOUT = (_CHECKOUT / "plugins" / PACKAGE.name).is_dir() and (_CHECKOUT / "spark_jobs").is_dir()
+PROJECT_ROOT = _CHECKOUT if IS_CHECKOUT else Path(os.environ.get("SOAK_HOME", Path.home() / "kafka-soak"))
+
+
+def resource(name: str) -> Path:
+    """One of the ``RESOURCES``: at the checkout's root, or inside the installed package."""
+    return _CHECKOUT / RESOURCES[name] if IS_CHECKOUT else PACKAGE / name
+
 # The files of a run directory, by who writes them: check_params; provision; the program's steps; the drain; the
 # teardowns (instances' health, quotas' usage); the checker (its verdict, the report's timeline, Data Docs, one
 # directory per subject of a matrix); the alerting; the report; `make soak` (Airflow's log of the run).

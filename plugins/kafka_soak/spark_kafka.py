@@ -13,9 +13,9 @@ from __future__ import annotations
 from importlib.metadata import version as installed
 from pathlib import Path
 
-from kafka_soak import maven
+from kafka_soak import maven, rundir
 
-POM = Path(__file__).resolve().parents[2] / "spark_jobs" / "pom.xml"
+POM = rundir.resource("spark_jobs") / "pom.xml"
 JARS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafka_soak import maven
 from kafka_soak.backends.kafka_jars import java_executable
-from kafka_soak.rundir import PROJECT_ROOT
+from kafka_soak.rundir import resource
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ DEFAULT_VERSION = "4.3.1"  # the newest Kafka Streams release Maven Central serv
 # 3.3 is the first release whose KStream#process takes the Processor API the workflow topology's processors use
 # (exactly_once_v2 and the metadata API the app logs its tasks with came in 3.0).
 VERSION_PATTERN = r"^(3\.([3-9]|[1-9]\d)|[4-9]\.\d+)\.\d+$"
-SOURCE = PROJECT_ROOT / "apps" / "streams"
+SOURCE = resource("streams_app")
 MAIN_CLASS = "io.kafkasoak.streams.SoakStreamsApp"
 # Kafka Streams sizes its record cache in bytes for the whole instance; param cache_entries counts entries per
 # partition store, like the reference worker's. An entry of this app costs about this much in the cache (key,

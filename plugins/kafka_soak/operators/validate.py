@@ -18,9 +18,8 @@ from kafka_soak import contracts, java_client, kafka_io, rundir, spark_kafka, su
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.class_data import SharedArchive
-from kafka_soak.rundir import PROJECT_ROOT
 
-SPARK_JOBS = PROJECT_ROOT / "spark_jobs"
+SPARK_JOBS = rundir.resource("spark_jobs")
 JOB = SPARK_JOBS / "validate_soak.py"
 # What the job imports, shipped with it (a cluster's driver and executors have no checkout): its own modules and the
 # plugin's that it shares with the Airflow side (the run directory's files, the data contracts, the client settings).
