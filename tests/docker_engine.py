@@ -22,6 +22,7 @@ SOCKET = "unix:///var/run/docker.sock"
 BASE_IMAGE = "kafka-soak-test-base:bookworm"
 JRE_IMAGE = "kafka-soak-test-jre:bookworm"
 WORKER_IMAGE = "kafka-soak-worker:test"
+ORDERS_PY_IMAGE = "orders-py:test"
 KAFKA_IMAGE = "kafka-soak-kafka:test"
 MIRROR = os.environ.get("SOAK_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
@@ -132,6 +133,14 @@ def build_worker_image() -> None:
                    check=True)
     client().images.build(path=str(ROOT), dockerfile="docker/worker.Dockerfile", tag=WORKER_IMAGE, rm=True,
                           buildargs={"BASE_IMAGE": BASE_IMAGE, "PIP_ARGS": "--no-index"})
+
+
+def build_orders_py_image() -> str:
+    """The outside Python app (tests/apps/orders-py) as its team would ship it, on the worker image (Python and
+    confluent-kafka; no registry serves python:3.11-slim here)."""
+    client().images.build(path=str(ROOT / "tests" / "apps" / "orders-py"), tag=ORDERS_PY_IMAGE, rm=True,
+                          buildargs={"BASE_IMAGE": WORKER_IMAGE})
+    return ORDERS_PY_IMAGE
 
 
 def run_containers(run_dir: Path) -> list[str]:

@@ -44,7 +44,22 @@ def orders_streams_command(*faults: str) -> list[str]:
             *(["--fault", ",".join(faults)] if faults else [])]
 
 
-def orders_py_command() -> list[str]:
-    """One instance of the Python app as a profile starts it."""
-    return [sys.executable, str(ORDERS_PY), "--config", "{properties_file}", "--input", "{topic:orders}",
-            "--output", "{topic:orders-enriched}"]
+# Their input, as the profile tells the generator to write it: JSON orders keyed by customer.
+ORDERS = {"topic": "orders", "key": "customer-{key}",
+          "value": {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
+                                                     "amount": "{random_int:1:100}", "seq": "{seq}"}}}
+ORDERS_PY_ARGS = ["--config", "{properties_file}", "--input", "{topic:orders}", "--output", "{topic:orders-enriched}"]
+
+
+def orders_py_profile(image: str = "") -> dict:
+    """The Python app's profile: a local process of this interpreter, or a container of its ``image`` (whose
+    entrypoint is the app). It copies no header, so the order id in its output value identifies each record. A 6 s
+    session (Kafka's minimum) and 10 s transactions: a killed instance's partitions and open transaction come back
+    quickly."""
+    return {"name": "orders-py", "group_id": "orders-py",
+            "command": ORDERS_PY_ARGS if image else [sys.executable, str(ORDERS_PY), *ORDERS_PY_ARGS],
+            **({"image": image} if image else {}),
+            "client_properties": {"session.timeout.ms": 6000, "transaction.timeout.ms": 10000},
+            "inputs": [ORDERS],
+            "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders",
+                         "id_from": "json:$.orderId"}]}

@@ -70,6 +70,10 @@ QUOTA_SHORT = {"streams_versions": [], "streams_version": "4.3.1", "program": "1
 WORKFLOW_SHORT = {"program": "1 0", "interval_s": 10, "records": 400, "rate": 20, "partitions": 2}
 
 
+# A team's own app (tests/apps, profiles in outside_apps) through start, start, kill -9 and restart.
+CHURN_AND_KILL = {"program": "1 2 k1 1", "interval_s": 6, "records": 6000, "keys": 300}
+
+
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,
          env: dict[str, str] | None = None, **conf) -> tuple[int, Path, dict | None]:
     """Run a scenario DAG once; returns (airflow exit code, run directory, verdict or None). ``during(run_dir)``

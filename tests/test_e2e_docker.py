@@ -14,7 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from soak_runs import DAG_ID, SHORT, STALE_SHORT, last_alert, soak
+from outside_apps import orders_py_profile
+from soak_runs import CHURN_AND_KILL, DAG_ID, SHORT, STALE_SHORT, last_alert, soak
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
 pytestmark = pytest.mark.xdist_group(name="docker")
@@ -90,4 +91,20 @@ def test_kafka_streams_containers_on_a_broker_container_with_a_quota_pass_the_st
     health = json.loads((run_dir / "health.json").read_text())
     assert health["unexpected_exits"] == 0 and all(e["expected"] for i in health["instances"].values()
                                                    for e in i["exits"])
+    assert docker_engine.run_containers(run_dir) == []
+
+
+def test_a_team_app_s_image_runs_from_its_profile_with_its_properties_file_inside_each_container(
+        docker_engine, docker_conf, runs_dir):
+    """A profile's app on runtime docker: each instance a container of the team's image (entrypoint: the app), its
+    properties file put inside before it starts, its topics by name; kill -9 and a restart of a container, and every
+    order judged once by the id in its output value."""
+    image = docker_engine.build_orders_py_image()
+    code, run_dir, verdict = soak(runs_dir, runtime="docker", app_profile=orders_py_profile(image), **CHURN_AND_KILL)
+    assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert verdict["status"] == "passed" and verdict["records"]["output"] == CHURN_AND_KILL["records"], verdict
+    steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
+    assert [s["action"] for s in steps] == ["start", "start", "kill", "start"] and steps[2]["exit_code"] == 137
+    first = (run_dir / "logs" / "orders-py-1.0.log").read_text()
+    assert "orders-enricher orders-py-1: orders -> orders-enriched" in first, first
     assert docker_engine.run_containers(run_dir) == []

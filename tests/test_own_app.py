@@ -8,23 +8,9 @@ import tempfile
 from pathlib import Path
 
 from conftest import leaked_secret
-from outside_apps import orders_py_command, orders_streams_command
-from soak_runs import soak
+from outside_apps import ORDERS, orders_py_profile, orders_streams_command
+from soak_runs import CHURN_AND_KILL, soak
 
-ORDERS = {"topic": "orders", "key": "customer-{key}",
-          "value": {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
-                                                     "amount": "{random_int:1:100}", "seq": "{seq}"}}}
-# A confluent-kafka transactional app that copies no header: the order id in its output value identifies each record.
-PYTHON_APP = {
-    "name": "orders-py", "group_id": "orders-py",
-    "command": orders_py_command(),
-    # a 6 s session (Kafka's minimum) and 10 s transactions: the killed instance's partitions and open transaction
-    # come back quickly
-    "client_properties": {"session.timeout.ms": 6000, "transaction.timeout.ms": 10000},
-    "inputs": [ORDERS],
-    "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders", "id_from": "json:$.orderId"}],
-}
-CHURN_AND_KILL = {"program": "1 2 k1 1", "interval_s": 6, "records": 6000, "keys": 300}
 # A Kafka Streams app with its own JSON and serdes: every order enriched (Kafka Streams forwards the input's headers, so
 # the soak.id header identifies each output), and per customer a count table (8-byte longs) and a total table (JSON).
 STREAMS_OUTPUTS = [
@@ -54,7 +40,7 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
     """Started from its profile's command with its own topic names and a properties file per start; the generator
     writes its JSON orders; the drain follows its group; the checker finds every order exactly once by the id the app
     keeps in its value (``id_from``), through a graceful stop, a kill -9 and a restart."""
-    code, run_dir, verdict = soak(runs_dir, app_profile=PYTHON_APP, **CHURN_AND_KILL)
+    code, run_dir, verdict = soak(runs_dir, app_profile=orders_py_profile(), **CHURN_AND_KILL)
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
     assert verdict["records"]["input"] == verdict["records"]["output"] == CHURN_AND_KILL["records"]

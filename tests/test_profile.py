@@ -112,6 +112,7 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
     (changed("colour", to="red"), "local", "app_profile: unknown fields ['colour']; allowed: name, command"),
     (changed("inputs", to=[]), "local", "app_profile.inputs: must name at least one topic"),
     (changed("command", to=[]), "local", "app_profile.command: is missing"),
+    (changed("image", to="orders:1.4"), "local", "app_profile.image: is for runtime docker (runtime is 'local')"),
 ])
 def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
     with pytest.raises(params.ParamsError) as err:
@@ -124,7 +125,7 @@ def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
     ({"bug": "drop"}, "bug: is a setting of the reference apps (got 'drop'); a profile's app takes its settings from "
                       "app_profile.client_properties"),
     ({"standbys": 1}, "standbys: is a setting of the reference apps"),
-    ({"runtime": "docker"}, "runtime: a profile's app runs as local processes for now"),
+    ({"runtime": "docker"}, "app_profile.image: is missing; runtime docker starts each instance as a container"),
 ])
 def test_a_profile_takes_no_other_app_and_no_setting_of_the_reference_apps(conf, fragment):
     with pytest.raises(params.ParamsError) as err:

@@ -39,6 +39,8 @@ from kafka_soak.runtime.spawn import Restart
 from kafka_soak.subjects import Subject
 
 log = logging.getLogger(__name__)
+# Where a profile's app finds its properties file in a container (put there before it starts, gone with it).
+CONTAINER_PROPERTIES = "/etc/kafka-soak/app.properties"
 
 
 
@@ -111,21 +113,25 @@ class Instances:
         return python_command("kafka_soak.app.worker", *self.worker_args(subject, instance, step))
 
     def image(self, subject: Subject) -> str | None:
-        """The container image of a subject's instances (runtime=docker): ``app_image``, the Kafka Streams app's image
-        of its version, or the reference worker's."""
+        """The container image of a subject's instances (runtime=docker): a profile's ``image``, ``app_image``, the
+        Kafka Streams app's image of its version, or the reference worker's."""
         if self.plan["runtime"] != "docker":
             return None
-        return run_subjects.image(subject.version, self.plan["app_image"])[0]
+        app = run_subjects.profile(self.plan)
+        return app.image if app is not None else run_subjects.image(subject.version, self.plan["app_image"])[0]
 
     def properties(self, subject: Subject, instance: int) -> str:
         """A profile's app's client settings as a Java properties file: its group (``application.id`` and
         ``group.id``), a ``client.id`` per instance (``<group>-<n>``, which a quota can name), a Kafka Streams
-        ``state.dir`` of its own in the run directory (kept across restarts, as on a real host), its
+        ``state.dir`` of its own (in the run directory, kept across restarts as on a real host; in a container, the
+        container's), its
         ``client_properties``, then what the run decides: the bootstrap servers and the cluster's security settings."""
         app = run_subjects.profile(self.plan)
         assert app is not None
+        state = (streams.CONTAINER_STATE_DIR if self.plan["runtime"] == "docker"
+                 else str(self.run_dir / "state" / subject.process(instance)))
         settings = {"application.id": app.group_id, "group.id": app.group_id, "client.id": f"{app.group_id}-{instance}",
-                    "state.dir": str(self.run_dir / "state" / subject.process(instance)),
+                    "state.dir": state,
                     **{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in app.client_properties.items()},
                     "bootstrap.servers": self.cluster.bootstrap_servers,
                     **java_client.java_settings(self.client_settings or {})}
@@ -161,11 +167,16 @@ class Instances:
         restart = Restart(self.plan["restart_backoff_s"], {"instance": instance, "subject": subject.name,
                                                            "step": str(step), "log": log_path.name}) \
             if self.plan["restart"] == "on-failure" else None
-        private = self.write_properties(subject, instance) if run_subjects.kind(self.plan) == "profile" else None
+        private, files, properties_file = None, None, None
+        if run_subjects.kind(self.plan) == "profile" and self.plan["runtime"] == "docker":
+            properties_file = Path(CONTAINER_PROPERTIES)
+            files = {CONTAINER_PROPERTIES: self.properties(subject, instance)}
+        elif run_subjects.kind(self.plan) == "profile":
+            private = properties_file = self.write_properties(subject, instance)
         try:
-            record = self.runtime.start(name, self.command(subject, instance, step, private), log_path, step=str(step),
-                                        extra_env=self.environment(subject, instance, step), image=self.image(subject),
-                                        restart=restart, remove_after=private)
+            record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,
+                                        step=str(step), extra_env=self.environment(subject, instance, step),
+                                        image=self.image(subject), restart=restart, remove_after=private, files=files)
         except BaseException:
             if private is not None:
                 private.unlink(missing_ok=True)

@@ -363,7 +363,7 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
     if values["app_profile"]:
         try:
             values["app_profile"] = profiles.parse(values["app_profile"], values["partitions"], values["backend"],
-                                                   PLACEHOLDERS).as_dict()
+                                                   values["runtime"], PLACEHOLDERS).as_dict()
         except profiles.ProfileError as exc:
             errors.append(str(exc))
     if app_id:
@@ -460,8 +460,6 @@ def profile_errors(values: dict[str, Any]) -> list[str]:
     errors += [f"{name}: is a setting of the reference apps (got {values[name]!r}); a profile's app takes its settings "
                "from app_profile.client_properties (Kafka Streams' num.standby.replicas, statestore.cache.max.bytes, "
                "session.timeout.ms, ...)" for name in REFERENCE_ONLY if values[name] != DEFAULTS[name]]
-    if values["runtime"] != "local":
-        errors.append(f"runtime: a profile's app runs as local processes for now (runtime is {values['runtime']!r})")
     return errors
 
 

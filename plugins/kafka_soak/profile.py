@@ -104,10 +104,10 @@ def role(name: str, profile: Profile) -> str:
     return "input" if name == profile.input.topic else f"{TOPIC}:{name}"
 
 
-def parse(raw: Any, partitions: int, backend: str, placeholders: tuple[str, ...]) -> Profile:
+def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...]) -> Profile:
     """The profile a param value describes, with defaults filled (partitions: the run's ``partitions``), or
     ``ProfileError`` naming each problem (``placeholders``: the run's values an app's command may use)."""
-    errors = problems(raw, partitions, backend, placeholders)
+    errors = problems(raw, partitions, backend, runtime, placeholders)
     if errors:
         raise ProfileError("; ".join(errors))
     inputs = [Input(i["topic"], i.get("partitions", partitions), i.get("key", "{key}"), i["value"])
@@ -120,7 +120,7 @@ def parse(raw: Any, partitions: int, backend: str, placeholders: tuple[str, ...]
                    raw.get("image", ""))
 
 
-def problems(raw: Any, partitions: int, backend: str, placeholders: tuple[str, ...]) -> list[str]:
+def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...]) -> list[str]:
     """Everything wrong with a profile, each naming the field, what was wrong and what is allowed."""
     where = "app_profile"
     if not isinstance(raw, dict):
@@ -135,11 +135,14 @@ def problems(raw: Any, partitions: int, backend: str, placeholders: tuple[str, .
         command = []
     if not isinstance(image, str):
         errors.append(f"{where}.image: must be a string (a container image)")
+    elif runtime == "docker" and not image:
+        errors.append(f"{where}.image: is missing; runtime docker starts each instance as a container of the app's "
+                      "image (command: its arguments)")
+    elif runtime != "docker" and image:
+        errors.append(f"{where}.image: is for runtime docker (runtime is {runtime!r}); a local process starts from "
+                      "command")
     elif not command and not image:
         errors.append(f"{where}.command: is missing; give the command that starts one instance of the app")
-    elif image:
-        errors.append(f"{where}.image: running a profile's app as containers (runtime docker) is not supported yet; "
-                      "give its command and run it on runtime local")
     properties = raw.get("client_properties", {})
     if not isinstance(properties, dict) or not all(isinstance(v, (str, int, float, bool)) for v in properties.values()):
         errors.append(f"{where}.client_properties: must be an object of Kafka client properties with string, number "

@@ -70,10 +70,12 @@ class Runtime(Protocol):
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
               extra_env: dict[str, str] | None = None, image: str | None = None,
-              restart: Restart | None = None, remove_after: Path | None = None) -> ProcessRecord:
+              restart: Restart | None = None, remove_after: Path | None = None,
+              files: dict[str, str] | None = None) -> ProcessRecord:
         """``image``: the container image, where the runtime runs containers (default: its own); ``restart``: the
-        restart policy of a process that exits by itself (None: it stays down); ``remove_after``: a private file of
-        this start (an app's properties file) removed once the instance has ended."""
+        restart policy of a process that exits by itself (None: it stays down). A private file of this start (an app's
+        properties file): a local process's is written beforehand and ``remove_after`` is removed once the instance
+        has ended; a container gets ``files`` (path inside it: content) put into it before it starts."""
 
     def stop(self, name: str, timeout: float = 30.0) -> int | None: ...
 

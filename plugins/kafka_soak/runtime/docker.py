@@ -11,11 +11,13 @@ instance is started again or at teardown, after its log was copied.
 
 from __future__ import annotations
 
+import io
 import logging
 import re
+import tarfile
 import time
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kafka_soak.runtime import ProcessRecord, Registry
@@ -29,6 +31,24 @@ DEFAULT_URL = "unix:///var/run/docker.sock"
 
 class DockerRuntimeError(RuntimeError):
     pass
+
+
+def tar_of(files: dict[str, str]) -> bytes:
+    """``{absolute path: text}`` as a tar archive to unpack at ``/`` (their folders included), readable by any user of
+    the container (the image's user is not known here; nothing outside the container sees them)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        folders = sorted({parent for path in files for parent in PurePosixPath(path).parents if str(parent) != "/"})
+        for folder in folders:
+            entry = tarfile.TarInfo(str(folder).lstrip("/"))
+            entry.type, entry.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(entry)
+        for path, text in files.items():
+            data = text.encode()
+            entry = tarfile.TarInfo(path.lstrip("/"))
+            entry.size, entry.mode = len(data), 0o644
+            tar.addfile(entry, io.BytesIO(data))
+    return buffer.getvalue()
 
 
 def container_name(run_key: str, name: str) -> str:
@@ -180,13 +200,16 @@ class DockerContainers:
         return bool(state and state["Paused"])
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "", extra_env: dict[str, str] | None = None,
-              image: str | None = None, restart: Restart | None = None, remove_after: Path | None = None) -> ProcessRecord:
+              image: str | None = None, restart: Restart | None = None, remove_after: Path | None = None,
+              files: dict[str, str] | None = None) -> ProcessRecord:
         """Replace the instance's previous container (its log was copied) by a new one of ``image`` (default: the
-        runtime's), running ``command``. No restart policy and no private file here yet: param ``restart`` and a
-        profile's app are refused for this runtime before a run starts."""
+        runtime's), running ``command``, with ``files`` (path inside the container: content, e.g. a profile's
+        properties file) put into it before it starts: they live in the container only and go with it. No restart
+        policy here yet (param ``restart`` is refused for this runtime before a run starts), and no file of the host
+        to remove."""
         if restart is not None or remove_after is not None:
-            raise ValueError("runtime 'docker' has no restart policy and takes no private file (params restart and "
-                             "app_profile are for runtime 'local')")
+            raise ValueError("runtime 'docker' has no restart policy (param restart is for runtime 'local') and takes "
+                             "its private files inside the container (files)")
         self.remove(name)
         image = image or self.image
         ensure_image(self.api, image, "app_image" if image == self.image else "streams_version")
@@ -195,6 +218,8 @@ class DockerContainers:
             image, command=command, name=cname, labels=run_labels(self.run_dir, name, INSTANCE_ROLE, step=step),
             environment={**self.environment, **(extra_env or {})}, detach=True,
             host_config=self.api.create_host_config(network_mode="host", init=True))
+        if files:
+            self.api.put_archive(container["Id"], "/", tar_of(files))
         self.api.start(container["Id"])
         state = self.api.inspect_container(container["Id"])["State"]
         log_path.parent.mkdir(parents=True, exist_ok=True)

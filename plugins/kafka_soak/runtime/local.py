@@ -81,9 +81,12 @@ class LocalProcesses:
 
     def start(self, name: str, command: list[str], log_path: Path, step: str = "",
               extra_env: dict[str, str] | None = None, image: str | None = None,
-              restart: Restart | None = None, remove_after: Path | None = None) -> ProcessRecord:
-        """``image`` is for containers; a local process runs ``command`` as it is, restarted by its supervisor
-        under ``restart``; the supervisor removes ``remove_after`` when it ends."""
+              restart: Restart | None = None, remove_after: Path | None = None,
+              files: dict[str, str] | None = None) -> ProcessRecord:
+        """``image`` and ``files`` are for containers; a local process runs ``command`` as it is, restarted by its
+        supervisor under ``restart``; the supervisor removes ``remove_after`` when it ends."""
+        if files:
+            raise ValueError("runtime 'local' puts no files into a process: write them and name them in remove_after")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         policy = ["--restart", json.dumps({"backoff_s": restart.backoff_s, "journal": {**restart.journal, "name": name}})
                   ] if restart else []
