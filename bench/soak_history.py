@@ -80,7 +80,7 @@ class ProfileHistory(History):
 
     @property
     def profile(self) -> profiles.Profile:
-        return profiles.parse(PROFILE, self.partitions, "local", ())
+        return profiles.parse(PROFILE, self.partitions, "local", "local", ())
 
     def topics(self) -> dict[str, int]:
         return self.profile.names()

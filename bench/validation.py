@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import sys
 import time
 from pathlib import Path
@@ -74,12 +75,14 @@ def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Pat
 def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int,
               subjects: list[dict[str, Any]] | None = None, name: str = "spark") -> dict[str, Any]:
     """The validate job on the run's topics (``spark_command``), its evidence under ``work`` as ``name``: its verdict,
-    time to it, phases and peak RSS."""
+    time to it, phases, CPU seconds and peak RSS."""
     log, out = work / f"{name}.log", work / f"{name}-run"
     archive = driver_archive("local[2]", spark_kafka.resolve())  # mapped as the DAG's task maps it, once dumped
     command = spark_command(bootstrap, topics, records, out, {**sized_conf(records, archive), **CONF},
                             subjects=subjects)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     measured = process_meter.run(command, log, child_env(), TIMEOUT_S)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # spark-submit's tree: each process waits for its own
     archive.keep()
     verdict_file = out / "verdict.json"
     if measured.exit_code not in (0, 2, 3) or not verdict_file.exists():
@@ -93,6 +96,7 @@ def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int,
     phases["launch"] = float(re.search(r"driver started at ([\d.]+)", text).group(1)) - measured.started_at
     return {"status": verdict["status"], "anomalies": verdict["anomalies"], "records": verdict["records"],
             "wall_s": measured.wall_s, "to_verdict_s": verdict["validated_at"] - measured.started_at,
+            "cpu_s": round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 1),
             "peak_rss_bytes": measured.peak_rss_bytes, "mean_load": round(measured.mean_load, 1),
             "phases": {k: round(v, 2) for k, v in phases.items()},
             "subjects": [{"label": m["label"], "status": m["status"], "anomalies": m["anomalies"]}

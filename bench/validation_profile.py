@@ -126,6 +126,9 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
             common.figure(f"time to verdict, {variant.name}, {n} (min)", min(r["to_verdict_s"] for r in
                                                                              of(run, variant.name)), "s",
                           min(r["to_verdict_s"] for r in of(run, "reference")), "", None),
+            common.figure(f"CPU seconds of the job, {variant.name}, {n} (median)", median(run, variant.name, "cpu_s"),
+                          "s", median(run, "reference", "cpu_s"), "", None,
+                          "the whole job's process tree: JVM, Python driver and workers"),
             common.figure(f"peak RSS, {variant.name}, {n} (median)", median(run, variant.name, "peak_rss_bytes") / GIB,
                           "GiB", median(run, "reference", "peak_rss_bytes") / GIB, "", None,
                           "JVM + Python driver + Python workers"),
@@ -136,7 +139,8 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
 def phase_table(run: dict[str, Any]) -> str:
     """Median seconds of each phase, per variant."""
     rows = ["| phase | " + " | ".join(v.name for v in VARIANTS) + " |", "|---|" + "---|" * len(VARIANTS)]
-    for key, what in (*PHASES, ("to_verdict_s", "**time to verdict**"), ("wall_s", "whole job")):
+    for key, what in (*PHASES, ("to_verdict_s", "**time to verdict**"), ("wall_s", "whole job"),
+                      ("cpu_s", "CPU seconds of the whole job")):
         cells = []
         for v in VARIANTS:
             values = [r[key] if key.endswith("_s") else r["phases"].get(key) for r in of(run, v.name)]
@@ -146,11 +150,11 @@ def phase_table(run: dict[str, Any]) -> str:
 
 
 def runs_table(run: dict[str, Any]) -> str:
-    rows = ["| round | variant | to verdict | whole job | read | frames | mean 1-min load | found |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| round | variant | to verdict | whole job | CPU | read | frames | mean 1-min load | found |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for r in run["runs"]:
         found = ", ".join(f"{a} {n}" for a, n in r["anomalies"].items() if n)
-        rows.append(f"| {r['round']} | {r['variant']} | {r['to_verdict_s']:.1f} s | {r['wall_s']:.1f} s | "
+        rows.append(f"| {r['round']} | {r['variant']} | {r['to_verdict_s']:.1f} s | {r['wall_s']:.1f} s | {r['cpu_s']:.0f} s | "
                     f"{r['phases'].get('read', 0):.1f} s | {r['phases'].get('frames', 0):.1f} s | {r['mean_load']} | "
                     f"{found} |")
     return "\n".join(rows)

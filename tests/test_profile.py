@@ -100,9 +100,9 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
      "app_profile.outputs[3])"),
     (changed("outputs", 0, "partitions", to=0), "local", "app_profile.outputs[0].partitions: must be an integer from 1"),
     (changed("command", to=["app", "{topic:payments}"]), "local",
-     "app_profile.command: {topic:payments} names no topic of the profile"),
+     "app_profile.command: '{topic:payments}' has {topic:payments}, which names no topic of the profile"),
     (changed("command", to=["app", "{secret_key}"]), "local",
-     "app_profile.command: '{secret_key}' has placeholder {secret_key}; allowed: {bootstrap_servers}"),
+     "app_profile.command: '{secret_key}' has an unknown placeholder {secret_key}; allowed: {bootstrap_servers}"),
     (changed("command", to=["app", "{properties_file}"]), "external",
      "app_profile.command: takes no {topic:NAME} for ['orders', 'orders-audit', 'orders-by-customer', "
      "'orders-count', 'orders-enriched', 'orders-total']; on backend external"),

@@ -9,7 +9,6 @@ provisioned, with a message that names the param and what is allowed.
 from __future__ import annotations
 
 import math
-import string
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -509,25 +508,8 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
                 errors.append(f"{name}: is for runtime 'docker' (runtime is {runtime!r})")
     errors.extend(f"app_command: {part!r} {problem}; allowed: " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
                   + " as they are, without format spec or conversion (write {{ and }} for braces)"
-                  for part in values["app_command"] if (problem := placeholder_problem(part)))
+                  for part in values["app_command"] if (problem := profiles.placeholder_problem(part, PLACEHOLDERS)))
     return errors
-
-
-def placeholder_problem(part: str) -> str:
-    """What is wrong with the placeholders of one ``app_command`` part ("" if nothing): only the bare names, so no
-    attribute or item access, and no format spec that pads a value to gigabytes."""
-    try:
-        fields = list(string.Formatter().parse(part))
-    except ValueError as exc:
-        return f"has a bad placeholder ({exc})"
-    for _text, name, spec, conversion in fields:
-        if name is None:
-            continue
-        if name not in PLACEHOLDERS:
-            return f"has an unknown placeholder {{{name}}}"
-        if spec or conversion:
-            return f"formats placeholder {{{name}}} ({'!' + conversion if conversion else ''}{':' + spec if spec else ''})"
-    return ""
 
 
 def numbers(value: Any, name: str = "") -> list[tuple[str, float]]:

@@ -258,24 +258,11 @@ def command_problems(command: list[str], topics: set[str], backend: str, allowed
                      at: str) -> list[str]:
     """A profile's command may use the ``allowed`` placeholders and ``{topic:NAME}`` of its own topics; on a cluster
     the run does not own (``external``) every topic must reach it that way."""
-    errors, named = [], set()
-    for part in command:
-        try:
-            fields = list(string.Formatter().parse(part))
-        except ValueError as exc:
-            errors.append(f"{at}: {part!r} has a bad placeholder ({exc}); write {{{{ and }}}} for braces")
-            continue
-        for _text, name, spec, conversion in fields:
-            if name is None:
-                continue
-            if name == TOPIC and not conversion:
-                if spec not in topics:
-                    errors.append(f"{at}: {{topic:{spec}}} names no topic of the profile ({', '.join(sorted(topics))})")
-                named.add(spec)
-            elif name not in allowed or spec or conversion:
-                errors.append(f"{at}: {part!r} has placeholder {{{name}{'!' + conversion if conversion else ''}"
-                              f"{':' + spec if spec else ''}}}; allowed: "
-                              + ", ".join(f"{{{p}}}" for p in allowed) + ", {topic:NAME} of the profile's topics")
+    errors = [f"{at}: {part!r} {problem}; allowed: " + ", ".join(f"{{{p}}}" for p in allowed)
+              + ", {topic:NAME} of the profile's topics, without format spec or conversion (write {{ and }} for braces)"
+              for part in command if (problem := placeholder_problem(part, allowed, topics))]
+    named = {spec for part in command if not placeholder_problem(part, allowed, topics)
+             for _text, name, spec, _conversion in string.Formatter().parse(part) if name == TOPIC}
     fixed = sorted(topics - named)
     if backend == "external" and fixed:
         errors.append(f"{at}: takes no {{topic:NAME}} for {fixed}; on backend external the run's topics are scoped to "
@@ -283,6 +270,28 @@ def command_problems(command: list[str], topics: set[str], backend: str, allowed
                       "whose topic names are fixed in its code runs where the run owns the cluster (backend local or "
                       "docker)")
     return errors
+
+
+def placeholder_problem(part: str, allowed: tuple[str, ...], topics: set[str] = frozenset()) -> str:
+    """What is wrong with the placeholders of one part of an app's command ("" if nothing): only the ``allowed`` bare
+    names and, in a profile's, ``{topic:NAME}`` of its ``topics``; so no attribute or item access, and no format spec
+    that pads a value to gigabytes."""
+    try:
+        fields = list(string.Formatter().parse(part))
+    except ValueError as exc:
+        return f"has a bad placeholder ({exc})"
+    for _text, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if topics and name == TOPIC and not conversion:
+            if spec not in topics:
+                return f"has {{topic:{spec}}}, which names no topic of the profile ({', '.join(sorted(topics))})"
+            continue
+        if name not in allowed:
+            return f"has an unknown placeholder {{{name}}}"
+        if spec or conversion:
+            return f"formats placeholder {{{name}}} ({'!' + conversion if conversion else ''}{':' + spec if spec else ''})"
+    return ""
 
 
 def render(part: str, values: dict[str, str], topics: dict[str, str]) -> str:
