@@ -123,6 +123,9 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
             common.figure(f"time to verdict, {variant.name}, {n} (median)", value, "s", base,
                           "≤ 1 (no slower than the reference)" if target else "", value <= base if target else None,
                           f"median of {run['rounds']}; reference: the reference app's history of the same size"),
+            common.figure(f"time to verdict over the same round's reference, {variant.name}, {n} (median)",
+                          statistics.median(paired_ratios(run, variant.name)), "×", None, "", None,
+                          "the ratio of each round, then their median"),
             common.figure(f"time to verdict, {variant.name}, {n} (min)", min(r["to_verdict_s"] for r in
                                                                              of(run, variant.name)), "s",
                           min(r["to_verdict_s"] for r in of(run, "reference")), "", None),
@@ -160,6 +163,21 @@ def runs_table(run: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def differences(run: dict[str, Any], variant: str) -> str:
+    """Per phase, the median over rounds of the variant's seconds less the reference's in the same round."""
+    reference = {r["round"]: r for r in of(run, "reference")}
+
+    def seconds(r: dict[str, Any], key: str) -> float:
+        return r[key] if key.endswith("_s") else r["phases"].get(key, 0.0)
+
+    cells = []
+    for key in ("read", "frames", "suites", "timeline", "to_verdict_s", "cpu_s"):
+        deltas = [seconds(r, key) - seconds(reference[r["round"]], key) for r in of(run, variant)]
+        longer = sum(d > 0 for d in deltas)
+        cells.append(f"`{key.removesuffix('_s')}` {statistics.median(deltas):+.1f} s (longer in {longer} of {len(deltas)})")
+    return ", ".join(cells)
+
+
 def body(run: dict[str, Any]) -> str:
     setup, n = run["setup"], label(run["records"])
     ratios = "; ".join(f"{v.name} {', '.join(f'{x:.3f}×' for x in paired_ratios(run, v.name))}" for v in VARIANTS[1:])
@@ -181,7 +199,21 @@ into `orders-enriched` with its headers, and a count table `orders-count` (big-e
 records them, given to the job by `job_args` as the DAG's validate task does. Every verdict counted exactly the
 anomalies planted in what it judged (the benchmark stops otherwise).
 
-Per round, each profile variant's time to the verdict over the reference's in the same round: {ratios}.
+Per round, each profile variant's time to the verdict over the reference's in the same round: {ratios}. The
+profile's one-to-one output against the reference, phase by phase (median of the per-round differences; `cpu`: CPU
+seconds of the whole job): {differences(run, PROFILE_TARGET)}.
+
+What each job does beyond the launch, session, GX import and `app_health` suite they share:
+- `reference`: reads input, output and assertions as JSON (`from_json` in the JVM); frames: a window by id over input
+  and output (2N rows), one by key over the outputs, two aggregations (ids per key, keys per id); suites `input_ids`,
+  `outputs`, `key_ids`, `assigned_ids`, `assertions`.
+- `one_to_one`: reads input and output raw with their headers (Spark's Kafka source with `includeHeaders`), the id
+  and seq from the last `soak.id`/`soak.seq` header of each record; frames: the same window by id (the outputs take
+  their key and seq from their input in it) and one by key and partition over the outputs; suites `input_ids` and
+  `outputs`.
+- `with_count`: as `one_to_one`, with the input's values kept in its cache; then the table (read raw), two
+  aggregations (the last value per key and partition, then per key over input and table) and its own suites
+  (`input_ids` again, `aggregates`) and Data Docs: a second subject judged after the first.
 
 Median seconds per phase:
 

@@ -57,15 +57,21 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
 
 def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_each_table_judged(runs_dir):
     """The enriched stream judged one to one by the header Kafka Streams forwards, the count and total tables judged
-    against the inputs per key, through a graceful stop, a kill -9 and a broker of three killed and restarted."""
+    against the inputs per key, through a graceful stop, a kill -9 and a broker of three killed and restarted; a quota
+    on the app's own producer, set, verified and measured."""
+    quota = {"client_id": "{app_id}-1-StreamThread-1-producer", "producer_byte_rate": 10_000_000}
     code, run_dir, verdict = soak(runs_dir, app_profile=streams_app(), brokers=3, program="1 2 k1 b2- b2+ 1",
-                                  interval_s=8, records=6000, keys=300)
+                                  interval_s=8, records=6000, keys=300, quotas=[quota])
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
     rows = {row["version"]: row for row in verdict["matrix"]}
     assert set(rows) == {"orders-enriched", "orders-count", "orders-total"}
     assert {name: row["status"] for name, row in rows.items()} == dict.fromkeys(rows, "passed")
     assert rows["orders-enriched"]["records"]["output"] == 6000
+    # {app_id} is the profile's group: the quota names instance 1's Streams producer (client.id <group>-<n> from the
+    # properties file), which the brokers saw write
+    [used] = verdict["quotas"]
+    assert (used["client_id"], used["bit"]) == ("orders-streams-1-StreamThread-1-producer", False) and used["achieved"] > 0
     assert not private_files("orders-streams")
 
 
