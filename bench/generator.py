@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka_soak import encodings, generator, kafka_io
 from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.contracts import ID_HEADER, SEQ_HEADER
 
 PAYLOAD_BYTES, KEYS, PARTITIONS = 100, 500, 4
 SIZES = {"quick": {"records": 1_000_000, "rounds": 3, "rate_seconds": 10},
@@ -75,7 +76,7 @@ def bare_profile_loop(bootstrap: str, topic: str, records: int) -> None:
             value = f'{{"orderId":{i},"customer":"customer-{k}","amount":{amount},"seq":{s}}}'
             while True:
                 try:
-                    producer.produce(topic, value, keys[k], -1, None, None, 0, [("soak.id", str(i)), ("soak.seq", str(s))])
+                    producer.produce(topic, value, keys[k], -1, None, None, 0, [(ID_HEADER, str(i)), (SEQ_HEADER, str(s))])
                     break
                 except BufferError:
                     producer.poll(0.05)

@@ -23,7 +23,7 @@ from functools import partial
 
 from confluent_kafka import Producer
 
-from kafka_soak import encodings, kafka_io
+from kafka_soak import contracts, encodings, kafka_io
 from kafka_soak import profile as profiles
 from kafka_soak.generator import key_of, partition_of, seq_of
 
@@ -205,7 +205,7 @@ def _enriched(h: ProfileHistory, orders: encodings.ProfileRecords, ts: int) -> I
     yield from _committed(h, outputs(), planted)
     for n in range(UNEXPECTED):  # ids never produced
         i = h.records + 1 + n
-        yield "customer-unexpected", f'{{"orderId":{i},"tier":"gold"}}', 0, [(encodings.HEADER_ID, str(i))]
+        yield "customer-unexpected", f'{{"orderId":{i},"tier":"gold"}}', 0, [(contracts.ID_HEADER, str(i))]
     planted["unexpected"] = UNEXPECTED
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import contracts
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -24,9 +25,6 @@ ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partitio
 EXECUTION_SCHEMA = "id LONG, key STRING, state STRING, task_runs MAP<STRING, STRING>, instance INT, in_partition INT"
 # health.json's incidents: unexpected instance exits and error-level log events (kafka_soak.health).
 INCIDENT_SCHEMA = "kind STRING, instance INT, at DOUBLE, what STRING, log STRING"
-# The headers of every input record of a team's app (ASCII decimal): its id, and its place in its key's sequence.
-ID_HEADER, SEQ_HEADER = "soak.id", "soak.seq"
-HEADER, JSON_ID = "header", "json:"  # where a one-to-one output's id is: the soak.id header, or json:<path>
 # An aggregate's numbers, compared exactly: a sum of decimals has no rounding error, and an app's float noise past
 # nine decimals (0.30000000000000004) is not a wrong sum.
 DECIMAL = "decimal(38,9)"
@@ -57,8 +55,8 @@ def header(name: str) -> Column:
 def parse_input(raw: DataFrame, values: bool) -> DataFrame:
     """A team's app's input topic (read ``raw``) as ``INPUT_SCHEMA``'s fields: id and seq from the soak's headers,
     the record's key, ``ts`` when it was produced; with ``values``, the value as its bytes (what aggregates are of)."""
-    return raw.select(*_position(), F.col("timestamp").alias("ts"), header(ID_HEADER).alias("id"), "key",
-                      header(SEQ_HEADER).alias("seq"), *(["value"] if values else []))
+    return raw.select(*_position(), F.col("timestamp").alias("ts"), header(contracts.ID_HEADER).alias("id"), "key",
+                      header(contracts.SEQ_HEADER).alias("seq"), *(["value"] if values else []))
 
 
 def parse_output(raw: DataFrame, id_from: str) -> DataFrame:
@@ -66,13 +64,13 @@ def parse_output(raw: DataFrame, id_from: str) -> DataFrame:
     where it says nothing: its id from the ``soak.id`` header (``id_from`` "header": Kafka Streams forwards an input's
     headers to what it writes) or a number in its JSON value (``json:$.orderId``), its own key. Its key and seq as
     judged are its input's (``one_to_one``); the instance that wrote it is unknown."""
-    if id_from == HEADER:
-        found = header(ID_HEADER)
-    elif id_from.startswith(JSON_ID):
-        found = F.get_json_object(F.col("value").cast("string"), id_from[len(JSON_ID):]).try_cast("long")
+    if id_from == contracts.ID_FROM_HEADER:
+        found = header(contracts.ID_HEADER)
+    elif id_from.startswith(contracts.ID_FROM_JSON):
+        found = F.get_json_object(F.col("value").cast("string"), id_from[len(contracts.ID_FROM_JSON):]).try_cast("long")
     else:
-        raise ValueError(f"id_from {id_from!r}: an output's id is in the {ID_HEADER} header ({HEADER!r}) or its JSON "
-                         f"value ('{JSON_ID}$.path')")
+        raise ValueError(f"id_from {id_from!r}: an output's id is in the {contracts.ID_HEADER} header "
+                         f"({contracts.ID_FROM_HEADER!r}) or its JSON value ('{contracts.ID_FROM_JSON}$.path')")
     null = F.lit(None)
     return raw.select(*_position(), found.alias("id"), "key", null.cast("long").alias("seq"),
                       null.cast("long").alias("assigned_id"), null.cast("int").alias("instance"),

@@ -205,7 +205,7 @@ def read_topic(spark: SparkSession, bootstrap: str, subject: dict[str, Any], rol
     contract = contract_of(subject)
     if contract == contracts.ONE_TO_ONE:
         return anomalies.parse_output(kafka_topics.read(spark, bootstrap, topic, raw=True),
-                                      subject.get("id_from") or anomalies.HEADER)
+                                      subject.get("id_from") or contracts.ID_FROM_HEADER)
     if contract == contracts.AGGREGATE:
         return anomalies.parse_table(kafka_topics.read(spark, bootstrap, topic, raw=True))
     return anomalies.parse(kafka_topics.read(spark, bootstrap, topic), SCHEMAS[role])

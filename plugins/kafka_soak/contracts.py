@@ -13,6 +13,10 @@ ID_ASSIGNMENT, WORKFLOW = "id-assignment", "workflow"
 # the checker needs (soak.id, soak.seq), the values are the app's own format.
 ONE_TO_ONE, AGGREGATE = "one-to-one", "aggregate"
 DECLARED = (ONE_TO_ONE, AGGREGATE)
+# The headers the generator gives every input record of a team's app (ASCII decimal): its id and its place in its key's
+# sequence; and where a one-to-one output's id is: that header (Kafka Streams forwards it) or ``json:<path>`` in its value.
+ID_HEADER, SEQ_HEADER = "soak.id", "soak.seq"
+ID_FROM_HEADER, ID_FROM_JSON = "header", "json:"
 # The anomalies each contract can show: a suite's expectation that decides another one does not apply to the app,
 # and a suite left without expectations is not run.
 JUDGED = {

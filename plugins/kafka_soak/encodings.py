@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-HEADER_ID, HEADER_SEQ = "soak.id", "soak.seq"
+from kafka_soak.contracts import ID_HEADER, SEQ_HEADER
+
 # Each encoding and the fields it takes besides ``encoding``.
 ENCODINGS: dict[str, tuple[str, ...]] = {"json": ("template",), "string": ("template",), "int32": ("of",),
                                          "int64": ("of",), "bytes": ("size",)}
@@ -370,10 +371,10 @@ class ProfileRecords:
         draws = zip(*columns, strict=True) if columns else [()] * len(ids)
         if self.names is not None and self.partitions is not None:
             names, partitions = self.names, self.partitions
-            return [(names[k], partitions[k], value(i, k, s, *r), [(HEADER_ID, str(i)), (HEADER_SEQ, str(s))])
+            return [(names[k], partitions[k], value(i, k, s, *r), [(ID_HEADER, str(i)), (SEQ_HEADER, str(s))])
                     for i, r in zip(ids, draws, strict=True) for k, s in (((i - 1) % keys, (i - 1) // keys + 1),)]
         key, partition_of = self.key, self.partition_of
-        return [(name, partition_of(name), value(i, k, s, *r), [(HEADER_ID, str(i)), (HEADER_SEQ, str(s))])
+        return [(name, partition_of(name), value(i, k, s, *r), [(ID_HEADER, str(i)), (SEQ_HEADER, str(s))])
                 for i, r in zip(ids, draws, strict=True) for k, s in (((i - 1) % keys, (i - 1) // keys + 1),)
                 for name in (key(i, k, s, *r),)]
 
@@ -387,8 +388,8 @@ class ProfileRecords:
     @staticmethod
     def id_of(_value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
         """The id of a record written from this profile: its ``soak.id`` header."""
-        found = dict(headers or ()).get(HEADER_ID)
+        found = dict(headers or ()).get(ID_HEADER)
         if found is None:
-            raise ValueError(f"a record without the {HEADER_ID} header: the topic holds records no generator of this "
+            raise ValueError(f"a record without the {ID_HEADER} header: the topic holds records no generator of this "
                              "profile wrote")
         return int(found)

@@ -27,7 +27,6 @@ OUTPUT_ENCODINGS = ("json", "string", "int32", "int64")
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's legal topic names ("." and ".." excepted)
 GROUP_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 JSON_PATH = re.compile(r"\$(\.[A-Za-z_][A-Za-z0-9_]*)+")
-HEADER = "header"
 # Placeholders of a profile's command besides the reference apps' (params.PLACEHOLDERS): the instance's properties
 # file, and each of the profile's topics by the name the app knows it by.
 PROPERTIES_FILE = "properties_file"
@@ -59,7 +58,7 @@ class Output:
     partitions: int
     contract: str
     of: str  # the input topic it is judged against ("" for contract none)
-    id_from: str = HEADER  # one-to-one: "header" (soak.id) or "json:$.path" in the output value
+    id_from: str = contracts.ID_FROM_HEADER  # one-to-one: "header" (soak.id) or "json:$.path" in the output value
     function: str = ""  # aggregate: count | sum | min | max | latest
     field: str = ""  # aggregate: the input's field ("" = the decoded input value)
     value: dict[str, Any] = default(default_factory=dict)  # aggregate: how the table's values are decoded
@@ -113,7 +112,7 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
     inputs = [Input(i["topic"], i.get("partitions", partitions), i.get("key", "{key}"), i["value"])
               for i in raw["inputs"]]
     outputs = [Output(o["topic"], o.get("partitions", partitions), o["contract"], o.get("of", ""),
-                      o.get("id_from", HEADER), o.get("function", ""), o.get("field", ""), o.get("value", {}))
+                      o.get("id_from", contracts.ID_FROM_HEADER), o.get("function", ""), o.get("field", ""), o.get("value", {}))
                for o in raw["outputs"]]
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
@@ -221,9 +220,9 @@ def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any]) -> li
         extra = sorted(set(item) & {"function", "field", "value"})
         if extra:
             return [f"{at}: {extra} are for contract aggregate"]
-        id_from = item.get("id_from", HEADER)
-        if id_from != HEADER and not (isinstance(id_from, str) and id_from.startswith("json:")
-                                      and JSON_PATH.fullmatch(id_from[5:])):
+        id_from = item.get("id_from", contracts.ID_FROM_HEADER)
+        if id_from != contracts.ID_FROM_HEADER and not (isinstance(id_from, str) and id_from.startswith(contracts.ID_FROM_JSON)
+                                      and JSON_PATH.fullmatch(id_from[len(contracts.ID_FROM_JSON):])):
             return [f"{at}.id_from: {id_from!r}; allowed: \"header\" (the soak.id header Kafka Streams forwards) or "
                     "\"json:$.path\" (a number in the output's JSON value, e.g. json:$.orderId)"]
         return []
