@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io, rundir
+from kafka_soak import kafka_io, rundir, subjects
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings
 from kafka_soak.runtime import ProcessRecord
@@ -48,11 +48,10 @@ class Load:
     def input_format(self) -> list[str]:
         """The generator's arguments for a profile's input (its key template and value encoding); none for the
         reference apps' contract."""
-        app = self.plan.get("app_profile")
-        if not app:
+        app = subjects.profile(self.plan)
+        if app is None:
             return []
-        [given] = app["inputs"]
-        return ["--key-template", given["key"], "--value", json.dumps(given["value"])]
+        return ["--key-template", app.input.key, "--value", json.dumps(app.input.value)]
 
     def start(self, start_at: float, attempt: int) -> ProcessRecord | None:
         """Start (or, after a crash, resume) producing from ``start_at``; the cluster's security settings travel
