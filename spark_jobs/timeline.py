@@ -136,14 +136,14 @@ def build(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: se
 
 def merge(per_subject: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The timelines of a matrix on one axis: the input once, each subject's (version's, or a team's app's output's)
-    output and anomalies labelled ``<instance> @<name>`` / ``<anomaly> @<name>``. A run with one subject is returned as
-    it is."""
+    output and anomalies labelled ``<instance> @<name>`` (``<name>`` alone for an output that names no instance, a team's
+    app's) / ``<anomaly> @<name>``. A run with one subject is returned as it is."""
     if len(per_subject) == 1:
         return next(iter(per_subject.values()))
     merged: dict[str, Any] = {"produced": next(iter(per_subject.values()))["produced"], "committed": [],
                               "anomalies": {}, "event_cap": EVENT_CAP}
     for version, data in per_subject.items():
-        merged["committed"] += [{**r, "instance": f"{r['instance'] if r['instance'] is not None else '?'} @{version}"}
+        merged["committed"] += [{**r, "instance": f"{r['instance']} @{version}" if r["instance"] is not None else version}
                                 for r in data["committed"]]
         for name, found in data["anomalies"].items():
             merged["anomalies"][f"{name} @{version}"] = found

@@ -166,7 +166,7 @@ def label(subject: dict[str, Any]) -> str:
     contract = contract_of(subject)
     if contract in contracts.DECLARED:
         what = f"{contract} {subject['function']}" if contract == contracts.AGGREGATE else contract
-        return f"{subject['name']} ({what})"
+        return f"{subject['name']} ({what})"  # <topic>@<version> in a matrix of the app's versions
     if subject.get("design"):
         return f"design {subject['design']}"
     return f"Kafka Streams {subject['version']}" if subject.get("version") else "the app"
@@ -175,12 +175,13 @@ def label(subject: dict[str, Any]) -> str:
 def health_owner(subject: dict[str, Any], subjects: list[dict[str, Any]]) -> str | None:
     """Whose instances' incidents (``health.json`` names the subject each instance ran as) a subject's verdict counts,
     so that the run's verdict counts each incident once: a reference app's subject, its own; a team's app runs one set
-    of instances (subject "") behind all its outputs, judged with its first output; None: the subject judges no app
-    health."""
+    of instances (``instances``: "", or its version in a matrix) behind all its outputs, judged with the first output
+    of that set; None: the subject judges no app health."""
     if contract_of(subject) not in contracts.DECLARED:
         return subject["name"]
-    first = next(s for s in subjects if contract_of(s) in contracts.DECLARED)
-    return "" if subject is first else None
+    owner = subject.get("instances", "")
+    first = next(s for s in subjects if contract_of(s) in contracts.DECLARED and s.get("instances", "") == owner)
+    return owner if subject is first else None
 
 
 def read_input(spark: SparkSession, args: argparse.Namespace) -> DataFrame:

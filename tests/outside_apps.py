@@ -3,7 +3,8 @@
 ``orders-streams`` (``tests/apps/orders-streams``) is a Kafka Streams app with topics, JSON schema and serdes of its
 own: it enriches orders keyed by customer and keeps each customer's order count and order total, and with
 ``--fault`` it plants one known defect (order 77 dropped from the enriched stream, or counted twice). It is built
-once with Maven into ``.cache/tests/orders-streams/<source hash>/`` (``orders-streams.jar`` and its ``lib/``), the
+once per Kafka Streams release with Maven into ``.cache/tests/orders-streams/<source hash>/<release>/``
+(``orders-streams.jar`` and its ``lib/``), the
 way ``kafka_soak.app.streams`` builds the reference app: two pytest-xdist workers building it at once both end
 with the one good copy.
 
@@ -25,20 +26,27 @@ ORDERS_MAIN_CLASS = "com.example.orders.OrdersApp"
 ORDERS_PY = APPS / "orders-py" / "orders_enricher.py"
 
 
-def build_orders_streams() -> str:
-    """The Kafka Streams app's runnable classpath (its jar and ``lib/*``), built on first use."""
-    target = maven.cache_root() / "tests" / "orders-streams" / maven.source_hash(ORDERS_STREAMS)
+STREAMS_VERSION = "4.3.1"  # the Kafka Streams release its pom builds on unless told another
+
+
+def build_orders_streams(version: str = STREAMS_VERSION) -> Path:
+    """The Kafka Streams app built on Kafka Streams ``version`` (its jar and ``lib/``), on first use: the same
+    source on another release, as a team's CI builds its app for each release it runs."""
+    target = maven.cache_root() / "tests" / "orders-streams" / maven.source_hash(ORDERS_STREAMS) / version
     maven.build(target, lambda staging: [
-        "-f", str(ORDERS_STREAMS / "pom.xml"), f"-Dbuild.dir={staging}", "package", "dependency:copy-dependencies",
-        "-DincludeScope=runtime", f"-DoutputDirectory={staging / 'lib'}"],
-        "orders-streams", "build the outside Kafka Streams app tests/apps/orders-streams")
-    return f"{target / 'orders-streams.jar'}:{target / 'lib' / '*'}"
+        "-f", str(ORDERS_STREAMS / "pom.xml"), f"-Dkafka-streams.version={version}", f"-Dbuild.dir={staging}",
+        "package", "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging / 'lib'}"],
+        "orders-streams", f"build the outside Kafka Streams app tests/apps/orders-streams on Kafka Streams {version}")
+    return target
 
 
-def orders_streams_command(*faults: str) -> list[str]:
+def orders_streams_command(*faults: str, versions: tuple[str, ...] = ()) -> list[str]:
     """One instance of the Kafka Streams app as a profile starts it: its properties file and its four topics from the
-    profile's placeholders, and the planted ``faults`` (``drop``, ``double-count``)."""
-    return [java_executable(), "-Xmx256m", "-cp", build_orders_streams(), ORDERS_MAIN_CLASS,
+    profile's placeholders, and the planted ``faults`` (``drop``, ``double-count``). With ``versions`` (the profile's),
+    its build on each, picked by ``{version}``."""
+    builds = [build_orders_streams(v) for v in versions or (STREAMS_VERSION,)]
+    home = str(builds[0].parent / "{version}") if versions else str(builds[0])
+    return [java_executable(), "-Xmx256m", "-cp", f"{home}/orders-streams.jar:{home}/lib/*", ORDERS_MAIN_CLASS,
             "--config", "{properties_file}", "--input", "{topic:orders}", "--enriched", "{topic:orders-enriched}",
             "--count", "{topic:orders-count}", "--total", "{topic:orders-total}",
             *(["--fault", ",".join(faults)] if faults else [])]

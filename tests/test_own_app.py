@@ -22,10 +22,14 @@ STREAMS_OUTPUTS = [
 ]
 
 
-def streams_app(*faults: str) -> dict:
+VERSIONS = ("3.4.0", "4.3.1")  # Kafka Streams releases the app is built on for a version matrix
+
+
+def streams_app(*faults: str, versions: tuple[str, ...] = ()) -> dict:
     """The Kafka Streams app's profile, with planted ``faults`` (``drop``: order 77 never enriched; ``double-count``:
-    order 77 counted twice)."""
-    return {"name": "orders-streams", "group_id": "orders-streams", "command": orders_streams_command(*faults),
+    order 77 counted twice), built on each Kafka Streams release of ``versions`` side by side."""
+    return {"name": "orders-streams", "group_id": "orders-streams",
+            "command": orders_streams_command(*faults, versions=versions), "versions": list(versions),
             # a 6 s session: a Kafka Streams instance that closes or dies keeps its tasks for a session
             "client_properties": {"processing.guarantee": "exactly_once_v2", "session.timeout.ms": 6000},
             "inputs": [ORDERS], "outputs": STREAMS_OUTPUTS}
@@ -78,28 +82,34 @@ def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_e
 def test_a_kafka_streams_app_with_planted_faults_on_a_secured_shared_cluster_fails_with_exact_counts(
         runs_dir, scram_connection):
     """One planted fault per contract: order 77 never enriched is one lost record of the one-to-one output; order 77
-    counted twice is one wrong key of the count table; the total table stays right. On a shared SCRAM-secured cluster
-    (backend external): the topics are scoped to the run and reach the app through its placeholders, the app
-    authenticates with what the properties file holds, and the password is in no file of the run."""
-    code, run_dir, verdict = soak(runs_dir, app_profile=streams_app("drop", "double-count"), backend="external",
-                                  kafka_conn_id=scram_connection, program="1 2 1", interval_s=6, records=3000,
-                                  keys=300)
+    counted twice is one wrong key of the count table; the total table stays right. The app is built on two Kafka
+    Streams releases and run as a version matrix of its profile: each release has its own group, instances and
+    outputs, and each output of each is judged on its own. On a shared SCRAM-secured cluster (backend external): the
+    topics are scoped to the run and reach the app through its placeholders, the app authenticates with what the
+    properties file holds, and the password is in no file of the run."""
+    code, run_dir, verdict = soak(runs_dir, app_profile=streams_app("drop", "double-count", versions=VERSIONS),
+                                  backend="external", kafka_conn_id=scram_connection, program="1 2 1", interval_s=6,
+                                  records=3000, keys=300)
     assert code == 1 and verdict is not None and verdict["status"] == "failed", verdict
-    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"lost": 1, "wrong_aggregate": 1}, verdict
+    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"lost": 2, "wrong_aggregate": 2}, verdict
     rows = {row["version"]: row for row in verdict["matrix"]}
     assert {name: {k: v for k, v in row["anomalies"].items() if v} for name, row in rows.items()} == {
-        "orders-enriched": {"lost": 1}, "orders-count": {"wrong_aggregate": 1}, "orders-total": {}}
-    assert verdict["samples"]["lost"][0]["id"] == 77
-    [wrong] = verdict["samples"]["wrong_aggregate"]
-    assert {k: wrong[k] for k in ("key", "inputs", "expected", "found")} == \
-        {"key": "customer-76", "inputs": 10, "expected": "10", "found": "11"}, wrong
+        f"{output}@{version}": found for version in VERSIONS for output, found in (
+            ("orders-enriched", {"lost": 1}), ("orders-count", {"wrong_aggregate": 1}), ("orders-total", {}))}
+    assert [s["id"] for s in verdict["samples"]["lost"]] == [77, 77]
+    for wrong in verdict["samples"]["wrong_aggregate"]:
+        assert {k: wrong[k] for k in ("key", "inputs", "expected", "found")} == \
+            {"key": "customer-76", "inputs": 10, "expected": "10", "found": "11"}, wrong
     prefix = f"soak.soak_eos_id_assignment.{run_dir.name}"
     topics = json.loads((run_dir / "cluster.json").read_text())["topics"]
-    assert topics["input"] == f"{prefix}.orders" and topics["topic:orders-count"] == f"{prefix}.orders-count"
-    assert f"(topics: [{prefix}.orders])" in (run_dir / "logs" / "orders-streams-1.0.log").read_text()
+    assert topics["input"] == f"{prefix}.orders"
+    assert topics["topic:orders-count.3.4.0"] == f"{prefix}.orders-count.3.4.0"
+    for version in VERSIONS:  # each instance ran its own release, on the one input
+        log = (run_dir / "logs" / f"orders-streams-{version}-1.0.log").read_text()
+        assert f"(topics: [{prefix}.orders])" in log and f"Kafka Streams version: {version}" in log
     report = (run_dir / "report.html").read_text()
-    assert "orders-count (aggregate count)" in report and "judged by the contract its profile declares" in report
-    assert (run_dir / "subjects" / "orders-count" / "data_docs" / "index.html").exists()
+    assert "orders-count@4.3.1 (aggregate count)" in report and "judged by the contract its profile declares" in report
+    assert (run_dir / "subjects" / "orders-count@3.4.0" / "data_docs" / "index.html").exists()
     timeline = json.loads((run_dir / "timeline.json").read_text())
-    assert [e["id"] for e in timeline["anomalies"]["lost @orders-enriched"]["events"]] == [77]
+    assert [e["id"] for e in timeline["anomalies"]["lost @orders-enriched@4.3.1"]["events"]] == [77]
     assert not leaked_secret(run_dir) and not private_files("orders-streams")

@@ -80,7 +80,65 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
     assert "sasl.jaas.config" in lines and lines["state.dir"] == str(tmp_path / "state" / "instance-2")
 
 
+def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp_path):
+    """Each version its own group, instances and outputs (the app learns their names from its command), judged each
+    on its own with its own instances' health; the input is written once for all."""
+    versioned = changed("command", to=["java", "-jar", "/opt/orders-{version}.jar", "{properties_file}",
+                                       "{topic:orders}", "{topic:orders-enriched}", "{topic:orders-count}",
+                                       "{topic:orders-total}", "{topic:orders-audit}", "{topic:orders-by-customer}"])
+    versioned["versions"] = ["3.8.1", "4.3.1"]
+    plan = params.check({"app_profile": versioned, "quotas": [{"client_id": "{app_id}-1", "producer_byte_rate": 1024}]
+                         }, app_id="dag-app").as_dict()
+    assert subjects.matrix(plan) == ["3.8.1", "4.3.1"] and subjects.versions(plan) == ["3.8.1", "4.3.1"]
+    assert [q["client_id"] for q in plan["quotas"]] == ["orders-enricher-3.8.1-1", "orders-enricher-4.3.1-1"]
+    roles = subjects.topics(plan)
+    assert roles["input"] == 6 and "topic:orders-count.3.8.1" in roles and "topic:orders-count.4.3.1" in roles
+    assert len(roles) == 1 + 2 * 5
+    names = topic_names(roles, "soak.d.r", subjects.app_names(plan), owned=True)
+    assert names["input"] == "orders" and names["topic:orders-enriched.4.3.1"] == "orders-enriched.4.3.1"
+    old, new = subjects.build(plan, "dag-app", names)
+    assert (old.name, old.app_id, old.version) == ("3.8.1", "orders-enricher-3.8.1", "3.8.1")
+    assert new.app_id == "orders-enricher-4.3.1" and new.process(2) == "instance-2@4.3.1"
+    cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:1", "topics": names,
+               "subjects": [old.as_dict(), new.as_dict()]}
+    judged = subjects.judged(cluster)
+    assert [(j["name"], j["output"], j["instances"]) for j in judged] == [
+        ("orders-enriched@3.8.1", "orders-enriched.3.8.1", "3.8.1"),
+        ("orders-count@3.8.1", "orders-count.3.8.1", "3.8.1"),
+        ("orders-total@3.8.1", "orders-total.3.8.1", "3.8.1"),
+        ("orders-enriched@4.3.1", "orders-enriched.4.3.1", "4.3.1"),
+        ("orders-count@4.3.1", "orders-count.4.3.1", "4.3.1"),
+        ("orders-total@4.3.1", "orders-total.4.3.1", "4.3.1")]
+    instances = Instances(tmp_path, Cluster(**cluster), plan, [old, new])
+    assert instances.command(new, 1, 0, tmp_path / "p")[2:] == [
+        "/opt/orders-4.3.1.jar", str(tmp_path / "p"), "orders", "orders-enriched.4.3.1", "orders-count.4.3.1",
+        "orders-total.4.3.1", "orders-audit.4.3.1", "orders-by-customer.4.3.1"]
+    lines = dict(line.split("=", 1) for line in instances.properties(old, 1).splitlines())
+    assert lines["application.id"] == "orders-enricher-3.8.1" and lines["client.id"] == "orders-enricher-3.8.1-1"
+    assert lines["state.dir"] == str(tmp_path / "state" / "instance-1@3.8.1")
+    # a single version fills {version} and runs one app, under the profile's own group
+    single = params.check({"app_profile": {**versioned, "versions": ["4.3.1"]}}).as_dict()
+    [only] = subjects.build(single, "dag-app", topic_names(subjects.topics(single), "p", subjects.app_names(single),
+                                                           owned=True))
+    assert (only.name, only.app_id, only.version) == ("", "orders-enricher", "4.3.1")
+    assert subjects.judged({"subjects": [only.as_dict()]})[0]["name"] == "orders-enriched"
+
+
 @pytest.mark.parametrize("profile, backend, fragment", [
+    ({**PROFILE, "versions": ["3.8.1", "4.3.1"]}, "local",
+     "app_profile.versions: the app's command (or image) takes no {version}, so every version would run the same app"),
+    ({**changed("command", to=["app-{version}"]), "versions": ["1", "1"]}, "local",
+     "app_profile.versions: ['1', '1'] names a version twice"),
+    ({**changed("command", to=["app-{version}"]), "versions": ["1", "2", "3", "4", "5"]}, "local",
+     "app_profile.versions: at most 4 versions side by side (got 5)"),
+    ({**changed("command", to=["app-{version}"]), "versions": ["-rc"]}, "local",
+     "app_profile.versions: must be a list of version names"),
+    ({**changed("command", to=["app-{version}", "{topic:orders-count}"]), "versions": ["1", "2"]}, "local",
+     "app_profile.command: takes no {topic:NAME} for ['orders-audit', 'orders-by-customer', 'orders-enriched', "
+     "'orders-total']; in a version matrix each version writes topics of its own"),
+    (changed("command", to=["app-{version}"]), "local",
+     "app_profile.command: 'app-{version}' has an unknown placeholder {version}"),
+
     (changed("outputs", 0, "contract", to="exactly-once"), "local",
      "app_profile.outputs[0].contract: 'exactly-once' is no contract; allowed: one-to-one, aggregate, none"),
     (changed("outputs", 1, "of", to="payments"), "local",

@@ -138,7 +138,7 @@ def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: 
         try:
             wait_for_zero_lag(bootstrap, subject.app_id, topic, left, instances=view, diagnose=why)
         except DrainTimeout as exc:
-            raise DrainTimeout(f"Kafka Streams {subject.name}: {exc}" if subject.name else str(exc)) from None
+            raise DrainTimeout(f"{subject.name} (group {subject.app_id}): {exc}" if subject.name else str(exc)) from None
     return time.monotonic() - started
 
 

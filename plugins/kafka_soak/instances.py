@@ -97,8 +97,9 @@ class Instances:
         Streams app's JVM, or the worker (the image's entrypoint with Docker, this interpreter locally)."""
         app = run_subjects.profile(self.plan)
         if app is not None:
-            values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file)}
-            topics = {name: self.cluster.topics[profiles.role(name, app)] for name in app.names()}
+            values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file),
+                      profiles.VERSION: subject.version}
+            topics = run_subjects.topics_of(app, subject, self.cluster.topics)
             return [profiles.render(part, values, topics) for part in app.command]
         if self.plan["app_command"]:
             values = contract(self.cluster, subject, instance, step)
@@ -113,16 +114,19 @@ class Instances:
         return python_command("kafka_soak.app.worker", *self.worker_args(subject, instance, step))
 
     def image(self, subject: Subject) -> str | None:
-        """The container image of a subject's instances (runtime=docker): a profile's ``image``, ``app_image``, the
-        Kafka Streams app's image of its version, or the reference worker's."""
+        """The container image of a subject's instances (runtime=docker): a profile's ``image`` (of the subject's
+        version), ``app_image``, the Kafka Streams app's image of its version, or the reference worker's."""
         if self.plan["runtime"] != "docker":
             return None
         app = run_subjects.profile(self.plan)
-        return app.image if app is not None else run_subjects.image(subject.version, self.plan["app_image"])[0]
+        if app is not None:
+            return app.image_of(subject.version)
+        return run_subjects.image(subject.version, self.plan["app_image"])[0]
 
     def properties(self, subject: Subject, instance: int) -> str:
         """A profile's app's client settings as a Java properties file: its group (``application.id`` and
-        ``group.id``), a ``client.id`` per instance (``<group>-<n>``, which a quota can name), a Kafka Streams
+        ``group.id``; ``<group>-<version>`` in a matrix), a ``client.id`` per instance (``<group>-<n>``, which a quota
+        can name), a Kafka Streams
         ``state.dir`` of its own (in the run directory, kept across restarts as on a real host; in a container, the
         container's), its
         ``client_properties``, then what the run decides: the bootstrap servers and the cluster's security settings."""
@@ -130,7 +134,7 @@ class Instances:
         assert app is not None
         state = (streams.CONTAINER_STATE_DIR if self.plan["runtime"] == "docker"
                  else str(self.run_dir / "state" / subject.process(instance)))
-        settings = {"application.id": app.group_id, "group.id": app.group_id, "client.id": f"{app.group_id}-{instance}",
+        settings = {"application.id": subject.app_id, "group.id": subject.app_id, "client.id": f"{subject.app_id}-{instance}",
                     "state.dir": state,
                     **{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in app.client_properties.items()},
                     "bootstrap.servers": self.cluster.bootstrap_servers,

@@ -45,5 +45,6 @@ def app_images(plan: RunPlan) -> list[tuple[str, str, str]]:
     """The images runtime=docker starts the app from: (image, the param that chose it, how to build it)."""
     app = run_subjects.profile(plan.as_dict())
     if app is not None:
-        return [(app.image, "app_profile.image", "build or load the app's image on the engine")]
+        return [(app.image_of(version), "app_profile.image", "build or load the app's image on the engine")
+                for version in run_subjects.versions(plan.as_dict())]
     return [run_subjects.image(version, plan.app_image) for version in run_subjects.versions(plan.as_dict())]

@@ -8,6 +8,11 @@ app needs nothing to be judged record by record.
 
 Topic names are the app's own on a cluster the run owns (backends ``local`` and ``docker``); on ``external`` they
 are scoped to the run and reach the app through ``{topic:NAME}`` placeholders in its command.
+
+A profile may list ``versions`` of the app (a Kafka Streams release its jar or image is built on, a release of the
+team's own): the run then compares them side by side, as it does the reference Kafka Streams app's
+(``subjects``): one input for all, and each version its own consumer group (``<group_id>-<version>``), instances and
+outputs, judged each on its own. The command or image takes the version as ``{version}``.
 """
 
 from __future__ import annotations
@@ -31,9 +36,13 @@ JSON_PATH = re.compile(r"\$(\.[A-Za-z_][A-Za-z0-9_]*)+")
 # file, and each of the profile's topics by the name the app knows it by.
 PROPERTIES_FILE = "properties_file"
 TOPIC = "topic"
+VERSION = "version"
+VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+MAX_VERSIONS = 4  # side by side on two cores
 # What the run decides and the properties file carries: a profile's client_properties may not set them.
 RUN_PROPERTIES = ("bootstrap.servers", "application.id", "group.id")
-FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties", "topics", "inputs", "outputs"),
+FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties", "topics", "inputs", "outputs",
+                     "versions"),
           "topic": ("name", "partitions"),
           "input": ("topic", "partitions", "key", "value"),
           "output": ("topic", "partitions", "contract", "of", "id_from", "function", "field", "value")}
@@ -74,6 +83,7 @@ class Profile:
     inputs: list[Input]
     outputs: list[Output]
     image: str = ""
+    versions: list[str] = default(default_factory=list)  # compared side by side; {version} in command or image
 
     @classmethod
     def of(cls, resolved: dict[str, Any]) -> Profile:
@@ -96,6 +106,15 @@ class Profile:
     def judged(self) -> list[Output]:
         return [o for o in self.outputs if o.contract != NOT_JUDGED]
 
+    def image_of(self, version: str) -> str:
+        """The container image of one version of the app (runtime docker)."""
+        return render(self.image, {VERSION: version}, {})
+
+    @property
+    def matrix(self) -> list[str]:
+        """The versions compared side by side; empty when one app runs (a single version only fills ``{version}``)."""
+        return self.versions if len(self.versions) > 1 else []
+
 
 def role(name: str, profile: Profile) -> str:
     """The run's role of one of the app's topics: ``input`` for what the generator writes (the role every task knows
@@ -116,7 +135,7 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
                for o in raw["outputs"]]
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
-                   raw.get("image", ""))
+                   raw.get("image", ""), list(raw.get("versions", [])))
 
 
 def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...]) -> list[str]:
@@ -186,8 +205,31 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
             errors += encodings.problems(item["value"], f"{at}.value")
     for n, item in enumerate(outputs):
         errors += output_problems(item, f"{where}.outputs[{n}]", values)
-    errors += command_problems(command, set(names), backend, (*placeholders, PROPERTIES_FILE), f"{where}.command")
+    versions = raw.get("versions", [])
+    errors += version_problems(versions, command, image if isinstance(image, str) else "", where)
+    allowed = (*placeholders, PROPERTIES_FILE, *((VERSION,) if versions else ()))
+    errors += command_problems(command, set(names), backend, allowed, f"{where}.command",
+                               shared=len(versions) > 1 and {i.get("topic") for i in inputs})
     return errors
+
+
+def version_problems(versions: Any, command: list[str], image: str, where: str) -> list[str]:
+    """The versions a profile compares: distinct names, and each must start a different app (``{version}`` in its
+    command or image), else the matrix would run one app several times."""
+    at = f"{where}.versions"
+    if not isinstance(versions, list) or not all(isinstance(v, str) and VERSION_NAME.fullmatch(v) for v in versions):
+        return [f"{at}: must be a list of version names (1-40 of A-Z a-z 0-9 . _ -, starting with a letter or digit), "
+                "e.g. [\"3.8.1\", \"4.3.1\"]"]
+    if len(set(versions)) != len(versions):
+        return [f"{at}: {versions} names a version twice"]
+    if len(versions) > MAX_VERSIONS:
+        return [f"{at}: at most {MAX_VERSIONS} versions side by side (got {len(versions)})"]
+    takes = any(f"{{{VERSION}}}" in part for part in [*command, image])
+    if versions and not takes:
+        return [f"{at}: the app's command (or image) takes no {{{VERSION}}}, so every version would run the same app; "
+                f"put {{{VERSION}}} where it picks its version, e.g. /opt/orders-{{{VERSION}}}.jar"]
+    problem = placeholder_problem(image, (VERSION,) if versions else ())
+    return [f"{where}.image: {image!r} {problem}; an image takes {{{VERSION}}} only, with versions"] if problem else []
 
 
 def entries(raw: dict[str, Any], name: str, where: str, errors: list[str], required: bool) -> list[dict[str, Any]]:
@@ -254,9 +296,10 @@ def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any]) -> li
 
 
 def command_problems(command: list[str], topics: set[str], backend: str, allowed: tuple[str, ...],
-                     at: str) -> list[str]:
+                     at: str, shared: set[str] | bool = False) -> list[str]:
     """A profile's command may use the ``allowed`` placeholders and ``{topic:NAME}`` of its own topics; on a cluster
-    the run does not own (``external``) every topic must reach it that way."""
+    the run does not own (``external``) every topic must reach it that way, and so must, in a version matrix, every
+    topic but the ``shared`` inputs (each version writes its own)."""
     errors = [f"{at}: {part!r} {problem}; allowed: " + ", ".join(f"{{{p}}}" for p in allowed)
               + ", {topic:NAME} of the profile's topics, without format spec or conversion (write {{ and }} for braces)"
               for part in command if (problem := placeholder_problem(part, allowed, topics))]
@@ -268,6 +311,9 @@ def command_problems(command: list[str], topics: set[str], backend: str, allowed
                       "the run (soak.<dag>.<run>.<name>), so the app must learn each name from its command. An app "
                       "whose topic names are fixed in its code runs where the run owns the cluster (backend local or "
                       "docker)")
+    elif shared is not False and (own := sorted(set(fixed) - set(shared))):
+        errors.append(f"{at}: takes no {{topic:NAME}} for {own}; in a version matrix each version writes topics of "
+                      "its own (<name>.<version>), so the app must learn their names from its command")
     return errors
 
 

@@ -1,5 +1,6 @@
-"""The apps under test of one run: one, or one per Kafka Streams version of a matrix (param ``streams_versions``), or
-one per design of the workflow engine (param ``workflow_designs``).
+"""The apps under test of one run: one, or one per Kafka Streams version of a matrix (param ``streams_versions``, or
+the ``versions`` of a team's app in its profile), or one per design of the workflow engine (param
+``workflow_designs``).
 
 A matrix runs its versions side by side on the same broker, fed by the same input topic and toggled by the same
 program step at the same moment: every version sees exactly the same load and the same program timing, so a
@@ -72,7 +73,9 @@ def describe(plan: dict[str, Any]) -> str:
         own = profile(plan)
         judged = "; ".join(f"{o.topic} judged {o.contract}" + (f" {o.function}" if o.function else "")
                            for o in own.judged())
-        return f"{own.name} (app_profile, group {own.group_id}): {judged or 'no output judged'}"
+        versions = f", versions {' vs '.join(own.versions)}" if own.matrix else (
+            f", version {own.versions[0]}" if own.versions else "")
+        return f"{own.name} (app_profile, group {own.group_id}{versions}): {judged or 'no output judged'}"
     if app == "command":
         return "app_command " + " ".join(plan["app_command"])
     if app == "streams":
@@ -83,7 +86,11 @@ def describe(plan: dict[str, Any]) -> str:
 
 
 def matrix(plan: dict[str, Any]) -> list[str]:
-    """The names of the apps a run compares (Kafka Streams versions or workflow designs); empty when it judges one."""
+    """The names of the apps a run compares (Kafka Streams versions, a profile's versions or workflow designs); empty
+    when it judges one."""
+    app = profile(plan)
+    if app is not None:
+        return app.matrix
     if kind(plan) != "streams":
         return []
     if design_matrix(plan):
@@ -109,8 +116,11 @@ def topology(plan: dict[str, Any]) -> str:
 
 
 def versions(plan: dict[str, Any]) -> list[str]:
-    """The Kafka Streams versions a run's subjects run: a matrix's, the one of app=streams, or ``[""]`` when the app
-    under test is not the Kafka Streams app."""
+    """The versions a run's subjects run: a matrix's, the one of app=streams or of a profile, or ``[""]`` when the app
+    under test has none."""
+    app = profile(plan)
+    if app is not None:
+        return app.versions or [""]
     if kind(plan) != "streams":
         return [""]
     return list(plan["streams_versions"]) or [plan["streams_version"]]
@@ -128,12 +138,14 @@ def image(version: str, app_image: str) -> tuple[str, str, str]:
 
 def topics(plan: dict[str, Any]) -> dict[str, int]:
     """The run's topics by role, with their partitions: one output and assertion topic per subject, and the workflow
-    engine's topics (partitioned alike: its join needs them co-partitioned); a profile's app has its own."""
+    engine's topics (partitioned alike: its join needs them co-partitioned); a profile's app has its own, each version of
+    its matrix all but the input."""
+    apps = matrix(plan) or [""]
     app = profile(plan)
     if app is not None:
-        return {profiles.role(name, app): n for name, n in app.names().items()}
+        return {profiles.role(name, app) + version_suffix(app, name, version): n for name, n in app.names().items()
+                for version in apps}
     parts = plan["partitions"]
-    apps = matrix(plan) or [""]
     roles = {"input": parts, "changelog": parts}
     for name in apps:
         suffix = f".{name}" if name else ""
@@ -146,11 +158,24 @@ def topics(plan: dict[str, Any]) -> dict[str, int]:
 WORKFLOW_TOPICS = ("executions", "tasks", "results")
 
 
+def version_suffix(app: profiles.Profile, name: str, version: str) -> str:
+    """What tells one version's copy of a profile's topic from another's (``.<version>``); the input is shared."""
+    return f".{version}" if version and profiles.role(name, app) != "input" else ""
+
+
 def app_names(plan: dict[str, Any]) -> dict[str, str]:
-    """``{role: name}`` of the topics whose names the app under test chose (a profile's): kept as they are where the
-    run owns the cluster, scoped to the run elsewhere."""
+    """``{role: name}`` of the topics whose names the app under test chose (a profile's, ``<name>.<version>`` in a
+    matrix): kept as they are where the run owns the cluster, scoped to the run elsewhere."""
     app = profile(plan)
-    return {profiles.role(name, app): name for name in app.names()} if app is not None else {}
+    if app is None:
+        return {}
+    return {profiles.role(name, app) + version_suffix(app, name, v): name + version_suffix(app, name, v)
+            for name in app.names() for v in matrix(plan) or [""]}
+
+
+def topics_of(app: profiles.Profile, subject: Subject, topics: dict[str, str]) -> dict[str, str]:
+    """``{name: topic}``: the topic each of a profile's names stands for in one subject (its version's own)."""
+    return {name: topics[profiles.role(name, app) + version_suffix(app, name, subject.name)] for name in app.names()}
 
 
 def version_app_id(app_id: str, version: str) -> str:
@@ -170,9 +195,11 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
     app = profile(plan)
     if app is not None:
         inputs = {i.topic: i.value for i in app.inputs}
-        return [Subject("", app.group_id, "", "", "", outputs=[
-            {**{k: v for k, v in asdict(o).items() if k != "topic"}, "name": o.topic,
-             "output": names[profiles.role(o.topic, app)], "input_value": inputs[o.of]} for o in app.judged()])]
+        matrixed = matrix(plan)
+        return [Subject(name, version_app_id(app.group_id, name) if name else app.group_id, version, "", "", outputs=[
+            {**{k: v for k, v in asdict(o).items() if k != "topic"}, "name": f"{o.topic}@{name}" if name else o.topic,
+             "output": names[profiles.role(o.topic, app) + version_suffix(app, o.topic, name)], "input_value": inputs[o.of]}
+            for o in app.judged()]) for name, version in zip(matrixed or [""], versions(plan), strict=True)]
     designs = plan.get("workflow_designs") or [""]
     if design_matrix(plan):
         return [subject(d, versions(plan)[0], d) for d in designs]
@@ -182,9 +209,8 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
 def app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
     """The application ids of a run's subjects: one per version of a matrix, a profile's group, else the run's own."""
     app = profile(plan)
-    if app is not None:
-        return [app.group_id]
-    return [version_app_id(app_id, v) for v in matrix(plan)] or [app_id]
+    own = app.group_id if app is not None else app_id
+    return [version_app_id(own, v) for v in matrix(plan)] or [own]
 
 
 def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
@@ -209,7 +235,8 @@ def of(cluster: dict[str, Any]) -> list[Subject]:
 
 def judged(cluster: dict[str, Any]) -> list[dict[str, Any]]:
     """What the checker judges (its ``--subjects``): each reference app's subject, and each judged output of a
-    profile's app, with its contract, named by the topic the app knows it by."""
-    return [{"app_id": s["app_id"], "version": "", "assertions": "", **output}
+    profile's app, with its contract, named by the topic the app knows it by (``<topic>@<version>`` in a matrix) and
+    with whose instances ran it (``instances``: its subject's name)."""
+    return [{"app_id": s["app_id"], "version": s["version"], "assertions": "", "instances": s["name"], **output}
             for s in cluster["subjects"] for output in s.get("outputs") or []] + \
         [s for s in cluster["subjects"] if not s.get("outputs")]
