@@ -235,6 +235,30 @@ def incidents(spark: SparkSession, health: dict[str, Any]) -> DataFrame:
     return spark.range(1).select(F.explode(parsed).alias("incident")).select("incident.*")
 
 
+PROGRESS_SCHEMA = "partition INT, committed LONG, end LONG, unprocessed LONG, stalled BOOLEAN, since DOUBLE, owner STRING"
+
+
+def progress(spark: SparkSession, positions: dict[int, tuple[int, int]], stalls: list[dict[str, Any]]) -> DataFrame:
+    """The frame of suite ``progress``: one row per input partition, with the group's committed offset and the
+    partition's end (``kafka_topics.committed``), the records past it (``unprocessed``), and whether the drain saw it
+    stall (``stalls``: drain.json's, of this group)."""
+    stalled = {s["partition"]: s for s in stalls}
+    rows = json.dumps([{"partition": p, "committed": committed, "end": end, "unprocessed": max(0, end - committed),
+                        "stalled": p in stalled, "since": stalled.get(p, {}).get("since"),
+                        "owner": stalled.get(p, {}).get("owner")} for p, (committed, end) in sorted(positions.items())])
+    parsed = F.from_json(F.lit(rows), f"ARRAY<STRUCT<{PROGRESS_SCHEMA}>>")
+    return spark.range(1).select(F.explode(parsed).alias("row")).select("row.*")
+
+
+def processed(inputs: DataFrame, positions: dict[int, tuple[int, int]]) -> DataFrame:
+    """The inputs the app committed (before its group's committed offset in their partition), which the contracts
+    judge; the rest is ``unprocessed``. All of them when the group committed everything, as after a drain."""
+    if all(committed >= end for committed, end in positions.values()):
+        return inputs
+    offsets = F.create_map(*(F.lit(v) for p, (committed, _) in sorted(positions.items()) for v in (p, committed)))
+    return inputs.where(F.col("topic_offset") < F.coalesce(F.element_at(offsets, F.col("topic_partition")), F.lit(0)))
+
+
 STATE_RANK = {"CREATED": 0, "RUNNING": 1, "SUCCESS": 2, "FAILED": 2}  # a task run only moves forward
 
 

@@ -12,6 +12,7 @@ command-line argument.
 from __future__ import annotations
 
 import java_client
+import offsets
 from pyspark.sql import DataFrame, SparkSession
 
 GROUP_PREFIX = "kafka-soak-validation"  # the consumer groups' prefix, for a cluster whose ACLs name them
@@ -40,15 +41,17 @@ def read(spark: SparkSession, bootstrap: str, topic: str, raw: bool = False) -> 
 def low_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
     """The partitions of ``topic`` whose first offset is above 0, with that offset: records were removed
     (retention, deletion) before the checker read them, so the history has a gap."""
-    from confluent_kafka import Consumer, TopicPartition
+    marks = offsets.positions(config(bootstrap, GROUP_PREFIX), topic, timeout=30)
+    return {p: low for p, (low, _high, _) in marks.items() if low > 0}
 
-    consumer = Consumer({**java_client.given_settings(), "bootstrap.servers": bootstrap, "group.id": GROUP_PREFIX,
-                         "log_level": 3, "enable.auto.commit": False})
-    try:
-        meta = consumer.list_topics(topic, timeout=30).topics[topic]
-        if meta.error is not None:
-            raise RuntimeError(f"topic {topic}: {meta.error}")
-        lows = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[0] for p in meta.partitions}
-        return {p: low for p, low in sorted(lows.items()) if low > 0}
-    finally:
-        consumer.close()
+
+def committed(bootstrap: str, group: str, topic: str) -> dict[int, tuple[int, int]]:
+    """``{partition: (committed, end)}`` of the app's ``group`` on ``topic`` as the checker starts: what the app had
+    committed when it stopped, and what there was."""
+    marks = offsets.positions(config(bootstrap, group), topic, committed=True, timeout=30)
+    return {p: (position, high) for p, (_low, high, position) in marks.items()}
+
+
+def config(bootstrap: str, group: str) -> dict[str, object]:
+    """A confluent-kafka client of the cluster, with the settings the driver was given."""
+    return {**java_client.given_settings(), "bootstrap.servers": bootstrap, "group.id": group, "log_level": 3}

@@ -31,6 +31,7 @@ import rundir
 import timeline
 import verdict as verdicts
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 log = logging.getLogger("kafka_soak.validate")
 
@@ -102,17 +103,27 @@ def sample_columns(result: Any) -> list[str]:
     ``meta.sample_columns``); none for a suite that passed. Asking GX for them (``unexpected_index_column_names``)
     costs a query per column expectation, so a suite is validated with them only once it has failed: the samples are
     GX's own unexpected rows, not a second copy of each expectation's predicate, and a run that passed pays nothing."""
-    failed = [r.expectation_config for r in result.results if not r.success]
+    failed = [r.expectation_config for r in result.results if not r.success and not counts_observed(r.expectation_config)]
     return list(dict.fromkeys(c for cfg in failed if "column" in cfg.kwargs
                               for c in (cfg.meta or {}).get("sample_columns", [])))
 
 
+def counts_observed(cfg: Any) -> bool:
+    """An aggregate expectation whose observed value is the count (``verdict.expectation_count``): it has no
+    unexpected rows of its own."""
+    return (cfg.meta or {}).get("count") == "observed_value"
+
+
 def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = verdicts.SAMPLES) -> list[dict[str, Any]]:
     """Example rows behind a failed expectation, with the columns its meta names: GX's unexpected rows for a column
-    expectation; for a table's row count (assertions, incidents: a table that should be empty or small), its rows."""
+    expectation; for a table's row count (assertions, incidents: a table that should be empty or small), its rows;
+    for an aggregate that counts, the rows that add to it."""
     columns = (cfg.meta or {}).get("sample_columns")
     if result.success or not columns:
         return []
+    if counts_observed(cfg):
+        return [row.asDict(recursive=True) for row in
+                frame.where(F.col(cfg.kwargs["column"]) != 0).select(*columns).limit(limit).collect()]
     if "column" in cfg.kwargs:
         return [{c: plain(row[c]) for c in columns} for row in result.result.get("partial_unexpected_index_list", [])]
     return [row.asDict(recursive=True) for row in frame.select(*columns).limit(limit).collect()]
@@ -147,6 +158,12 @@ def read_health(run_dir: Path) -> dict[str, Any]:
     return rundir.read_json(run_dir / rundir.HEALTH) or {"incidents": [], "allowance": 0}
 
 
+def read_drain(run_dir: Path) -> dict[str, Any]:
+    """How the drain ended (``drain.json``): the partitions it saw stall and whether the scenario allows a backlog;
+    nothing stalled and no backlog allowed when the run has no record of it."""
+    return rundir.read_json(run_dir / rundir.DRAIN) or {}
+
+
 def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
     """What each quota did, as measured on the brokers when the app stopped (``quotas.json``; none: no quota or
     not measurable on this backend)."""
@@ -174,9 +191,9 @@ def label(subject: dict[str, Any]) -> str:
 
 def health_owner(subject: dict[str, Any], subjects: list[dict[str, Any]]) -> str | None:
     """Whose instances' incidents (``health.json`` names the subject each instance ran as) a subject's verdict counts,
-    so that the run's verdict counts each incident once: a reference app's subject, its own; a team's app runs one set
-    of instances (``instances``: "", or its version in a matrix) behind all its outputs, judged with the first output
-    of that set; None: the subject judges no app health."""
+    so that the run's verdict counts each incident, stall and unprocessed record once (``contracts.PER_APP``): a
+    reference app's subject, its own; a team's app runs one set of instances (``instances``: "", or its version in a
+    matrix) behind all its outputs, judged with the first output of that set; None: the subject judges none of it."""
     if contract_of(subject) not in contracts.DECLARED:
         return subject["name"]
     owner = subject.get("instances", "")
@@ -246,10 +263,12 @@ def read_history(spark: SparkSession, bootstrap: str, subject: dict[str, Any],
 
 def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any], history: dict[str, DataFrame],
           truncated: dict[str, dict[int, int]], health: dict[str, Any], owner: str | None,
-          out_dir: Path) -> tuple[dict[str, Any], Any]:
+          out_dir: Path, positions: dict[int, tuple[int, int]], drain: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """One subject's verdict (the app of the run, one version of a matrix, or one output of a team's app) from its
-    ``history`` alone (``read_history``), with the incidents of ``owner``'s instances (``health_owner``); writes its
-    Data Docs under ``out_dir``. Returns the verdict and what the report's timeline needs."""
+    ``history`` alone (``read_history``: the input its group committed, ``positions``), with the incidents of
+    ``owner``'s instances (``health_owner``) and its group's progress (the ``drain``'s stalls, the input past
+    ``positions``); writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
+    needs."""
     contract = contract_of(subject)
     with phase("read"):  # Spark reads the topics as it counts them into its cache
         counts = {role: df.count() for role, df in history.items()}
@@ -261,13 +280,18 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
         if owner is not None:
             mine = [i for i in health["incidents"] if i.get("subject", "") == owner]
             frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
-    judged = tuple(name for name in contracts.JUDGED[contract] if owner is not None or name != "app_health")
+            if positions:  # a subject given by hand names no group: its progress is unknown
+                stalls = [s for s in drain.get("stalled", []) if s["group"] == subject.get("app_id")]
+                frames["progress"] = anomalies.progress(spark, positions, stalls)
+    judged = tuple(name for name in contracts.JUDGED[contract] if owner is not None or name not in contracts.PER_APP)
     docs_dir = out_dir / rundir.DATA_DOCS
-    results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records,
+    unprocessed = sum(max(0, end - committed) for committed, end in positions.values())
+    # the input topic holds every record: those the app committed, which are judged, and the rest
+    results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records - unprocessed,
                                                              "health_allowance": health["allowance"]}, judged)
-    outcome = verdicts.decide(results, truncated, judged)
+    outcome = verdicts.decide(results, truncated, judged, ("unprocessed",) if drain.get("backlog_allowed") else ())
     records = {role: counts[role] for role in ("input", "output", "assertions") if role in counts}
-    records["expected_input"] = args.expected_records
+    records.update(expected_input=args.expected_records, unprocessed=unprocessed)
     if contract == contracts.WORKFLOW:
         records.update({"execution_versions": counts["executions"], "executions": rows["executions"]})
     elif contract == contracts.ID_ASSIGNMENT:
@@ -308,16 +332,21 @@ def main(argv: list[str] | None = None) -> int:
         lows = kafka_topics.low_watermarks(args.bootstrap, args.input_topic)
         inputs = read_input(spark, args).cache()
     truncated = {args.input_topic: lows} if lows else {}
-    health = read_health(args.out_dir)
+    health, drain = read_health(args.out_dir), read_drain(args.out_dir)
     matrix = len(args.subjects) > 1
     judged = {}
+    positions: dict[str, dict[int, tuple[int, int]]] = {}  # per group: what the app committed of the input
     for subject in args.subjects:
         out_dir = args.out_dir / rundir.SUBJECTS / subject["name"] if matrix else args.out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
+        group = subject.get("app_id", "")  # none: a subject given by hand, judged on the whole input
         with phase("read"):
-            history, gone = read_history(spark, args.bootstrap, subject, inputs)
+            if group not in positions:
+                positions[group] = kafka_topics.committed(args.bootstrap, group, args.input_topic) if group else {}
+            history, gone = read_history(spark, args.bootstrap, subject,
+                                         anomalies.processed(inputs, positions[group]))
         judged[subject["name"]] = judge(spark, args, subject, history, {**truncated, **gone}, health,
-                                        health_owner(subject, args.subjects), out_dir)
+                                        health_owner(subject, args.subjects), out_dir, positions[group], drain)
         if matrix:
             rundir.write_json(out_dir / rundir.VERDICT, judged[subject["name"]][0])
     common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,

@@ -44,13 +44,18 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
     crash = {"kind": "unexpected_exit", "instance": 2, "at": 1.0, "what": "instance 2 exited by itself with exit code 1",
              "log": "app-2.1.log"}
     frames["app_health"] = anomalies.incidents(spark, {"incidents": [crash]})
+    # partition 1 stalled with 2 records past the group's committed offset; partition 0 done
+    stall = {"group": "app", "partition": 1, "committed": 3, "end": 5, "lag": 2, "since": 12.5, "owner": "app-2"}
+    frames["progress"] = anomalies.progress(spark, {0: (9, 9), 1: (3, 5)}, [stall])
     judged = contracts.JUDGED[contracts.ID_ASSIGNMENT]
     results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 8,
                                                                            "health_allowance": 0}, judged)
     outcome = verdict.decide(results, {}, judged)
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "id_reuse": 1, "stale_state": 1,
-                                    "reordered": 1, "app_health": 1}
+                                    "reordered": 1, "app_health": 1, "stalled": 1, "unprocessed": 2}
+    assert outcome["samples"]["stalled"] == [{"partition": 1, "committed": 3, "end": 5, "since": 12.5, "owner": "app-2"}]
+    assert outcome["samples"]["unprocessed"] == [{"partition": 1, "committed": 3, "end": 5, "unprocessed": 2}]
     assert outcome["samples"]["app_health"] == [{k: crash[k] for k in ("kind", "instance", "what", "log")}]
     assert outcome["samples"]["lost"] == [{"id": 2, "key": "k0", "seq": 2}]
     assert outcome["samples"]["unexpected"][0]["id"] == 99
@@ -58,7 +63,7 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
                                                   "partition": 0, "instance": 2, "step": "3"}]
     assert (tmp_path / "docs" / "index.html").exists()
     pages = {suite: len(list((tmp_path / "docs" / "validations" / suite).rglob("*.html")))
-             for suite in ("input_ids", "outputs", "key_ids", "assigned_ids", "assertions", "app_health")}
+             for suite in ("input_ids", "outputs", "key_ids", "assigned_ids", "assertions", "app_health", "progress")}
     assert pages == dict.fromkeys(pages, 1), "a suite validated again for its samples is one result in Data Docs"
 
 
@@ -93,6 +98,15 @@ def test_any_anomaly_fails_the_run_unless_the_evidence_has_gaps():
     assert verdict.decide([], truncated={})["status"] == "passed"
     gap = verdict.decide([failing("lost", 3)], truncated={"t.input": {0: 10}})
     assert gap["status"] == "inconclusive" and "evidence truncated: topic t.input" in gap["inconclusive_reasons"][0]
+
+
+def test_a_tolerated_anomaly_is_counted_without_failing_the_run():
+    """A scenario that allows a backlog sees its unprocessed records counted; the run passes unless something else
+    fails."""
+    allowed = verdict.decide([failing("unprocessed", 5)], truncated={}, tolerated=("unprocessed",))
+    assert (allowed["status"], allowed["anomalies"]["unprocessed"]) == ("passed", 5)
+    stalled = verdict.decide([failing("unprocessed", 5), failing("stalled", 1)], {}, tolerated=("unprocessed",))
+    assert stalled["status"] == "failed"
 
 
 def test_app_health_fails_only_beyond_the_allowance(spark, tmp_path):
@@ -141,7 +155,8 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
     judged = contracts.JUDGED[contracts.WORKFLOW]
     outcome = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 4},
                                                       judged), {}, judged)
-    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 3, "app_health": 0}
+    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 3, "app_health": 0,
+                                    "stalled": 0, "unprocessed": 0}
     assert outcome["status"] == "failed"
     assert sorted(s["id"] for s in outcome["samples"]["rolled_back"]) == [1, 2, 4]
     assert {e["anomaly"] for e in outcome["expectations"]} == {None, "lost", "duplicated", "unexpected", "rolled_back"}
@@ -190,15 +205,16 @@ def test_a_one_to_one_output_is_judged_record_by_record_by_its_header_or_json_id
     subject = output_subject("orders-enriched", contract="one-to-one", id_from="header")
     history = {"input": team_inputs(spark), "output": anomalies.parse_output(raw_topic(spark, by_header), "header")}
     outcome, (_, frames) = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH,
-                                               validate_soak.health_owner(subject, [subject]), tmp_path)
+                                               validate_soak.health_owner(subject, [subject]), tmp_path, {}, {})
     assert outcome["status"] == "failed"
-    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "reordered": 1, "app_health": 0}
+    assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "reordered": 1, "app_health": 0,
+                                    "stalled": 0, "unprocessed": 0}
     assert outcome["samples"] == {
         "lost": [{"id": 2, "key": "k0", "seq": 2}], "duplicated": [{"id": 4, "key": "k0", "seq": 3, "outputs": 2}],
         "unexpected": [{"id": 99, "key": None, "topic_partition": 0, "topic_offset": 4}],  # GX leaves out seq: null
         "reordered": [{"id": 6, "key": "k0", "seq": 4, "topic_partition": 0, "topic_offset": 6}]}
     assert (outcome["label"], outcome["contract"]) == ("orders-enriched (one-to-one)", "one-to-one")
-    assert outcome["records"] == {"input": 8, "output": 9, "expected_input": 8}
+    assert outcome["records"] == {"input": 8, "output": 9, "expected_input": 8, "unprocessed": 0}
 
     by_json = [(p, o, None, json.dumps({"orderId": i, "total": 1.5}).encode(), {}) for p, o, i in plan]
     json_frames = anomalies.one_to_one(history["input"], anomalies.parse_output(raw_topic(spark, by_json),
@@ -272,22 +288,24 @@ def test_the_outputs_of_a_team_app_are_judged_each_by_its_contract_and_its_app_h
     health = {"incidents": [crash], "allowance": 0}
     subjects = [enriched, counted]
     judged = {s["name"]: validate_soak.judge(spark, ARGS, s, {"input": inputs, "output": histories[s["name"]]}, {},
-                                             health, validate_soak.health_owner(s, subjects), tmp_path / s["name"])[0]
+                                             health, validate_soak.health_owner(s, subjects), tmp_path / s["name"],
+                                             {}, {})[0]
               for s in subjects}
     outcome = verdict.combine(judged)
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 0, "duplicated": 0, "unexpected": 0, "reordered": 0, "wrong_aggregate": 3,
-                                    "app_health": 1}
+                                    "app_health": 1, "stalled": 0, "unprocessed": 0}
     assert [(m["label"], m["status"], m["anomalies"]) for m in outcome["matrix"]] == [
         ("orders-enriched (one-to-one)", "failed", {"lost": 0, "duplicated": 0, "unexpected": 0, "reordered": 0,
-                                                    "app_health": 1}),
+                                                    "app_health": 1, "stalled": 0, "unprocessed": 0}),
         ("orders-count (aggregate count)", "failed", {"wrong_aggregate": 3})]
     assert sorted(outcome["samples"]["wrong_aggregate"], key=lambda s: s["key"]) == [
         {"version": "orders-count", "key": "k0", "expected": "4", "found": "5", "inputs": 4},
         {"version": "orders-count", "key": "k1", "expected": "4", "found": None, "inputs": 4},
         {"version": "orders-count", "key": "k9", "expected": "0", "found": "1", "inputs": 0}]
     assert [s["what"] for s in outcome["samples"]["app_health"]] == ["instance 1 exited"]
-    assert judged["orders-count"]["records"] == {"input": 8, "output": 2, "expected_input": 8, "keys": 3}
+    assert judged["orders-count"]["records"] == {"input": 8, "output": 2, "expected_input": 8, "unprocessed": 0,
+                                                 "keys": 3}
     assert not outcome["inconclusive_reasons"]
     expectations = [(e["suite"], e["anomaly"]) for e in judged["orders-count"]["expectations"]]
     assert expectations == [("input_ids", None), ("input_ids", None), ("aggregates", "wrong_aggregate")], \
@@ -307,3 +325,29 @@ def test_a_subject_declares_its_contract_or_has_its_reference_apps():
         validate_soak.contract_of(output_subject("t", contract="none"))
     with pytest.raises(ValueError, match="not both"):
         validate_soak.read_input(None, argparse.Namespace(subjects=[version, total]))
+
+
+def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):
+    """The group committed offsets 0-4 of the input's 8 records and stalled there: the 3 records past its committed
+    offset are unprocessed, not lost; the 5 before it are judged (each in the output once); the stall fails the run.
+    Without the stall, a scenario that allows a backlog passes with the 3 counted."""
+    positions = {0: (5, 8)}
+    inputs = anomalies.processed(team_inputs(spark), positions)
+    done = [(0, o, f"customer-{i}", b"{}", {"soak.id": i}) for o, (i, _key, _seq) in enumerate(ORDERS[:5])]
+    history = {"input": inputs, "output": anomalies.parse_output(raw_topic(spark, done), "header")}
+    subject = output_subject("orders-enriched", contract="one-to-one", id_from="header")
+    stall = {"group": "orders-enricher", "partition": 0, "committed": 5, "end": 8, "lag": 3, "since": 100.0,
+             "owner": "orders-enricher-1"}
+    outcome, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "stalled", positions,
+                                     {"stalled": [stall], "backlog_allowed": True})
+    assert (outcome["status"], outcome["inconclusive_reasons"]) == ("failed", [])
+    assert {k: v for k, v in outcome["anomalies"].items() if v} == {"stalled": 1, "unprocessed": 3}
+    assert outcome["records"]["input"] == 5 and outcome["records"]["unprocessed"] == 3
+    assert outcome["samples"]["stalled"] == [{"partition": 0, "committed": 5, "end": 8, "since": 100.0,
+                                              "owner": "orders-enricher-1"}]
+    backlog, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "backlog", positions,
+                                     {"stalled": [], "backlog_allowed": True})
+    assert backlog["status"] == "passed" and backlog["anomalies"]["unprocessed"] == 3
+    strict, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "strict", positions,
+                                    {"stalled": []})
+    assert strict["status"] == "failed" and {k: v for k, v in strict["anomalies"].items() if v} == {"unprocessed": 3}

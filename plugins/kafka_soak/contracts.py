@@ -6,7 +6,10 @@ from __future__ import annotations
 
 # Every anomaly a verdict can name, in the order verdicts, reports and alerts list them.
 ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back",
-             "wrong_aggregate", "app_health")
+             "wrong_aggregate", "app_health", "stalled", "unprocessed")
+# The anomalies of the app rather than of one output: its instances' health, and its group's progress on the input
+# (a partition that stalled, input it never committed). Counted once per app: with the first output of a team's app.
+PER_APP = ("app_health", "stalled", "unprocessed")
 # The reference apps' contracts, which follow from the app that runs.
 ID_ASSIGNMENT, WORKFLOW = "id-assignment", "workflow"
 # The contracts a team's own app declares for each of its outputs (its profile); the soak's record headers carry what
@@ -20,13 +23,13 @@ ID_FROM_HEADER, ID_FROM_JSON = "header", "json:"
 # The anomalies each contract can show: a suite's expectation that decides another one does not apply to the app,
 # and a suite left without expectations is not run.
 JUDGED = {
-    ID_ASSIGNMENT: ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "app_health"),
+    ID_ASSIGNMENT: ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", *PER_APP),
     # Executions end in any order and assign no ids; the app has no self-check.
-    WORKFLOW: ("lost", "duplicated", "unexpected", "rolled_back", "app_health"),
+    WORKFLOW: ("lost", "duplicated", "unexpected", "rolled_back", *PER_APP),
     # Each input once in the output, in seq order within its key; no ids assigned, no self-check.
-    ONE_TO_ONE: ("lost", "duplicated", "unexpected", "reordered", "app_health"),
+    ONE_TO_ONE: ("lost", "duplicated", "unexpected", "reordered", *PER_APP),
     # A table keyed like the input: each key's last value is a function of the key's inputs.
-    AGGREGATE: ("wrong_aggregate", "app_health"),
+    AGGREGATE: ("wrong_aggregate", *PER_APP),
 }
 
 

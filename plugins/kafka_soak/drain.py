@@ -5,6 +5,10 @@ end of the input. Offsets sent to a transaction become committed only when that 
 so zero lag also means no transaction over the input is still open. A drain that times out says why: the
 lag per partition and whether it moved, the group's members and what each owns, the instances running,
 and the transactions still open (Kafka's ``kafka-transactions`` tool).
+
+A drain that times out does not end the run: the checker judges what the app committed, and counts what it did
+not (``unprocessed``). A partition whose committed offset did not move during the whole wait while it lagged is
+**stalled** (a liveness failure, as Jepsen reports one): the app was given the drain's time and made no progress there.
 """
 
 from __future__ import annotations
@@ -25,7 +29,20 @@ log = logging.getLogger(__name__)
 
 
 class DrainTimeout(RuntimeError):
-    pass
+    """The group still lags after the drain's time; ``lag`` per partition, and the ``stalled`` partitions (``stall``'s
+    records)."""
+
+    def __init__(self, message: str, lag: dict[int, int], stalled: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.lag, self.stalled = lag, stalled
+
+
+def stall(group: str, partition: int, position: int, end: int, since: float, facts: dict[str, Any]) -> dict[str, Any]:
+    """What drain.json and the checker say of a stalled partition: its group, committed offset and end, since when at
+    least it has not moved (the drain's first look), which member owned it and which instances ran."""
+    owner = next((m["client_id"] for m in facts.get("members") or [] if partition in m["partitions"]), None)
+    return {"group": group, "partition": partition, "committed": position, "end": end, "lag": end - position,
+            "since": round(since, 3), "owner": owner, "running": facts.get("running")}
 
 
 def restore_service(instances: Instances, kafka: Backend, program: list[str]) -> dict[str, list[int]]:
@@ -86,14 +103,17 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
                       diagnose: Callable[[dict[int, int], bool], dict[str, Any]] | None = None) -> float:
     """Block until the group's lag on ``topic``, and on every other topic it consumes (``kafka_io.internal_lag``), is 0
     for ``settle_polls`` polls in a row; returns seconds waited. With ``instances``, one instance is kept running
-    meanwhile. On timeout, ``diagnose(lag, moved)`` says why."""
-    started = time.monotonic()
+    meanwhile. On timeout, ``diagnose(lag, moved)`` says why, and the partitions whose committed offset never moved
+    while they lagged are stalled."""
+    started, first_seen = time.monotonic(), time.time()
     zero_streak = 0
-    first_lag = last_lag = None
+    first_lag = last_lag = first_positions = None
     while True:
         if instances is not None:
             keep_one_running(instances)
-        lag = kafka_io.group_lag(bootstrap, group, topic)
+        positions = kafka_io.group_positions(bootstrap, group, topic)
+        first_positions = first_positions or positions
+        lag = {p: max(0, end - position) for p, (position, end) in positions.items()}
         internal = {name: n for name, n in kafka_io.internal_lag(bootstrap, group, topic).items() if n}
         total = sum(lag.values()) + sum(internal.values())
         waited = time.monotonic() - started
@@ -110,7 +130,10 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         if waited > timeout_s:
             moved = lag != first_lag
             facts = diagnose(lag, moved) if diagnose else {}
-            raise DrainTimeout(summary(group, topic, timeout_s, lag, moved, {**facts, "internal": internal}))
+            stalled = [stall(group, p, position, end, first_seen, facts) for p, (position, end) in positions.items()
+                       if end > position and position == first_positions[p][0]]
+            raise DrainTimeout(summary(group, topic, timeout_s, lag, moved, {**facts, "internal": internal},
+                                       [s["partition"] for s in stalled]), lag, stalled)
         time.sleep(poll_s)
 
 
@@ -124,10 +147,13 @@ def lagging(lag: dict[int, int]) -> str:
 
 
 def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: float,
-                   transactions: Callable[[], list[dict[str, Any]]]) -> float:
-    """``wait_for_zero_lag`` for the group of every subject (one per version of a matrix) within one deadline;
-    returns the seconds waited. A timeout names the subject."""
+                   transactions: Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
+    """``wait_for_zero_lag`` for the group of every subject (one per version of a matrix) within one deadline. Returns
+    drain.json's account: ``drained`` or ``timed out`` (every group still lagging named in the ``summary``, with its
+    ``stalled`` partitions), and the seconds waited."""
     started = time.monotonic()
+    summaries: list[str] = []
+    stalled: list[dict[str, Any]] = []
     for subject in instances.subjects:
         view = instances.only(subject)
 
@@ -138,15 +164,24 @@ def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: 
         try:
             wait_for_zero_lag(bootstrap, subject.app_id, topic, left, instances=view, diagnose=why)
         except DrainTimeout as exc:
-            raise DrainTimeout(f"{subject.name} (group {subject.app_id}): {exc}" if subject.name else str(exc)) from None
-    return time.monotonic() - started
+            log.warning("%s", exc)
+            summaries.append(f"{subject.name} (group {subject.app_id}): {exc}" if subject.name else str(exc))
+            stalled += exc.stalled
+    waited = {"waited_s": round(time.monotonic() - started, 1), "stalled": stalled}
+    return {"status": "timed out", "summary": "\n".join(summaries), **waited} if summaries else \
+        {"status": "drained", **waited}
 
 
-def summary(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved: bool, facts: dict[str, Any]) -> str:
-    """The drain timeout in words: lag per partition, whether it moved, who owned what, which transactions are open."""
+def summary(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved: bool, facts: dict[str, Any],
+            stalled: list[int]) -> str:
+    """The drain timeout in words: lag per partition, whether it moved, which partitions stalled, who owned what,
+    which transactions are open."""
     lines = [f"drain timed out: the app's group {group!r} still lags {sum(lag.values())} records on {topic} after "
              f"{timeout_s:.0f} s (param drain_timeout_s); the lag {'moved' if moved else 'did not move'} during the "
              f"wait; per partition: " + lagging(lag)]
+    if stalled:
+        lines.append(f"stalled: partition(s) {', '.join(map(str, stalled))} of {topic}: their committed offset did not "
+                     "move during the whole wait while records remained")
     if facts.get("internal"):
         lines.append("and on the topics it writes and reads back: "
                      + ", ".join(f"{name}={n}" for name, n in sorted(facts["internal"].items())))

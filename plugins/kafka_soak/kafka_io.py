@@ -11,6 +11,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from tenacity import before_sleep_log, retry, retry_if_exception, stop_after_delay, wait_fixed
 
+from kafka_soak import offsets
 from kafka_soak.java_client import SETTINGS_ENV, given_settings
 
 log = logging.getLogger(__name__)
@@ -62,12 +63,8 @@ def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
 @retry_transient
 def watermarks(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
     """``{partition: (low, high)}`` of a topic."""
-    consumer = Consumer(client_config(bootstrap, {"group.id": "kafka-soak-metadata"}))
-    try:
-        parts = consumer.list_topics(topic, timeout=timeout).topics[topic].partitions
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout) for p in sorted(parts)}
-    finally:
-        consumer.close()
+    marks = offsets.positions(client_config(bootstrap, {"group.id": "kafka-soak-metadata"}), topic, timeout=timeout)
+    return {p: (low, high) for p, (low, high, _) in marks.items()}
 
 
 # A record's value and headers, as a resumed generator reads where it stopped from one or the other.
@@ -101,20 +98,11 @@ def last_records(bootstrap: str, topic: str, timeout: float = 30.0) -> dict[int,
 
 
 @retry_transient
-def group_lag(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """Per partition: records of ``topic`` the group has not committed yet."""
-    marks = watermarks(bootstrap, topic)
-    consumer = Consumer(client_config(bootstrap, {"group.id": group, "enable.auto.commit": False}))
-    try:
-        committed = consumer.committed([TopicPartition(topic, p) for p in marks], timeout=10)
-    finally:
-        consumer.close()
-    lag = {}
-    for tp in committed:
-        low, high = marks[tp.partition]
-        position = tp.offset if tp.offset >= 0 else low
-        lag[tp.partition] = max(0, high - position)
-    return lag
+def group_positions(bootstrap: str, group: str, topic: str) -> dict[int, tuple[int, int]]:
+    """Per partition of ``topic``: the group's committed position (the partition's first offset where it committed
+    nothing) and the partition's end."""
+    marks = offsets.positions(client_config(bootstrap, {"group.id": group}), topic, committed=True)
+    return {p: (position, high) for p, (_low, high, position) in marks.items()}
 
 
 @retry_transient

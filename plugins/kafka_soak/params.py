@@ -155,7 +155,14 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                                         "instance exits nobody asked for plus error-level log events of the app "
                                         "(stream thread deaths included)."},
     "drain_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
-                        "description": "How long the drain waits for the app to catch up before failing."},
+                        "description": "How long the drain waits for the app to catch up. Then the run is judged on "
+                                       "what the app committed: the input past its group's committed offsets is "
+                                       "unprocessed, and a partition whose committed offset did not move during the "
+                                       "whole wait while it lagged is stalled."},
+    "allow_backlog": {"type": "boolean",
+                      "description": "Whether input the app had not committed when the drain ended (anomaly "
+                                     "unprocessed) is counted and shown without failing the run, for a scenario that "
+                                     "expects lag to grow (a quota); a stalled partition fails the run either way."},
     "backend": {"type": "string", "enum": list(BACKENDS),
                 "description": "Where the run's Kafka is: local (Apache Kafka kafka_version started by the run as "
                                "JVM processes on this machine, no Docker), docker (an Apache Kafka container per "
@@ -221,6 +228,7 @@ DEFAULTS: dict[str, Any] = {
     "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
     "bug": "none", "bug_every": 1000, "crash_probability": 0, "restart": "never", "restart_backoff_s": 1,
     "session_timeout_ms": 45_000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
+    "allow_backlog": False,
     "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
     "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_profile": {}, "app_env": {},
     "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
@@ -282,6 +290,7 @@ class RunPlan:
     seed: int
     health_allowance: int
     drain_timeout_s: int
+    allow_backlog: bool
     backend: str
     kafka_version: str
     runtime: str
@@ -380,7 +389,7 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
                    restart_backoff_s=float(values["restart_backoff_s"]),
                    session_timeout_ms=values["session_timeout_ms"], seed=values["seed"],
                    health_allowance=values["health_allowance"],
-                   drain_timeout_s=values["drain_timeout_s"],
+                   drain_timeout_s=values["drain_timeout_s"], allow_backlog=values["allow_backlog"],
                    **{name: values[name] for name in DEPLOYMENT})
 
 

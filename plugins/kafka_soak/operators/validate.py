@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from kafka_soak import contracts, java_client, kafka_io, rundir, spark_kafka, subjects
+from kafka_soak import contracts, java_client, kafka_io, offsets, rundir, spark_kafka, subjects
 from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.class_data import SharedArchive
@@ -24,7 +24,7 @@ JOB = SPARK_JOBS / "validate_soak.py"
 # What the job imports, shipped with it (a cluster's driver and executors have no checkout): its own modules and the
 # plugin's that it shares with the Airflow side (the run directory's files, the data contracts, the client settings).
 MODULES = (SPARK_JOBS / "kafka_topics.py", SPARK_JOBS / "anomalies.py", SPARK_JOBS / "timeline.py",
-           SPARK_JOBS / "verdict.py", *(Path(module.__file__) for module in (java_client, rundir, contracts)))
+           SPARK_JOBS / "verdict.py", *(Path(module.__file__) for module in (java_client, rundir, contracts, offsets)))
 # The job's own settings; a ``spark_default`` connection's master and a deployment's spark-defaults.conf add to them.
 # The job reads each topic partition once: Spark's Kafka source would keep each partition's consumer and the records of
 # its last poll for minutes to reuse them, which at 10M records (167 partitions a topic) exhausted a 1 GiB driver.
