@@ -51,6 +51,11 @@ def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], 
     at = ["topic_partition", "topic_offset"]
     null = F.lit(None)
     parts: list[DataFrame] = []
+    if "stalled" in found and "progress" in frames:  # one event per stalled partition, when the drain first saw it not moving
+        stalls = frames["progress"].where("stalled").withColumns(
+            {"ts": F.col("since") * 1000, "id": null, "key": null.cast("string")})
+        parts.append(_events("stalled", stalls, "ts", null, F.col("partition"), F.format_string(
+            "no commit past offset %d of %d (owner %s)", "committed", "end", F.coalesce("owner", F.lit("none")))))
     if "lost" in found:
         lost = frames["input_ids"].where("outputs = 0").select("id")
         parts.append(_events("lost", lookup(inputs, lost, "id"), "ts", null, F.col("topic_partition"),

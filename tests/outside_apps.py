@@ -59,13 +59,14 @@ ORDERS = {"topic": "orders", "key": "customer-{key}",
 ORDERS_PY_ARGS = ["--config", "{properties_file}", "--input", "{topic:orders}", "--output", "{topic:orders-enriched}"]
 
 
-def orders_py_profile(image: str = "") -> dict:
+def orders_py_profile(image: str = "", hang_at: int | None = None) -> dict:
     """The Python app's profile: a local process of this interpreter, or a container of its ``image`` (whose
-    entrypoint is the app). It copies no header, so the order id in its output value identifies each record. A 6 s
-    session (Kafka's minimum) and 10 s transactions: a killed instance's partitions and open transaction come back
-    quickly."""
+    entrypoint is the app); with ``hang_at``, it stalls on that order (its planted fault). It copies no header, so the
+    order id in its output value identifies each record. A 6 s session (Kafka's minimum) and 10 s transactions: a
+    killed instance's partitions and open transaction come back quickly."""
+    args = [*ORDERS_PY_ARGS, *(["--hang-at", str(hang_at)] if hang_at else [])]
     return {"name": "orders-py", "group_id": "orders-py",
-            "command": ORDERS_PY_ARGS if image else [sys.executable, str(ORDERS_PY), *ORDERS_PY_ARGS],
+            "command": args if image else [sys.executable, str(ORDERS_PY), *args],
             **({"image": image} if image else {}),
             "client_properties": {"session.timeout.ms": 6000, "transaction.timeout.ms": 10000},
             "inputs": [ORDERS],

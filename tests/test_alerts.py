@@ -143,7 +143,7 @@ def test_an_alert_goes_out_when_no_evidence_can_be_written(channels, tmp_path, m
 
 def test_the_details_name_the_quota_s_outcome_and_the_app_s_exceptions(tmp_path):
     """The quota scenario's alert says what the quota did and what the app went through, beside the anomalies, and so
-    does the alert of a run whose app stopped making progress (the drain timed out: no verdict)."""
+    does the alert of a run that stopped before a verdict (its drain task failed)."""
     usage = {"client_id": "a-1-StreamThread-1-producer", "setting": "producer_byte_rate", "quota": 35000.0,
              "unit": "B/s", "measured": "byte-rate", "achieved": 34890.2, "peak": 41020.0, "throttle_ms_max": 812.0,
              "bit": True, "per_broker": {}}

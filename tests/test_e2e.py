@@ -218,7 +218,8 @@ def test_the_workflow_self_join_rolls_executions_back_and_the_single_writer_does
     assert single["records"]["output"] == single["records"]["executions"] == records
     assert joined["status"] == "failed" and joined["anomalies"]["rolled_back"] > 0, joined
     assert set(single["anomalies"]) == set(joined["anomalies"]) == {"lost", "duplicated", "unexpected",
-                                                                    "rolled_back", "app_health"}
+                                                                    "rolled_back", "app_health", "stalled",
+                                                                    "unprocessed"}
     assert code == 1 and verdict["status"] == "failed"
     sample = verdict["samples"]["rolled_back"][0]
     assert sample["version"] == "ktable-self-join" and sample["first_rollback"].startswith("task t"), sample
@@ -261,28 +262,29 @@ def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected
                for d in alert["details"]), alert["details"]
 
 
-def test_a_drain_that_times_out_says_why(runs_dir):
+def test_a_drain_that_times_out_says_why_and_the_run_is_still_judged(runs_dir):
     """An app that joins the group and never commits: the task log, the alert and the report name the lag per
-    partition, that it did not move, who owns what, and the open transactions."""
+    partition, that it did not move, who owns what, and the open transactions; the run is judged on what the app
+    committed (nothing): every partition stalled, every record unprocessed, none called lost."""
     stuck = ["python", "-c", "import sys; from confluent_kafka import Consumer; "
              "c = Consumer(dict(zip(['bootstrap.servers', 'group.id', 'client.id', 'enable.auto.commit'], "
              "[*sys.argv[1:4], False]))); c.subscribe([sys.argv[4]]); [c.poll(0.5) for _ in iter(int, 1)]",
              "{bootstrap_servers}", "{app_id}", "{app_id}-{instance}", "{input_topic}"]
     code, run_dir, verdict = soak(runs_dir, program="1", interval_s=3, records=2000, drain_timeout_s=10,
                                   app_command=stuck)
-    assert code == 1 and verdict is None
+    assert code == 1 and verdict["status"] == "failed"
+    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"stalled": 4, "unprocessed": 2000}, verdict
     drain = json.loads((run_dir / "drain.json").read_text())
     summary = drain["summary"]
-    assert drain["status"] == "timed out"
+    assert drain["status"] == "timed out" and [s["partition"] for s in drain["stalled"]] == [0, 1, 2, 3]
     assert "still lags 2000 records" in summary and "the lag did not move" in summary, summary
     assert f"{DAG_ID}-app-1 owns [0, 1, 2, 3]" in summary, summary
     assert "instances running: [1]" in summary and "open transactions: none" in summary, summary
     alert = last_alert(runs_dir)
-    first, *rest = summary.splitlines()
-    assert alert["failed_task"] == "drain" and f"task drain failed: {first} (run" in alert["message"]
-    assert alert["details"] == rest
+    assert alert["message"].startswith(f"soak {DAG_ID} FAILED: stalled=4, unprocessed=2000 (run")
+    assert alert["details"][:2] == summary.splitlines()[:2] and alert["details"][1].startswith("stalled: partition(s)")
     report = (run_dir / "report.html").read_text()
-    assert "the lag did not move" in report
+    assert "the lag did not move" in report and 'id="drain-timeout"' in report
 
 
 def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everything(runs_dir, secured_cluster,

@@ -48,13 +48,15 @@ def test_every_operation_acts_on_containers_and_a_bug_keeps_its_exact_count(dock
 
 
 def test_a_run_that_breaks_down_leaves_no_container(docker_engine, docker_conf, runs_dir):
-    """An app that exits at once (a bad flag): the drain restarts it until it gives up, the run fails without a
-    verdict, and the teardown still removes every container the run made."""
+    """An app that exits at once (a bad flag): the drain restarts it until it gives up, the run fails with every
+    partition stalled and its exits as app-health incidents, and the teardown still removes every container the run
+    made."""
     code, run_dir, verdict = soak(runs_dir, app_command=["--no-such-flag"], drain_timeout_s=10, **docker_conf)
-    assert code == 1 and verdict is None
+    assert code == 1 and verdict["status"] == "failed" and verdict["anomalies"]["stalled"] == 4, verdict
+    assert verdict["anomalies"]["app_health"] > 0 and verdict["records"]["input"] == 0
     assert docker_engine.run_containers(run_dir) == []
     assert "error: the following arguments are required" in (run_dir / "logs" / f"{DAG_ID}-app-1.0.log").read_text()
-    assert "did not reach a verdict: task drain failed" in last_alert(runs_dir)["message"]
+    assert "FAILED: app_health=" in last_alert(runs_dir)["message"]
 
 
 def test_an_image_the_engine_cannot_get_is_refused_before_anything_starts(docker_engine, tmp_path):

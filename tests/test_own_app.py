@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import leaked_secret
 from outside_apps import ORDERS, orders_py_profile, orders_streams_command
-from soak_runs import CHURN_AND_KILL, soak
+from soak_runs import CHURN_AND_KILL, alerts, soak
 
 # A Kafka Streams app with its own JSON and serdes: every order enriched (Kafka Streams forwards the input's headers, so
 # the soak.id header identifies each output), and per customer a count table (8-byte longs) and a total table (JSON).
@@ -57,6 +57,30 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
     assert not private_files("orders-py"), "every instance's properties file is removed when the instance ends"
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
     assert [s["token"] for s in steps] == ["1", "2", "k1", "1"] and steps[2]["running_after"] == [2]
+
+
+def test_an_app_that_stops_making_progress_is_stalled_and_judged_on_what_it_committed(runs_dir):
+    """The app hangs on order 600 while it runs, holding the input's one partition past the drain's time (behind the
+    suite's back: no program step paused it, so the drain has nothing to resume). The drain times out, the run is
+    still judged: the partition stalled, the records past the group's committed offset are unprocessed, and the ones
+    before it are each in the output once (none lost)."""
+    code, run_dir, verdict = soak(runs_dir, app_profile=orders_py_profile(hang_at=600), program="1", interval_s=5,
+                                  records=1500, keys=100, partitions=1, drain_timeout_s=15)
+    assert code == 1 and verdict is not None and verdict["status"] == "failed", verdict
+    drain = json.loads((run_dir / "drain.json").read_text())
+    assert drain["status"] == "timed out" and "stalled: partition(s) 0 of orders" in drain["summary"]
+    [stalled] = drain["stalled"]
+    assert (stalled["group"], stalled["partition"], stalled["end"]) == ("orders-py", 0, 1500)
+    records = verdict["records"]
+    assert 0 < records["input"] < 600 and records["unprocessed"] == 1500 - records["input"] == 1500 - stalled["committed"]
+    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"stalled": 1, "unprocessed": records["unprocessed"]}
+    assert records["output"] == records["input"], "each committed order once in the output"
+    assert "order 600 read; waiting forever" in (run_dir / "logs" / "orders-py-1.0.log").read_text()
+    report = (run_dir / "report.html").read_text()
+    assert 'id="drain-timeout"' in report and "partition 0 of group <code>orders-py</code>" in report
+    alert = next(a for a in alerts(runs_dir) if a["run_dir"] == str(run_dir))
+    assert alert["message"].startswith(f"soak soak_eos_id_assignment FAILED: stalled=1, unprocessed={records['unprocessed']}")
+    assert alert["details"][0].startswith("drain timed out: the app's group 'orders-py' still lags")
 
 
 def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_each_table_judged(runs_dir):

@@ -38,6 +38,8 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):
                "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
                "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA)}
     frames = anomalies.frames(history["input"], history["output"], history["assertions"])
+    stall = {"group": "app", "partition": 2, "since": (T0 + 17_000) / 1000, "owner": "app-3"}
+    frames["progress"] = anomalies.progress(spark, {0: (9, 9), 2: (4, 6)}, [stall])
     data = timeline.build(history, frames, set(contracts.JUDGED[contracts.ID_ASSIGNMENT]))
     second = T0 // 1000
 
@@ -53,6 +55,8 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):
     assert events["reordered"] == [(14000, 2, 2, 6, "k0")]
     assert events["id_reuse"] == [(15000, 3, 3, 7, "k1")]
     assert events["stale_state"] == [(16500, 2, 3, None, "k1")]
+    assert events["stalled"] == [(17000, None, 2, None, None)], "a stalled partition from when the drain saw it stop"
+    assert data["anomalies"]["stalled"]["events"][0]["detail"] == "no commit past offset 4 of 6 (owner app-3)"
     assert data["anomalies"]["reordered"]["events"][0]["detail"] == "seq 4 after 5"
     assert data["anomalies"]["id_reuse"]["events"][0]["detail"] == "key had id 10, now 30"
     assert data["anomalies"]["duplicated"]["per_second"] == [{"t": second + 11, "instance": 1, "n": 1},

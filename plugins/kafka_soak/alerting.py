@@ -51,7 +51,7 @@ def compose(dag_id: str, run_id: str, run_dir: Path, failed_task: str | None) ->
         if verdict["status"] == "failed":
             what = ", ".join(f"{k}={v}" for k, v in found.items())
             alert["message"] = f"soak {dag_id} FAILED: {what} (run {run_id}); evidence: {run_dir}"
-            alert["details"] = details(verdict)
+            alert["details"] = drain_lines(rundir.read_json(run_dir / rundir.DRAIN) or {}) + details(verdict)
         else:
             alert["message"] = (f"soak {dag_id} INCONCLUSIVE: {'; '.join(verdict['inconclusive_reasons'])} "
                                 f"(run {run_id}); evidence: {run_dir}")
@@ -87,6 +87,13 @@ def quote_assertion(sample: dict[str, Any]) -> str:
     return (f"!!! BROKEN !!! Expected {sample['expected']} but found {sample['found']} partition: "
             f"{sample['partition']} (key {sample['key']}, instance {sample['instance']}, started at step "
             f"{sample.get('step', '?')})")
+
+
+def drain_lines(drain: dict[str, Any]) -> list[str]:
+    """A drain that timed out, in the alert's first lines: which partitions stalled and the lag it left."""
+    if drain.get("status") != "timed out":
+        return []
+    return [line for line in drain.get("summary", "").splitlines() if line.startswith(("drain timed out", "stalled"))]
 
 
 def details(verdict: dict[str, Any]) -> list[str]:

@@ -3,7 +3,11 @@
 It knows nothing of any test harness: it reads its client settings from a Java-style properties file, its topic
 names from its arguments, its own JSON orders, and writes each order enriched (the order id stays in the value).
 
-    python orders_enricher.py --config app.properties --input orders --output orders-enriched
+    python orders_enricher.py --config app.properties --input orders --output orders-enriched [--hang-at ID]
+
+``--hang-at ID`` plants a stall: on reading order ID it waits forever before processing its batch, as an app stuck on a
+call that never returns. Its consumer stays in the group (librdkafka heartbeats from a thread of its own) and holds
+its partitions; SIGTERM still ends it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import argparse
 import json
 import signal
 import sys
+import threading
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -39,6 +44,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     for name in ("config", "input", "output"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--hang-at", type=int)
     args = parser.parse_args()
     props = load_properties(args.config)
     common = {k: props[k] for k in PASSED_ON if k in props}
@@ -56,6 +62,10 @@ def main() -> int:
         batch = [m for m in consumer.consume(500, 0.2) if m.error() is None]
         if not batch:
             continue
+        if any(json.loads(m.value())["orderId"] == args.hang_at for m in batch):
+            print(f"orders-enricher: order {args.hang_at} read; waiting forever", flush=True)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            threading.Event().wait()
         producer.begin_transaction()
         ends: dict[int, int] = {}
         for message in batch:
