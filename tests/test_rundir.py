@@ -79,6 +79,28 @@ def test_the_report_and_history_show_attempts(root):
     assert sorted(r.attempt for r in runs) == [1, 2] and {r.run_id for r in runs} == {RUN}
 
 
+def test_the_history_counts_each_app_s_reproduction_rate_over_its_runs(root):
+    """Per version of a matrix (and per scenario app without one): runs, caught, passed, stalled, not judged."""
+    rows = {"3.4.0": ("failed", {"stale_state": 2}), "4.3.1": ("passed", {})}
+    outcomes = [rows, {**rows, "4.3.1": ("failed", {"stalled": 1, "unprocessed": 40})},
+                {**rows, "3.4.0": ("passed", {})}]
+    for n, outcome in enumerate(outcomes):
+        run_dir = root / DAG / f"run-{n}"
+        run_dir.mkdir(parents=True)
+        rundir.write_json(run_dir / "params.json", {"dag_id": DAG, "run_id": f"run-{n}"})
+        rundir.write_json(run_dir / "verdict.json", {
+            "status": "failed", "anomalies": {}, "records": {},
+            "matrix": [{"version": v, "label": f"Kafka Streams {v}", "status": status, "anomalies": found,
+                        "records": {"output": 1}} for v, (status, found) in outcome.items()]})
+    (root / DAG / "run-3").mkdir()
+    rundir.write_json(root / DAG / "run-3" / "params.json", {"dag_id": DAG, "run_id": "run-3", "plan": {"app": "worker"}})
+    table = {r.app: (r.runs, r.caught, r.passed, r.stalled, r.no_verdict) for r in history.rates(history.scenarios(root)[DAG])}
+    assert table == {"Kafka Streams 3.4.0": (3, 2, 1, 0, 0), "Kafka Streams 4.3.1": (3, 1, 2, 1, 0),
+                     "worker": (1, 0, 0, 0, 1)}
+    page = history.render_history(root)
+    assert '<tr data-app="Kafka Streams 4.3.1"><td><b>Kafka Streams 4.3.1</b></td><td class="num">3</td>' in page
+
+
 def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one_alone(root):
     """Real detached processes registered by two earlier runs and an earlier attempt of this run, which got as far as
     starting its app (its teardowns run from its files: the instance stopped and judged). Airflow's answer to "is that

@@ -64,6 +64,40 @@ def app_label(plan: dict[str, Any]) -> str:
     return plan.get("app", "")
 
 
+@dataclass
+class Rate:
+    """How one app of a scenario (a version or design of a matrix, or the scenario's one app) fared over the runs the
+    history holds: how often a run caught something (failed), passed, stalled, could not be judged."""
+
+    app: str
+    runs: int = 0
+    caught: int = 0
+    passed: int = 0
+    stalled: int = 0
+    inconclusive: int = 0
+    no_verdict: int = 0
+
+    def count(self, status: str, anomalies: dict[str, int]) -> None:
+        self.runs += 1
+        self.caught += status == "failed"
+        self.passed += status == "passed"
+        self.stalled += bool(anomalies.get("stalled"))
+        self.inconclusive += status == "inconclusive"
+        self.no_verdict += status == "no verdict"
+
+
+def rates(runs: list[RunSummary]) -> list[Rate]:
+    """Per app of a scenario's runs (each row of a matrix on its own, by its label), its reproduction rate: the
+    numbers ``docs/scenarios.md`` quotes, from every run the history holds rather than from a benchmark's."""
+    found: dict[str, Rate] = {}
+    for run in runs:
+        rows = [(m.get("label") or f"Kafka Streams {m['version']}", m["status"], m["anomalies"]) for m in run.matrix] \
+            or [(run.app, run.status, run.anomalies)]
+        for app, status, anomalies in rows:
+            found.setdefault(app, Rate(app)).count(status, anomalies)
+    return sorted(found.values(), key=lambda r: r.app)
+
+
 def scenarios(root: Path, only: set[str] | None = None) -> dict[str, list[RunSummary]]:
     """``{dag_id: [runs, newest first]}`` for every scenario (of ``only``, if given) with a run under ``root``."""
     found: dict[str, list[RunSummary]] = {}
@@ -78,7 +112,7 @@ def scenarios(root: Path, only: set[str] | None = None) -> dict[str, list[RunSum
 
 def render_history(root: Path, link_prefix: str = "", only: set[str] | None = None) -> str:
     return TEMPLATES.get_template("history.html.j2").render(scenarios=scenarios(root, only), anomalies=ANOMALIES,
-                                                            prefix=link_prefix, report=REPORT, root=root)
+                                                            prefix=link_prefix, report=REPORT, root=root, rates=rates)
 
 
 def write_history(root: Path | None = None) -> Path:
