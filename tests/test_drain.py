@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_soak import kafka_io
-from kafka_soak.drain import DrainTimeout, wait_for_zero_lag
+from kafka_soak.drain import DrainTimeout, stalled_partitions, wait_for_zero_lag
 
 
 def test_the_drain_waits_for_the_topics_an_app_reads_back(broker):
@@ -57,3 +57,12 @@ def test_a_partition_whose_committed_offset_never_moves_while_it_lags_is_stalled
             {"group": "stuck", "partition": 0, "committed": 2, "end": 5, "lag": 3}
     finally:
         consumer.close()
+
+
+def test_a_partition_stalls_when_it_has_not_moved_for_the_stall_time_and_still_lags():
+    """At the drain's timeout: 0 lags and has not moved for 130 s (stalled at 120); 1 lags but moved 30 s ago (a
+    backlog); 2 has not moved for long but is done."""
+    positions = {0: (10, 50), 1: (40, 90), 2: (70, 70)}
+    still = {0: (10, 1000.0), 1: (40, 1100.0), 2: (70, 900.0)}
+    assert stalled_partitions(positions, still, now=1130.0, threshold_s=120.0) == [0]
+    assert stalled_partitions(positions, still, now=1130.0, threshold_s=20.0) == [0, 1]

@@ -7,8 +7,9 @@ lag per partition and whether it moved, the group's members and what each owns, 
 and the transactions still open (Kafka's ``kafka-transactions`` tool).
 
 A drain that times out does not end the run: the checker judges what the app committed, and counts what it did
-not (``unprocessed``). A partition whose committed offset did not move during the whole wait while it lagged is
-**stalled** (a liveness failure, as Jepsen reports one): the app was given the drain's time and made no progress there.
+not (``unprocessed``). A partition that still lags at the end and whose committed offset has not moved for
+``stall_timeout_s`` (or, in a shorter drain, during the whole wait) is **stalled**: a liveness failure, reported as a
+result the way Jepsen reports one, not as a broken harness. One that moved but did not finish is a backlog.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class DrainTimeout(RuntimeError):
 
 def stall(group: str, partition: int, position: int, end: int, since: float, facts: dict[str, Any]) -> dict[str, Any]:
     """What drain.json and the checker say of a stalled partition: its group, committed offset and end, since when at
-    least it has not moved (the drain's first look), which member owned it and which instances ran."""
+    least it has not moved (the first poll of the drain that saw it there), which member owned it and which instances
+    ran."""
     owner = next((m["client_id"] for m in facts.get("members") or [] if partition in m["partitions"]), None)
     return {"group": group, "partition": partition, "committed": position, "end": end, "lag": end - position,
             "since": round(since, 3), "owner": owner, "running": facts.get("running")}
@@ -100,19 +102,24 @@ def fault_grace_s(program: list[str], stop_leaves_group: bool = True) -> tuple[f
 
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
                       settle_polls: int = 2, instances: Instances | None = None,
-                      diagnose: Callable[[dict[int, int], bool], dict[str, Any]] | None = None) -> float:
+                      diagnose: Callable[[dict[int, int], bool], dict[str, Any]] | None = None,
+                      stall_s: float = 120.0) -> float:
     """Block until the group's lag on ``topic``, and on every other topic it consumes (``kafka_io.internal_lag``), is 0
     for ``settle_polls`` polls in a row; returns seconds waited. With ``instances``, one instance is kept running
-    meanwhile. On timeout, ``diagnose(lag, moved)`` says why, and the partitions whose committed offset never moved
-    while they lagged are stalled."""
-    started, first_seen = time.monotonic(), time.time()
+    meanwhile. On timeout, ``diagnose(lag, moved)`` says why, and the lagging partitions whose committed offset has
+    not moved for ``stall_s`` (or during the whole wait, if shorter) are stalled."""
+    started, began = time.monotonic(), None
     zero_streak = 0
-    first_lag = last_lag = first_positions = None
+    first_lag = last_lag = None
+    still: dict[int, tuple[int, float]] = {}  # per partition: its committed position, and since when it is there
     while True:
         if instances is not None:
             keep_one_running(instances)
         positions = kafka_io.group_positions(bootstrap, group, topic)
-        first_positions = first_positions or positions
+        now = time.time()
+        began = began or now  # the drain's first look
+        still = {p: still[p] if p in still and still[p][0] == position else (position, now)
+                 for p, (position, _end) in positions.items()}
         lag = {p: max(0, end - position) for p, (position, end) in positions.items()}
         internal = {name: n for name, n in kafka_io.internal_lag(bootstrap, group, topic).items() if n}
         total = sum(lag.values()) + sum(internal.values())
@@ -130,11 +137,18 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         if waited > timeout_s:
             moved = lag != first_lag
             facts = diagnose(lag, moved) if diagnose else {}
-            stalled = [stall(group, p, position, end, first_seen, facts) for p, (position, end) in positions.items()
-                       if end > position and position == first_positions[p][0]]
+            stalled = [stall(group, p, *positions[p], still[p][1], facts)
+                       for p in stalled_partitions(positions, still, now, min(stall_s, now - began))]
             raise DrainTimeout(summary(group, topic, timeout_s, lag, moved, {**facts, "internal": internal},
                                        [s["partition"] for s in stalled]), lag, stalled)
         time.sleep(poll_s)
+
+
+def stalled_partitions(positions: dict[int, tuple[int, int]], still: dict[int, tuple[int, float]], now: float,
+                       threshold_s: float) -> list[int]:
+    """The partitions that lag (``positions``: committed position and end) and whose position has been the same for
+    ``threshold_s`` (``still``: since when each has been where it is)."""
+    return [p for p, (position, end) in sorted(positions.items()) if end > position and now - still[p][1] >= threshold_s]
 
 
 def lagging(lag: dict[int, int]) -> str:
@@ -147,7 +161,7 @@ def lagging(lag: dict[int, int]) -> str:
 
 
 def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: float,
-                   transactions: Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
+                   transactions: Callable[[], list[dict[str, Any]]], stall_s: float) -> dict[str, Any]:
     """``wait_for_zero_lag`` for the group of every subject (one per version of a matrix) within one deadline. Returns
     drain.json's account: ``drained`` or ``timed out`` (every group still lagging named in the ``summary``, with its
     ``stalled`` partitions), and the seconds waited."""
@@ -162,7 +176,7 @@ def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: 
 
         left = max(1.0, timeout_s - (time.monotonic() - started))
         try:
-            wait_for_zero_lag(bootstrap, subject.app_id, topic, left, instances=view, diagnose=why)
+            wait_for_zero_lag(bootstrap, subject.app_id, topic, left, instances=view, diagnose=why, stall_s=stall_s)
         except DrainTimeout as exc:
             log.warning("%s", exc)
             summaries.append(f"{subject.name} (group {subject.app_id}): {exc}" if subject.name else str(exc))
@@ -180,8 +194,8 @@ def summary(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved
              f"{timeout_s:.0f} s (param drain_timeout_s); the lag {'moved' if moved else 'did not move'} during the "
              f"wait; per partition: " + lagging(lag)]
     if stalled:
-        lines.append(f"stalled: partition(s) {', '.join(map(str, stalled))} of {topic}: their committed offset did not "
-                     "move during the whole wait while records remained")
+        lines.append(f"stalled: partition(s) {', '.join(map(str, stalled))} of {topic}: their committed offset has not "
+                     "moved for the drain's stall time (stall_timeout_s) while records remained")
     if facts.get("internal"):
         lines.append("and on the topics it writes and reads back: "
                      + ", ".join(f"{name}={n}" for name, n in sorted(facts["internal"].items())))

@@ -303,7 +303,8 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
                        "backlog_allowed": plan["allow_backlog"]}
             with settings_in_env(settings):
                 outcome.update(drain_subjects(instances, bootstrap, topic, outcome["timeout_s"],
-                                              lambda: open_transactions(plan["kafka_version"], bootstrap, settings)))
+                                              lambda: open_transactions(plan["kafka_version"], bootstrap, settings),
+                                              plan["stall_timeout_s"]))
             rundir.write_json(run_dir / rundir.DRAIN, outcome)
             if outcome["status"] != "drained":
                 log.warning("the drain timed out; the checker judges what the app committed (%d stalled partition(s))",

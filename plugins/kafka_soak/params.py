@@ -157,8 +157,12 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
     "drain_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
                         "description": "How long the drain waits for the app to catch up. Then the run is judged on "
                                        "what the app committed: the input past its group's committed offsets is "
-                                       "unprocessed, and a partition whose committed offset did not move during the "
-                                       "whole wait while it lagged is stalled."},
+                                       "unprocessed, and a lagging partition whose committed offset has not moved "
+                                       "for stall_timeout_s is stalled."},
+    "stall_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
+                        "description": "How long a partition's committed offset may stay put while records remain "
+                                       "before a drain that times out calls it stalled (the whole drain, if "
+                                       "shorter); one that moved but did not finish is a backlog (unprocessed)."},
     "allow_backlog": {"type": "boolean",
                       "description": "Whether input the app had not committed when the drain ended (anomaly "
                                      "unprocessed) is counted and shown without failing the run, for a scenario that "
@@ -228,7 +232,7 @@ DEFAULTS: dict[str, Any] = {
     "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
     "bug": "none", "bug_every": 1000, "crash_probability": 0, "restart": "never", "restart_backoff_s": 1,
     "session_timeout_ms": 45_000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
-    "allow_backlog": False,
+    "allow_backlog": False, "stall_timeout_s": 120,
     "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
     "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_profile": {}, "app_env": {},
     "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
@@ -291,6 +295,7 @@ class RunPlan:
     health_allowance: int
     drain_timeout_s: int
     allow_backlog: bool
+    stall_timeout_s: int
     backend: str
     kafka_version: str
     runtime: str
@@ -390,6 +395,7 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
                    session_timeout_ms=values["session_timeout_ms"], seed=values["seed"],
                    health_allowance=values["health_allowance"],
                    drain_timeout_s=values["drain_timeout_s"], allow_backlog=values["allow_backlog"],
+                   stall_timeout_s=values["stall_timeout_s"],
                    **{name: values[name] for name in DEPLOYMENT})
 
 
