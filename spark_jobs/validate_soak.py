@@ -186,7 +186,8 @@ def label(subject: dict[str, Any]) -> str:
         return f"{subject['name']} ({what})"  # <topic>@<version> in a matrix of the app's versions
     if subject.get("design"):
         return f"design {subject['design']}"
-    return f"Kafka Streams {subject['version']}" if subject.get("version") else "the app"
+    control = f" ({subject['variant']})" if subject.get("variant") else ""
+    return f"Kafka Streams {subject['version']}{control}" if subject.get("version") else "the app"
 
 
 def health_owner(subject: dict[str, Any], subjects: list[dict[str, Any]]) -> str | None:

@@ -86,6 +86,10 @@ MALFORMED = [
     ({"app": "bash"}, "param app: 'bash' is not one of ['worker', 'streams']"),
     ({"app": "streams", "bug": "drop"}, "bug: 'drop' is a switch of the reference worker"),
     ({"streams_versions": ["3.4.0"]}, "streams_versions: a version matrix runs the Kafka Streams reference app"),
+    ({"app": "streams", "variants": [{"name": "x; rm"}]}, "param variants: 'x; rm' does not match"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"k": {"nested": 1}}}]}, "param variants:"),
+    ({"allow_backlog": "yes"}, "param allow_backlog: 'yes' is not of type 'boolean'"),
+    ({"stall_timeout_s": 1}, "param stall_timeout_s: 1 is less than the minimum of 10"),
 ]
 
 # What only the deployment sets: a trigger conf that changes it is refused, naming the param.

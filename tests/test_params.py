@@ -139,6 +139,53 @@ def test_a_quota_on_app_id_is_one_quota_per_application_id_of_the_run():
 
 
 
+def test_controls_run_beside_each_version_with_settings_of_their_own(tmp_path):
+    """soak_quota_eos's controls: the same app with a longer transaction timeout, and one without the quota, beside
+    each version; each its own application id, topics, instances and verdict label; the quota's {app_id} skips the
+    control that runs without it; the control's setting reaches its JVM last."""
+    import validate_soak
+
+    from kafka_soak import subjects
+    from kafka_soak.backends.cluster import Cluster
+    from kafka_soak.instances import Instances
+
+    quota = {"client_id": "{app_id}-1-StreamThread-1-producer", "producer_byte_rate": 35000}
+    variants = [{"name": "txn-60s", "streams_config": {"producer.transaction.timeout.ms": 60000}},
+                {"name": "no-quota", "quotas": False}]
+    plan = params.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "variants": variants,
+                         "instances": 1, "program": "1", "quotas": [quota]}, app_id="q").as_dict()
+    names = ["3.8.1", "3.8.1-txn-60s", "3.8.1-no-quota", "4.3.1", "4.3.1-txn-60s", "4.3.1-no-quota"]
+    assert subjects.matrix(plan) == names
+    assert [q["client_id"] for q in plan["quotas"]] == [f"q-{n}-1-StreamThread-1-producer" for n in names
+                                                        if not n.endswith("no-quota")]
+    topics = {role: f"t.{role}" for role in subjects.topics(plan)}
+    built = subjects.build(plan, "q", topics)
+    assert [(s.name, s.app_id, s.version, s.variant, s.output) for s in built][:3] == [
+        ("3.8.1", "q-3.8.1", "3.8.1", "", "t.output.3.8.1"),
+        ("3.8.1-txn-60s", "q-3.8.1-txn-60s", "3.8.1", "txn-60s", "t.output.3.8.1-txn-60s"),
+        ("3.8.1-no-quota", "q-3.8.1-no-quota", "3.8.1", "no-quota", "t.output.3.8.1-no-quota")]
+    cluster = Cluster("local", "127.0.0.1:1", topics, subjects=[s.as_dict() for s in built])
+    instances = Instances(tmp_path, cluster, {**plan, "runtime": "docker"}, built)
+    command = instances.command(built[1], 1, 0)
+    assert command[command.index("--config") + 1] == "producer.transaction.timeout.ms=60000"
+    assert "--config" not in instances.command(built[0], 1, 0)
+    assert validate_soak.label(subjects.judged(cluster.as_dict())[1]) == "Kafka Streams 3.8.1 (txn-60s)"
+
+
+@pytest.mark.parametrize("conf, fragment", [
+    ({"app": "worker", "variants": [{"name": "x"}]}, "variants: run beside the Kafka Streams reference app"),
+    ({"app": "streams", "variants": [{"name": "x"}, {"name": "x"}]}, "variants: ['x', 'x'] names a variant twice"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"application.id": "other"}}]},
+     "variants: x: streams_config 'application.id' is the run's to set"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"a.b": "1;c=2"}}]},
+     "variants: x: streams_config 'a.b': '1;c=2' holds ';', '=' or a line break"),
+])
+def test_controls_that_cannot_run_are_refused(conf, fragment):
+    with pytest.raises(params.ParamsError) as err:
+        params.check(conf)
+    assert fragment in str(err.value)
+
+
 @pytest.mark.parametrize("conf, fragment", [
     ({"workflow_designs": ["ktable-self-join", "single-writer"]},
      "workflow_designs: compares designs of the workflow engine (set topology to 'workflow')"),

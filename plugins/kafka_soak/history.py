@@ -60,7 +60,8 @@ def app_label(plan: dict[str, Any]) -> str:
     if plan.get("app") == "streams":
         versions = plan.get("streams_versions") or [plan.get("streams_version", "")]
         designs = f" workflow ({', '.join(plan['workflow_designs'])})" if plan.get("topology") == "workflow" else ""
-        return f"Kafka Streams {', '.join(versions)}{designs}"
+        controls = f" with controls {', '.join(v['name'] for v in plan['variants'])}" if plan.get("variants") else ""
+        return f"Kafka Streams {', '.join(versions)}{designs}{controls}"
     return plan.get("app", "")
 
 

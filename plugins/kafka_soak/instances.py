@@ -104,11 +104,12 @@ class Instances:
         if self.plan["app_command"]:
             values = contract(self.cluster, subject, instance, step)
             return [part.format_map(values) for part in self.plan["app_command"]]
+        config = run_subjects.variant_config(self.plan, subject.variant)
         if subject.version and self.plan["runtime"] == "docker":
-            return streams.options(self.plan, streams.CONTAINER_STATE_DIR, subject.design)
+            return streams.options(self.plan, streams.CONTAINER_STATE_DIR, subject.design, config)
         if subject.version:
             return streams.command(self.plan, subject.version, self.run_dir / "state" / subject.process(instance),
-                                   subject.design)
+                                   subject.design, config)
         if self.plan["runtime"] == "docker":
             return self.worker_args(subject, instance, step)
         return python_command("kafka_soak.app.worker", *self.worker_args(subject, instance, step))

@@ -69,6 +69,17 @@ PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
                                         "side by side with the others, on the same input, toggled by the same program "
                                         "steps, and gets its own verdict; the report shows version x status x "
                                         "anomalies. Empty: streams_version alone."},
+    "variants": {"type": "array", "maxItems": 3, "items": {
+        "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+            "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}$"},
+            "streams_config": {"type": "object", "maxProperties": 20,
+                               "propertyNames": {"pattern": r"^[a-z][a-z0-9._-]{0,99}$"},
+                               "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}},
+            "quotas": {"type": "boolean"}}},
+                 "description": "app=streams: controls that run side by side with each version, on the same input "
+                                "and program: each {name, streams_config (Kafka Streams settings of its own, e.g. "
+                                "producer.transaction.timeout.ms), quotas (false: the run's {app_id} quotas skip "
+                                "it)}, with its own application id (<app_id>-<version>-<name>) and verdict."},
     "topology": {"type": "string", "enum": list(TOPOLOGIES),
                  "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
                                 "(the KAFKA-14172/14624 reproductions); workflow: a workflow engine whose executions "
@@ -225,7 +236,8 @@ PARAM_SCHEMAS = {name: {"$schema": SCHEMA_DRAFT, **schema} for name, schema in P
 DEFAULTS: dict[str, Any] = {
     "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
     "brokers": 1, "kafka_version": DEFAULT_KAFKA_VERSION,
-    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "streams_versions": [], "topology": "id-assignment",
+    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "streams_versions": [], "variants": [],
+    "topology": "id-assignment",
     "workflow_designs": ["ktable-self-join"], "parallel_tasks": 3, "threads": 1,
     "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2, "commit_interval_ms": 100, "state_write_bytes": 0,
     "standbys": 0,
@@ -247,7 +259,7 @@ DEPLOYER_ONLY = tuple(name for name in DEPLOYMENT if name not in ("kafka_version
 WHERE_DEPLOYER_SETS = ("the scenario file (dags/scenarios/<dag_id>.yaml), SOAK_PARAM_DEFAULTS, or a value listed for it "
                        "in SOAK_TRIGGER_ALLOW")
 # Params of the Kafka Streams app (RunPlan fields of the same names).
-APP_SETTINGS = ("app", "streams_version", "streams_versions", "topology", "workflow_designs", "parallel_tasks",
+APP_SETTINGS = ("app", "streams_version", "streams_versions", "variants", "topology", "workflow_designs", "parallel_tasks",
                 "threads", "acceptable_recovery_lag",
                 "max_warmup_replicas", "commit_interval_ms", "state_write_bytes")
 PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
@@ -272,6 +284,7 @@ class RunPlan:
     app: str
     streams_version: str
     streams_versions: list[str]
+    variants: list[dict[str, Any]]
     topology: str
     workflow_designs: list[str]
     parallel_tasks: int
@@ -427,9 +440,33 @@ def split(conf: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str,
 
 
 # Params of the reference apps alone: a team's own app takes its settings from its profile's client_properties.
-REFERENCE_ONLY = ("app", "streams_version", "streams_versions", "topology", "workflow_designs", "parallel_tasks",
+REFERENCE_ONLY = ("app", "streams_version", "streams_versions", "variants", "topology", "workflow_designs", "parallel_tasks",
                   "threads", "acceptable_recovery_lag", "max_warmup_replicas", "state_write_bytes", "standbys",
                   "cache_entries", "bug", "bug_every", "crash_probability", "session_timeout_ms")
+
+
+# Kafka Streams settings the run decides for every app it runs (a variant may not change them).
+RUN_STREAMS_CONFIG = ("application.id", "bootstrap.servers", "client.id", "state.dir", "processing.guarantee")
+
+
+def variant_errors(values: dict[str, Any]) -> list[str]:
+    """Controls run beside each version of the Kafka Streams reference app, with settings of their own."""
+    if values["app"] != "streams" or values["app_command"]:
+        return ["variants: run beside the Kafka Streams reference app (set app to 'streams' and leave app_command "
+                "empty)"]
+    if len(values["workflow_designs"]) > 1:
+        return ["variants: a run compares either designs of the workflow engine or variants, not both"]
+    names = [v["name"] for v in values["variants"]]
+    errors = [f"variants: {names} names a variant twice"] if len(set(names)) != len(names) else []
+    for variant in values["variants"]:
+        for key, value in variant.get("streams_config", {}).items():
+            if key in RUN_STREAMS_CONFIG:
+                errors.append(f"variants: {variant['name']}: streams_config {key!r} is the run's to set (allowed: any "
+                              f"other Kafka Streams setting)")
+            elif any(c in str(value) for c in ";\n="):
+                errors.append(f"variants: {variant['name']}: streams_config {key!r}: {value!r} holds ';', '=' or a line "
+                              "break")
+    return errors
 
 
 def app_errors(values: dict[str, Any]) -> list[str]:
@@ -439,6 +476,10 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["streams_versions"] and (values["app"] != "streams" or values["app_command"]):
         return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
                 "leave app_command empty)"]
+    if values["variants"]:
+        errors = variant_errors(values)
+        if errors:
+            return errors
     if values["topology"] != "id-assignment" and (values["app"] != "streams" or values["app_command"]):
         return [f"topology: {values['topology']!r} is a topology of the Kafka Streams reference app (set app to "
                 "'streams' and leave app_command empty)"]
@@ -484,7 +525,7 @@ def expand_quotas(values: dict[str, Any], app_id: str) -> list[dict[str, Any]]:
     for quota in values["quotas"]:
         if APP_ID in quota["client_id"]:
             expanded += [{**quota, "client_id": quota["client_id"].replace(APP_ID, app)}
-                         for app in subjects.app_ids(values, app_id)]
+                         for app in subjects.quoted_app_ids(values, app_id)]
         else:
             expanded.append(quota)
     return expanded

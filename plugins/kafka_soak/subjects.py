@@ -35,6 +35,7 @@ class Subject:
     tasks: str = ""  # topology=workflow: the worker's orders
     results: str = ""  # topology=workflow: the worker's results
     outputs: list[dict[str, Any]] = field(default_factory=list)  # app_profile: its judged outputs (``judged``)
+    variant: str = ""  # app=streams: the control it runs as (param variants), "" for the scenario's own settings
 
     @property
     def contract(self) -> str:
@@ -79,7 +80,8 @@ def describe(plan: dict[str, Any]) -> str:
     if app == "command":
         return "app_command " + " ".join(plan["app_command"])
     if app == "streams":
-        return (f"Kafka Streams {', '.join(plan['streams_versions'] or [plan['streams_version']])} ({plan['threads']} "
+        controls = "; controls " + ", ".join(v["name"] for v in plan["variants"]) if plan.get("variants") else ""
+        return (f"Kafka Streams {', '.join(plan['streams_versions'] or [plan['streams_version']])}{controls} ({plan['threads']} "
                 f"thread(s), {plan['standbys']} standby(s), acceptable.recovery.lag {plan['acceptable_recovery_lag']}), "
                 + topology(plan))
     return "the reference worker"
@@ -95,7 +97,20 @@ def matrix(plan: dict[str, Any]) -> list[str]:
         return []
     if design_matrix(plan):
         return list(plan["workflow_designs"])
+    if plan.get("variants"):
+        return [name for version in versions(plan)
+                for name in (version, *(variant_name(version, v["name"]) for v in plan["variants"]))]
     return list(plan["streams_versions"])
+
+
+def variant_name(version: str, variant: str) -> str:
+    """A control's name in a matrix (and in its topics, application id and instances): ``<version>-<variant>``."""
+    return f"{version}-{variant}"
+
+
+def variant_config(plan: dict[str, Any], variant: str) -> dict[str, Any]:
+    """The Kafka Streams settings of a control (none for the scenario's own app)."""
+    return next((v.get("streams_config", {}) for v in plan.get("variants") or [] if v["name"] == variant), {})
 
 
 def workflow(plan: dict[str, Any]) -> bool:
@@ -185,12 +200,12 @@ def version_app_id(app_id: str, version: str) -> str:
 
 def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subject]:
     """The subjects of a run whose topics are ``names`` (``{role: topic}``, as provisioned)."""
-    def subject(name: str, version: str, design: str) -> Subject:
+    def subject(name: str, version: str, design: str, variant: str = "") -> Subject:
         suffix = f".{name}" if name else ""
         topics = {role: names[f"{role}{suffix}"] for role in (*WORKFLOW_TOPICS, "output", "assertions")
                   if f"{role}{suffix}" in names}
         return Subject(name, version_app_id(app_id, name) if name else app_id, version,
-                       design=design if workflow(plan) else "", **topics)
+                       design=design if workflow(plan) else "", variant=variant, **topics)
 
     app = profile(plan)
     if app is not None:
@@ -203,6 +218,10 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
     designs = plan.get("workflow_designs") or [""]
     if design_matrix(plan):
         return [subject(d, versions(plan)[0], d) for d in designs]
+    if plan.get("variants"):
+        return [subject(name, version, designs[0], variant) for version in versions(plan)
+                for name, variant in ((version, ""), *((variant_name(version, v["name"]), v["name"])
+                                                         for v in plan["variants"]))]
     return [subject(v, v, designs[0]) for v in matrix(plan)] or [subject("", versions(plan)[0], designs[0])]
 
 
@@ -211,6 +230,14 @@ def app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
     app = profile(plan)
     own = app.group_id if app is not None else app_id
     return [version_app_id(own, v) for v in matrix(plan)] or [own]
+
+
+def quoted_app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
+    """The application ids a quota's ``{app_id}`` names: every subject's but a control's that runs without the run's
+    quotas (``quotas: false``)."""
+    unquoted = {version_app_id(app_id, variant_name(version, v["name"])) for version in versions(plan)
+                for v in plan.get("variants") or [] if v.get("quotas") is False}
+    return [app for app in app_ids(plan, app_id) if app not in unquoted]
 
 
 def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:

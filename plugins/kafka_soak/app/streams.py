@@ -62,9 +62,10 @@ def cache_max_bytes(plan: dict[str, Any]) -> int:
     return plan["cache_entries"] * plan["partitions"] * STORES * CACHE_ENTRY_BYTES
 
 
-def options(plan: dict[str, Any], state_dir: Path | str, design: str = "") -> list[str]:
-    """An instance's options: what the originals varied, and the topology (with the workflow engine's ``design``).
-    The run's names reach it through the data contract's ``SOAK_*`` environment."""
+def options(plan: dict[str, Any], state_dir: Path | str, design: str = "", config: dict[str, Any] | None = None) -> list[str]:
+    """An instance's options: what the originals varied, the topology (with the workflow engine's ``design``), and a
+    control's own Kafka Streams settings (``config``, param variants). The run's names reach it through the data
+    contract's ``SOAK_*`` environment."""
     values = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
@@ -72,15 +73,18 @@ def options(plan: dict[str, Any], state_dir: Path | str, design: str = "") -> li
               "session-timeout-ms": plan["session_timeout_ms"], "topology": plan["topology"]}
     if design:
         values.update({"design": design, "parallel-tasks": plan["parallel_tasks"]})
+    if config:
+        values["config"] = ";".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in config.items())
     return [part for name, value in values.items() for part in (f"--{name}", str(value))]
 
 
-def command(plan: dict[str, Any], version: str, state_dir: Path, design: str = "") -> list[str]:
+def command(plan: dict[str, Any], version: str, state_dir: Path, design: str = "",
+            config: dict[str, Any] | None = None) -> list[str]:
     """The JVM of one instance on this machine."""
     target, _ = build(version)
     return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             "-cp", f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}", MAIN_CLASS,
-            *options(plan, state_dir, design)]
+            *options(plan, state_dir, design, config)]
 
 
 def image(version: str) -> str:

@@ -42,7 +42,7 @@ public final class SoakStreamsApp {
         Map.entry("acceptable-recovery-lag", "10000"), Map.entry("max-warmup-replicas", "2"),
         Map.entry("commit-interval-ms", "100"), Map.entry("partitions", "1"), Map.entry("state-dir", "state"),
         Map.entry("blob-bytes", "0"), Map.entry("session-timeout-ms", "45000"), Map.entry("topology", "id-assignment"),
-        Map.entry("design", WorkflowTopology.SELF_JOIN), Map.entry("parallel-tasks", "3"));
+        Map.entry("design", WorkflowTopology.SELF_JOIN), Map.entry("parallel-tasks", "3"), Map.entry("config", ""));
     static final AtomicLong PROCESSED = new AtomicLong();
     static final AtomicLong BROKEN = new AtomicLong();
 
@@ -154,6 +154,13 @@ public final class SoakStreamsApp {
         int session = Integer.parseInt(options.get("session-timeout-ms"));
         props.put("main.consumer.session.timeout.ms", String.valueOf(session));
         props.put("main.consumer.heartbeat.interval.ms", String.valueOf(Math.min(3000, session / 3)));
+        // A variant's own Kafka Streams settings ("name=value;..."), last: they win over the above.
+        for (String pair : options.get("config").split(";")) {
+            if (!pair.isBlank()) {
+                String[] parts = pair.split("=", 2);
+                props.put(parts[0], parts.length > 1 ? parts[1] : "");
+            }
+        }
         return props;
     }
 
