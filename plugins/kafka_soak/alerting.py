@@ -93,7 +93,8 @@ def drain_lines(drain: dict[str, Any]) -> list[str]:
     """A drain that timed out, in the alert's first lines: which partitions stalled and the lag it left."""
     if drain.get("status") != "timed out":
         return []
-    return [line for line in drain.get("summary", "").splitlines() if line.startswith(("drain timed out", "stalled"))]
+    return [line for line in drain.get("summary", "").splitlines()
+            if "drain timed out:" in line or line.startswith("stalled:")]
 
 
 def details(verdict: dict[str, Any]) -> list[str]:

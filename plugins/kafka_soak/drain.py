@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafka_soak import java_client, kafka_io
@@ -25,6 +26,7 @@ from kafka_soak.backends import Backend, kafka_jars
 from kafka_soak.instances import Instances
 from kafka_soak.rundir import journal
 from kafka_soak.steps import set_broker
+from kafka_soak.subjects import Subject
 
 log = logging.getLogger(__name__)
 
@@ -162,21 +164,27 @@ def lagging(lag: dict[int, int]) -> str:
 
 def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: float,
                    transactions: Callable[[], list[dict[str, Any]]], stall_s: float) -> dict[str, Any]:
-    """``wait_for_zero_lag`` for the group of every subject (one per version of a matrix) within one deadline. Returns
-    drain.json's account: ``drained`` or ``timed out`` (every group still lagging named in the ``summary``, with its
-    ``stalled`` partitions), and the seconds waited."""
+    """``wait_for_zero_lag`` for the group of every subject (one per version or control of a matrix) side by side, so
+    each has the whole drain to catch up and to show a stall. Returns drain.json's account: ``drained`` or ``timed
+    out`` (every group still lagging named in the ``summary``, with its ``stalled`` partitions), and the seconds
+    waited."""
     started = time.monotonic()
-    summaries: list[str] = []
-    stalled: list[dict[str, Any]] = []
-    for subject in instances.subjects:
+
+    def drain(subject: Subject) -> None:
         view = instances.only(subject)
 
-        def why(lag: dict[int, int], moved: bool, view: Instances = view, group: str = subject.app_id) -> dict[str, Any]:
-            return diagnose(bootstrap, group, topic, view, transactions)
+        def why(lag: dict[int, int], moved: bool) -> dict[str, Any]:
+            return diagnose(bootstrap, subject.app_id, topic, view, transactions)
 
-        left = max(1.0, timeout_s - (time.monotonic() - started))
+        wait_for_zero_lag(bootstrap, subject.app_id, topic, timeout_s, instances=view, diagnose=why, stall_s=stall_s)
+
+    with ThreadPoolExecutor(len(instances.subjects), thread_name_prefix="drain") as pool:
+        waits = [(subject, pool.submit(drain, subject)) for subject in instances.subjects]
+    summaries: list[str] = []
+    stalled: list[dict[str, Any]] = []
+    for subject, wait in waits:
         try:
-            wait_for_zero_lag(bootstrap, subject.app_id, topic, left, instances=view, diagnose=why, stall_s=stall_s)
+            wait.result()
         except DrainTimeout as exc:
             log.warning("%s", exc)
             summaries.append(f"{subject.name} (group {subject.app_id}): {exc}" if subject.name else str(exc))
