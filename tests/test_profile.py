@@ -116,6 +116,12 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
     lines = dict(line.split("=", 1) for line in instances.properties(old, 1).splitlines())
     assert lines["application.id"] == "orders-enricher-3.8.1" and lines["client.id"] == "orders-enricher-3.8.1-1"
     assert lines["state.dir"] == str(tmp_path / "state" / "instance-1@3.8.1")
+    # in containers, each version's own image
+    from kafka_soak import preflight
+
+    boxed = params.check({"runtime": "docker", "app_profile": {**versioned, "image": "team/orders:{version}",
+                                                               "command": versioned["command"][3:]}})
+    assert [image for image, _param, _how in preflight.app_images(boxed)] == ["team/orders:3.8.1", "team/orders:4.3.1"]
     # a single version fills {version} and runs one app, under the profile's own group
     single = params.check({"app_profile": {**versioned, "versions": ["4.3.1"]}}).as_dict()
     [only] = subjects.build(single, "dag-app", topic_names(subjects.topics(single), "p", subjects.app_names(single),
