@@ -292,7 +292,8 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
                                                              "health_allowance": health["allowance"]}, judged)
     outcome = verdicts.decide(results, truncated, judged, ("unprocessed",) if drain.get("backlog_allowed") else ())
     records = {role: counts[role] for role in ("input", "output", "assertions") if role in counts}
-    records.update(expected_input=args.expected_records, unprocessed=unprocessed)
+    # the input topic's records: those judged (the app committed them) and the unprocessed rest
+    records.update(input=counts["input"] + unprocessed, expected_input=args.expected_records, unprocessed=unprocessed)
     if contract == contracts.WORKFLOW:
         records.update({"execution_versions": counts["executions"], "executions": rows["executions"]})
     elif contract == contracts.ID_ASSIGNMENT:

@@ -342,7 +342,7 @@ def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):
                                      {"stalled": [stall], "backlog_allowed": True})
     assert (outcome["status"], outcome["inconclusive_reasons"]) == ("failed", [])
     assert {k: v for k, v in outcome["anomalies"].items() if v} == {"stalled": 1, "unprocessed": 3}
-    assert outcome["records"]["input"] == 5 and outcome["records"]["unprocessed"] == 3
+    assert outcome["records"]["input"] == 8 and outcome["records"]["unprocessed"] == 3
     assert outcome["samples"]["stalled"] == [{"partition": 0, "committed": 5, "end": 8, "since": 100.0,
                                               "owner": "orders-enricher-1"}]
     backlog, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "backlog", positions,

@@ -53,7 +53,7 @@ def test_a_run_that_breaks_down_leaves_no_container(docker_engine, docker_conf, 
     made."""
     code, run_dir, verdict = soak(runs_dir, app_command=["--no-such-flag"], drain_timeout_s=10, **docker_conf)
     assert code == 1 and verdict["status"] == "failed" and verdict["anomalies"]["stalled"] == 4, verdict
-    assert verdict["anomalies"]["app_health"] > 0 and verdict["records"]["input"] == 0
+    assert verdict["anomalies"]["app_health"] > 0 and verdict["records"]["unprocessed"] == verdict["records"]["input"]
     assert docker_engine.run_containers(run_dir) == []
     assert "error: the following arguments are required" in (run_dir / "logs" / f"{DAG_ID}-app-1.0.log").read_text()
     assert "FAILED: app_health=" in last_alert(runs_dir)["message"]
