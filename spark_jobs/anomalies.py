@@ -243,11 +243,16 @@ def progress(spark: SparkSession, positions: dict[int, tuple[int, int]], stalls:
     partition's end (``kafka_topics.committed``), the records past it (``unprocessed``), and whether the drain saw it
     stall (``stalls``: drain.json's, of this group)."""
     stalled = {s["partition"]: s for s in stalls}
-    rows = json.dumps([{"partition": p, "committed": committed, "end": end, "unprocessed": max(0, end - committed),
+    rows = json.dumps([{"partition": p, "committed": committed, "end": end, "unprocessed": unprocessed({p: (committed, end)}),
                         "stalled": p in stalled, "since": stalled.get(p, {}).get("since"),
                         "owner": stalled.get(p, {}).get("owner")} for p, (committed, end) in sorted(positions.items())])
     parsed = F.from_json(F.lit(rows), f"ARRAY<STRUCT<{PROGRESS_SCHEMA}>>")
     return spark.range(1).select(F.explode(parsed).alias("row")).select("row.*")
+
+
+def unprocessed(positions: dict[int, tuple[int, int]]) -> int:
+    """The input records past the group's committed offsets (``positions``: committed, end per partition)."""
+    return sum(max(0, end - committed) for committed, end in positions.values())
 
 
 def processed(inputs: DataFrame, positions: dict[int, tuple[int, int]]) -> DataFrame:

@@ -286,7 +286,7 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
                 frames["progress"] = anomalies.progress(spark, positions, stalls)
     judged = tuple(name for name in contracts.JUDGED[contract] if owner is not None or name not in contracts.PER_APP)
     docs_dir = out_dir / rundir.DATA_DOCS
-    unprocessed = sum(max(0, end - committed) for committed, end in positions.values())
+    unprocessed = anomalies.unprocessed(positions)
     # the input topic holds every record: those the app committed, which are judged, and the rest
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records - unprocessed,
                                                              "health_allowance": health["allowance"]}, judged)

@@ -98,13 +98,19 @@ def matrix(plan: dict[str, Any]) -> list[str]:
     if design_matrix(plan):
         return list(plan["workflow_designs"])
     if plan.get("variants"):
-        return [name for version in versions(plan)
-                for name in (version, *(variant_name(version, v["name"]) for v in plan["variants"]))]
+        return [name for name, _version, _variant in controlled(plan)]
     return list(plan["streams_versions"])
 
 
+def controlled(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(name, version, variant)`` of every app of a run with controls (param variants): each version as itself, then
+    each of its controls as ``<version>-<variant>`` (its name in topics, application id and instances)."""
+    return [app for version in versions(plan)
+            for app in ((version, version, ""), *((variant_name(version, v["name"]), version, v["name"])
+                                                   for v in plan["variants"]))]
+
+
 def variant_name(version: str, variant: str) -> str:
-    """A control's name in a matrix (and in its topics, application id and instances): ``<version>-<variant>``."""
     return f"{version}-{variant}"
 
 
@@ -219,9 +225,7 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
     if design_matrix(plan):
         return [subject(d, versions(plan)[0], d) for d in designs]
     if plan.get("variants"):
-        return [subject(name, version, designs[0], variant) for version in versions(plan)
-                for name, variant in ((version, ""), *((variant_name(version, v["name"]), v["name"])
-                                                         for v in plan["variants"]))]
+        return [subject(name, version, designs[0], variant) for name, version, variant in controlled(plan)]
     return [subject(v, v, designs[0]) for v in matrix(plan)] or [subject("", versions(plan)[0], designs[0])]
 
 
@@ -235,9 +239,10 @@ def app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
 def quoted_app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
     """The application ids a quota's ``{app_id}`` names: every subject's but a control's that runs without the run's
     quotas (``quotas: false``)."""
-    unquoted = {version_app_id(app_id, variant_name(version, v["name"])) for version in versions(plan)
-                for v in plan.get("variants") or [] if v.get("quotas") is False}
-    return [app for app in app_ids(plan, app_id) if app not in unquoted]
+    unquoted = {v["name"] for v in plan.get("variants") or [] if v.get("quotas") is False}
+    skipped = {version_app_id(app_id, name) for name, _version, variant in controlled(plan) if variant in unquoted} \
+        if unquoted else set()
+    return [app for app in app_ids(plan, app_id) if app not in skipped]
 
 
 def client_ids(plan: dict[str, Any], app_id: str) -> list[str] | None:
