@@ -115,11 +115,14 @@ def _rows(frame: DataFrame) -> list[dict[str, Any]]:
     return [row.asDict() for row in frame.collect()]
 
 
-def build(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str]) -> dict[str, Any]:
+def build(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str],
+          inputs: DataFrame | None = None) -> dict[str, Any]:
     """``{"produced": [{t, n}], "committed": [{t, instance, n}], "anomalies": {name: {"per_second": [...],
-    "events": [...]}}}``; ``t`` in epoch seconds. ``history``: the topics as read; ``frames``: the checker's
-    frames; ``found``: the anomalies the verdict counted."""
-    produced = history["input"].groupBy(_second("ts").alias("t")).agg(F.count("*").alias("n")).orderBy("t")
+    "events": [...]}}}``; ``t`` in epoch seconds. ``history``: the topics as read (its input: what the app committed,
+    which was judged); ``frames``: the checker's frames; ``found``: the anomalies the verdict counted; ``inputs``: the
+    whole input, whose production the axis shows (default: the history's)."""
+    produced = ((history["input"] if inputs is None else inputs).groupBy(_second("ts").alias("t"))
+                .agg(F.count("*").alias("n")).orderBy("t"))
     committed = (history["output"].groupBy(_second("kafka_ts").alias("t"), "instance").agg(F.count("*").alias("n"))
                  .orderBy("t", "instance"))
     anomalies: dict[str, dict[str, list[dict[str, Any]]]] = {}

@@ -137,13 +137,14 @@ def plain(value: Any) -> Any:
 
 
 def write_timeline(judged: dict[str, tuple[dict[str, DataFrame], dict[str, DataFrame]]], found: dict[str, set[str]],
-                   out_dir: Path) -> None:
-    """``timeline.json`` for the soak report (a matrix: every version's output and anomalies on one axis). Written
+                   out_dir: Path, inputs: DataFrame) -> None:
+    """``timeline.json`` for the soak report (a matrix: every version's output and anomalies on one axis, under the
+    whole ``inputs``' production, unprocessed records included). Written
     after the verdict: a report's data must never cost a run its verdict, so a failure here is recorded in the
     file and logged, not raised."""
     started = time.monotonic()
     try:
-        data = timeline.merge({name: timeline.build(history, frames, found[name])
+        data = timeline.merge({name: timeline.build(history, frames, found[name], inputs)
                                for name, (history, frames) in judged.items()})
     except Exception as exc:  # the verdict is already on disk: say what the report lacks, keep the exit code
         log.warning("timeline for the report could not be computed: %s", exc)
@@ -364,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         log.info("  %s: %s, anomalies %s", row["label"], row["status"].upper(),
                  {k: v for k, v in row["anomalies"].items() if v} or "none")
     write_timeline({name: parts for name, (_, parts) in judged.items()},
-                   {name: {k for k, n in v["anomalies"].items() if n} for name, v in outcomes.items()}, args.out_dir)
+                   {name: {k for k, n in v["anomalies"].items() if n} for name, v in outcomes.items()}, args.out_dir,
+                   inputs)
     spark.stop()
     return verdicts.EXIT_CODES[outcome["status"]]
 

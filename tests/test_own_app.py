@@ -77,6 +77,9 @@ def test_an_app_that_stops_making_progress_is_stalled_and_judged_on_what_it_comm
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"stalled": 1, "unprocessed": records["unprocessed"]}
     assert records["output"] == judged, "each committed order once in the output"
     assert "order 600 read; waiting forever" in (run_dir / "logs" / "orders-py-1.0.log").read_text()
+    timeline = json.loads((run_dir / "timeline.json").read_text())
+    assert sum(r["n"] for r in timeline["produced"]) == 1500, "the time axis shows the whole input, unprocessed too"
+    assert [e["partition"] for e in timeline["anomalies"]["stalled"]["events"]] == [0]
     report = (run_dir / "report.html").read_text()
     assert 'id="drain-timeout"' in report and "partition 0 of group <code>orders-py</code>" in report
     alert = next(a for a in alerts(runs_dir) if a["run_dir"] == str(run_dir))
