@@ -227,12 +227,16 @@ def aggregates(inputs: DataFrame, table: DataFrame, function: str, field: str, i
 
 
 def incidents(spark: SparkSession, health: dict[str, Any]) -> DataFrame:
-    """``health.json``'s incidents as the frame of suite ``app_health``. Parsed from one JSON literal by the JVM:
-    a frame made from Python rows would start Python workers (seconds of CPU) for a handful of rows."""
-    rows = json.dumps([{k: i.get(k) for k in ("kind", "instance", "at", "what", "log")}
-                       for i in health.get("incidents", [])])
-    parsed = F.from_json(F.lit(rows), f"ARRAY<STRUCT<{INCIDENT_SCHEMA}>>")
-    return spark.range(1).select(F.explode(parsed).alias("incident")).select("incident.*")
+    """``health.json``'s incidents as the frame of suite ``app_health`` (``small_frame``)."""
+    return small_frame(spark, [{k: i.get(k) for k in ("kind", "instance", "at", "what", "log")}
+                               for i in health.get("incidents", [])], INCIDENT_SCHEMA)
+
+
+def small_frame(spark: SparkSession, rows: list[dict[str, Any]], schema: str) -> DataFrame:
+    """A handful of rows as a frame, parsed from one JSON literal by the JVM: a frame made from Python rows would start
+    Python workers (seconds of CPU) for them."""
+    parsed = F.from_json(F.lit(json.dumps(rows)), f"ARRAY<STRUCT<{schema}>>")
+    return spark.range(1).select(F.explode(parsed).alias("row")).select("row.*")
 
 
 PROGRESS_SCHEMA = "partition INT, committed LONG, end LONG, unprocessed LONG, stalled BOOLEAN, since DOUBLE, owner STRING"
@@ -243,11 +247,10 @@ def progress(spark: SparkSession, positions: dict[int, tuple[int, int]], stalls:
     partition's end (``kafka_topics.committed``), the records past it (``unprocessed``), and whether the drain saw it
     stall (``stalls``: drain.json's, of this group)."""
     stalled = {s["partition"]: s for s in stalls}
-    rows = json.dumps([{"partition": p, "committed": committed, "end": end, "unprocessed": unprocessed({p: (committed, end)}),
-                        "stalled": p in stalled, "since": stalled.get(p, {}).get("since"),
-                        "owner": stalled.get(p, {}).get("owner")} for p, (committed, end) in sorted(positions.items())])
-    parsed = F.from_json(F.lit(rows), f"ARRAY<STRUCT<{PROGRESS_SCHEMA}>>")
-    return spark.range(1).select(F.explode(parsed).alias("row")).select("row.*")
+    return small_frame(spark, [{"partition": p, "committed": committed, "end": end,
+                                "unprocessed": unprocessed({p: (committed, end)}), "stalled": p in stalled,
+                                "since": stalled.get(p, {}).get("since"), "owner": stalled.get(p, {}).get("owner")}
+                               for p, (committed, end) in sorted(positions.items())], PROGRESS_SCHEMA)
 
 
 def unprocessed(positions: dict[int, tuple[int, int]]) -> int:

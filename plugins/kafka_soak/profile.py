@@ -209,7 +209,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
     errors += version_problems(versions, command, image if isinstance(image, str) else "", where)
     allowed = (*placeholders, PROPERTIES_FILE, *((VERSION,) if versions else ()))
     errors += command_problems(command, set(names), backend, allowed, f"{where}.command",
-                               shared=len(versions) > 1 and {i.get("topic") for i in inputs})
+                               shared={i.get("topic") for i in inputs} if len(versions) > 1 else None)
     return errors
 
 
@@ -296,10 +296,10 @@ def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any]) -> li
 
 
 def command_problems(command: list[str], topics: set[str], backend: str, allowed: tuple[str, ...],
-                     at: str, shared: set[str] | bool = False) -> list[str]:
+                     at: str, shared: set[str] | None = None) -> list[str]:
     """A profile's command may use the ``allowed`` placeholders and ``{topic:NAME}`` of its own topics; on a cluster
-    the run does not own (``external``) every topic must reach it that way, and so must, in a version matrix, every
-    topic but the ``shared`` inputs (each version writes its own)."""
+    the run does not own (``external``) every topic must reach it that way, and so must, in a version matrix (given its
+    ``shared`` inputs), every other topic (each version writes its own)."""
     errors = [f"{at}: {part!r} {problem}; allowed: " + ", ".join(f"{{{p}}}" for p in allowed)
               + ", {topic:NAME} of the profile's topics, without format spec or conversion (write {{ and }} for braces)"
               for part in command if (problem := placeholder_problem(part, allowed, topics))]
@@ -311,7 +311,7 @@ def command_problems(command: list[str], topics: set[str], backend: str, allowed
                       "the run (soak.<dag>.<run>.<name>), so the app must learn each name from its command. An app "
                       "whose topic names are fixed in its code runs where the run owns the cluster (backend local or "
                       "docker)")
-    elif shared is not False and (own := sorted(set(fixed) - set(shared))):
+    elif shared is not None and (own := sorted(set(fixed) - shared)):
         errors.append(f"{at}: takes no {{topic:NAME}} for {own}; in a version matrix each version writes topics of "
                       "its own (<name>.<version>), so the app must learn their names from its command")
     return errors
