@@ -64,27 +64,29 @@ def test_an_app_that_stops_making_progress_is_stalled_and_judged_on_what_it_comm
     suite's back: no program step paused it, so the drain has nothing to resume). The drain times out, the run is
     still judged: the partition stalled, the records past the group's committed offset are unprocessed, and the ones
     before it are each in the output once (none lost)."""
-    code, run_dir, verdict = soak(runs_dir, app_profile=orders_py_profile(hang_at=600), program="1", interval_s=5,
+    # a group of its own: the churn test's check for leftover properties files (soak-orders-py-*) runs beside it
+    hangs = {**orders_py_profile(hang_at=600), "group_id": "orders-py-hangs"}
+    code, run_dir, verdict = soak(runs_dir, app_profile=hangs, program="1", interval_s=5,
                                   records=1500, keys=100, partitions=1, drain_timeout_s=15)
     assert code == 1 and verdict is not None and verdict["status"] == "failed", verdict
     drain = json.loads((run_dir / "drain.json").read_text())
     assert drain["status"] == "timed out" and "stalled: partition(s) 0 of orders" in drain["summary"]
     [stalled] = drain["stalled"]
-    assert (stalled["group"], stalled["partition"], stalled["end"]) == ("orders-py", 0, 1500)
+    assert (stalled["group"], stalled["partition"], stalled["end"]) == ("orders-py-hangs", 0, 1500)
     records = verdict["records"]
     judged = records["input"] - records["unprocessed"]
     assert records["input"] == 1500 and 0 < judged == stalled["committed"] < 600
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"stalled": 1, "unprocessed": records["unprocessed"]}
     assert records["output"] == judged, "each committed order once in the output"
-    assert "order 600 read; waiting forever" in (run_dir / "logs" / "orders-py-1.0.log").read_text()
+    assert "order 600 read; waiting forever" in (run_dir / "logs" / "orders-py-hangs-1.0.log").read_text()
     timeline = json.loads((run_dir / "timeline.json").read_text())
     assert sum(r["n"] for r in timeline["produced"]) == 1500, "the time axis shows the whole input, unprocessed too"
     assert [e["partition"] for e in timeline["anomalies"]["stalled"]["events"]] == [0]
     report = (run_dir / "report.html").read_text()
-    assert 'id="drain-timeout"' in report and "partition 0 of group <code>orders-py</code>" in report
+    assert 'id="drain-timeout"' in report and "partition 0 of group <code>orders-py-hangs</code>" in report
     alert = next(a for a in alerts(runs_dir) if a["run_dir"] == str(run_dir))
     assert alert["message"].startswith(f"soak soak_eos_id_assignment FAILED: stalled=1, unprocessed={records['unprocessed']}")
-    assert alert["details"][0].startswith("drain timed out: the app's group 'orders-py' still lags")
+    assert alert["details"][0].startswith("drain timed out: the app's group 'orders-py-hangs' still lags")
 
 
 def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_each_table_judged(runs_dir):
