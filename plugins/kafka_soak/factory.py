@@ -293,8 +293,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             run_dir = _run_dir()
             instances = _instances(plan, cluster)
             restored = restore_service(instances, backends.create(plan, run_dir), plan["program"])
-            grace_s, grace_reason = fault_grace_s(plan["program"],
-                                                  stop_leaves_group=subjects.kind(plan) in ("worker", "command"))
+            grace_s, grace_reason = fault_grace_s(plan["program"], subjects.stop_leaves_group(plan))
             if grace_reason:
                 log.info("drain: %s", grace_reason)
             bootstrap, topic = cluster["bootstrap_servers"], cluster["topics"]["input"]

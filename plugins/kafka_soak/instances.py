@@ -58,6 +58,7 @@ class Instances:
                  client_settings: dict[str, Any] | None = None) -> None:
         self.run_dir, self.cluster, self.plan, self.subjects = run_dir, cluster, plan, subjects
         self.client_settings = client_settings
+        self.app = run_subjects.profile(plan)  # a team's own app, or None for a reference app or app_command
         self.client_env = kafka_io.settings_env(client_settings)
         self.runtime: Runtime = (
             DockerContainers(run_dir, run_subjects.image("", plan["app_image"])[0], plan["app_env"], plan["docker_url"],
@@ -95,7 +96,7 @@ class Instances:
     def command(self, subject: Subject, instance: int, step: int | str, properties_file: Path | None = None) -> list[str]:
         """The profile's command or ``app_command`` with its placeholders filled, or the reference app: the Kafka
         Streams app's JVM, or the worker (the image's entrypoint with Docker, this interpreter locally)."""
-        app = run_subjects.profile(self.plan)
+        app = self.app
         if app is not None:
             values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file),
                       profiles.VERSION: subject.version}
@@ -119,9 +120,8 @@ class Instances:
         version), ``app_image``, the Kafka Streams app's image of its version, or the reference worker's."""
         if self.plan["runtime"] != "docker":
             return None
-        app = run_subjects.profile(self.plan)
-        if app is not None:
-            return app.image_of(subject.version)
+        if self.app is not None:
+            return self.app.image_of(subject.version)
         return run_subjects.image(subject.version, self.plan["app_image"])[0]
 
     def properties(self, subject: Subject, instance: int) -> str:
@@ -131,7 +131,7 @@ class Instances:
         ``state.dir`` of its own (in the run directory, kept across restarts as on a real host; in a container, the
         container's), its
         ``client_properties``, then what the run decides: the bootstrap servers and the cluster's security settings."""
-        app = run_subjects.profile(self.plan)
+        app = self.app
         assert app is not None
         state = (streams.CONTAINER_STATE_DIR if self.plan["runtime"] == "docker"
                  else str(self.run_dir / "state" / subject.process(instance)))
@@ -173,10 +173,10 @@ class Instances:
                                                            "step": str(step), "log": log_path.name}) \
             if self.plan["restart"] == "on-failure" else None
         private, files, properties_file = None, None, None
-        if run_subjects.kind(self.plan) == "profile" and self.plan["runtime"] == "docker":
+        if self.app is not None and self.plan["runtime"] == "docker":
             properties_file = Path(CONTAINER_PROPERTIES)
             files = {CONTAINER_PROPERTIES: self.properties(subject, instance)}
-        elif run_subjects.kind(self.plan) == "profile":
+        elif self.app is not None:
             private = properties_file = self.write_properties(subject, instance)
         try:
             record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,

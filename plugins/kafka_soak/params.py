@@ -1,6 +1,7 @@
 """A soak run's parameters: JSON schema for Airflow's trigger form and CLI, plus the checks schema can't say.
 
-``PARAM_SCHEMAS`` is what the trigger form and ``airflow dags test -c`` enforce. ``check`` adds the
+``PARAMS`` declares each param once (default, schema, audience); ``PARAM_SCHEMAS``, derived from it, is what the
+trigger form and ``airflow dags test -c`` enforce. ``check`` adds the
 checks that span several params (an instance number above ``instances``, a broker above ``brokers``, params of
 another backend) and resolves the program, so a bad run is refused before anything is
 provisioned, with a message that names the param and what is allowed.
@@ -9,7 +10,7 @@ provisioned, with a message that names the param and what is allowed.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_soak import profile as profiles
@@ -33,237 +34,279 @@ APP_ID = "{app_id}"  # in a quota's client id: each application id of the run
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
 MAX_RATE = 1_000_000  # records/s
 
-PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
-    "program": {"type": ["string", "array"], "items": {"type": ["integer", "string"]}, "maxItems": MAX_STEPS,
-                "maxLength": 8 * MAX_STEPS,
-                "description": "One operation per step: N toggles instance N (\"1 2 1\" = start 1, start 2, stop 1), "
-                               "0 = no-op, kN = kill -9, pN/rN = pause/resume (SIGSTOP/SIGCONT), bN-/bN+ = broker N "
-                               "down/up. Empty: a random program from `seed`, stored with the run for replay."},
-    "interval_s": {"type": "number", "minimum": 1, "maximum": 3600,
-                   "description": "Seconds between two program steps."},
-    "records": {"type": "integer", "minimum": 1, "maximum": 100_000_000,
-                "description": "Input records the generator produces while the program runs."},
-    "keys": {"type": "integer", "minimum": 1, "maximum": 10_000_000,
-             "description": "Distinct entity keys the records cycle over."},
-    "partitions": {"type": "integer", "minimum": 1, "maximum": profiles.MAX_PARTITIONS,
-                   "description": "Partitions of the input, output and changelog topics."},
-    "instances": {"type": "integer", "minimum": 1, "maximum": 32,
-                  "description": "How many app instances the program may toggle."},
-    "brokers": {"type": "integer", "enum": [1, 3],
-                "description": "backend=local: Kafka nodes the run starts, 1 or 3 (3: replication factor 3, "
-                               "min.insync.replicas 2); the program's bN-/bN+ kill broker N and restart it."},
-    "kafka_version": {"type": "string", "pattern": KAFKA_VERSION_PATTERN,
-                      "description": "backend=local: the Apache Kafka release the run's brokers run (any 4.x that "
-                                     "Maven Central serves; fetched on first use and cached). Its tools also set "
-                                     "quotas on backend=external."},
-    "app": {"type": "string", "enum": list(APPS),
-            "description": "The reference app under test: worker (kafka-soak's Python EOS worker, with bug switches "
-                           "to prove the checker) or streams (the id-assignment topology on Kafka Streams "
-                           "streams_version, as in the KAFKA-14172/14624 reproductions). app_command names your own."},
-    "streams_version": {"type": "string", "pattern": STREAMS_VERSION_PATTERN,
-                        "description": "app=streams: the Kafka Streams release the app is built against (any from 3.3 "
-                                       "on that Maven Central serves; built on first use and cached)."},
-    "streams_versions": {"type": "array", "items": {"type": "string", "pattern": STREAMS_VERSION_PATTERN},
-                         "uniqueItems": True, "maxItems": 4,
-                         "description": "app=streams: a version matrix. Each Kafka Streams version runs as its own app "
-                                        "side by side with the others, on the same input, toggled by the same program "
-                                        "steps, and gets its own verdict; the report shows version x status x "
-                                        "anomalies. Empty: streams_version alone."},
-    "variants": {"type": "array", "maxItems": 3, "items": {
-        "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
-            "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}$"},
-            "streams_config": {"type": "object", "maxProperties": 20,
-                               "propertyNames": {"pattern": r"^[a-z][a-z0-9._-]{0,99}$"},
-                               "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}},
-            "quotas": {"type": "boolean"}}},
-                 "description": "app=streams: controls that run side by side with each version, on the same input "
-                                "and program: each {name, streams_config (Kafka Streams settings of its own, e.g. "
-                                "producer.transaction.timeout.ms), quotas (false: the run's {app_id} quotas skip "
-                                "it)}, with its own application id (<app_id>-<version>-<name>) and verdict."},
-    "topology": {"type": "string", "enum": list(TOPOLOGIES),
-                 "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
-                                "(the KAFKA-14172/14624 reproductions); workflow: a workflow engine whose executions "
-                                "run parallel tasks through a worker role (the workflow-rollback reproduction)."},
-    "workflow_designs": {"type": "array", "items": {"type": "string", "enum": list(WORKFLOW_DESIGNS)},
-                         "minItems": 1, "uniqueItems": True,
-                         "description": "topology=workflow: how the engine keeps its executions. ktable-self-join: "
-                                        "read back as a KTable of the topic it writes (the original's); "
-                                        "single-writer: one processor's store. Two designs run side by side as a "
-                                        "matrix, each with its own verdict."},
-    "parallel_tasks": {"type": "integer", "minimum": 1, "maximum": 64,
-                       "description": "topology=workflow: tasks every execution runs at once; their results "
-                                      "arrive concurrently."},
-    "threads": {"type": "integer", "minimum": 1, "maximum": 32,
-                "description": "app=streams: stream threads per instance (num.stream.threads)."},
-    "acceptable_recovery_lag": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
-                                "description": "app=streams: acceptable.recovery.lag, the changelog lag below which "
-                                               "an instance counts as caught up and may take an active task at once."},
-    "max_warmup_replicas": {"type": "integer", "minimum": 1, "maximum": 64,
-                            "description": "app=streams: max.warmup.replicas, extra replicas warming up for a task "
-                                           "that moves."},
-    "commit_interval_ms": {"type": "integer", "minimum": 1, "maximum": 600_000,
-                           "description": "How often the app commits (each commit is a transaction under EOS): Kafka "
-                                          "Streams' commit.interval.ms with app=streams; the reference worker keeps "
-                                          "its transaction open across polls for as long."},
-    "state_write_bytes": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
-                          "description": "app=streams: bytes of a random string every input record writes to an "
-                                         "uncached, changelogged store of its own, as the quota reproduction's "
-                                         "topology does (its Streams producer then writes about this many bytes per "
-                                         "record); 0 = no such store."},
-    "standbys": {"type": "integer", "minimum": 0, "maximum": 8,
-                 "description": "Standby replicas: Kafka Streams' num.standby.replicas with app=streams; the reference "
-                                "worker keeps 0 or 1 (1 = an instance keeps a warm copy of every partition it loses by "
-                                "tailing its changelog; 0 = state is restored on the next assignment)."},
-    "cache_entries": {"type": "integer", "minimum": 0, "maximum": 10_000_000,
-                      "description": "Entries of the write-back cache per partition store (flushed to the store and "
-                                     "changelog at each commit); 0 disables caching. app=streams: the instance's "
-                                     "statestore.cache.max.bytes is cache_entries x partitions x 2 stores x 128 B."},
-    "phases": {"type": "array", "maxItems": MAX_STEPS, "items": {
-        "type": "object", "additionalProperties": False, "required": ["records"],
-        "properties": {"records": {"type": "integer", "minimum": 1, "maximum": 100_000_000},
-                       "at_s": {"type": "number", "minimum": 0, "maximum": MAX_RUN_S},
-                       "after_step": {"type": "integer", "minimum": 0, "maximum": MAX_STEPS - 1},
-                       "rate": {"type": "number", "minimum": 0, "maximum": MAX_RATE}},
-        "oneOf": [{"required": ["at_s"]}, {"required": ["after_step"]}]},
+
+@dataclass(frozen=True)
+class Declared:
+    """One param, declared once: its default, its JSON Schema (with the description the trigger form shows), whether
+    only whoever deploys the suite sets it, and whether only the reference apps read it. Every list of params below
+    (schemas, defaults, audiences) is derived from these."""
+
+    default: Any
+    schema: dict[str, Any]
+    # Decides what runs where and with which credentials: set by the scenario file, SOAK_PARAM_DEFAULTS, or a value
+    # SOAK_TRIGGER_ALLOW lists, never by a trigger conf (quotas: only on backend external, a shared cluster; on the
+    # run's own broker they shape the soak).
+    deployer: bool = False
+    # A setting of the reference apps: a team's own app (app_profile) takes its settings from its client_properties.
+    reference: bool = False
+
+
+PARAMS: dict[str, Declared] = {
+    "program": Declared("1 2 1", {
+        "type": ["string", "array"], "items": {"type": ["integer", "string"]}, "maxItems": MAX_STEPS,
+        "maxLength": 8 * MAX_STEPS,
+        "description": "One operation per step: N toggles instance N (\"1 2 1\" = start 1, start 2, stop 1), "
+                       "0 = no-op, kN = kill -9, pN/rN = pause/resume (SIGSTOP/SIGCONT), bN-/bN+ = broker N "
+                       "down/up. Empty: a random program from `seed`, stored with the run for replay."}),
+    "interval_s": Declared(10, {
+        "type": "number", "minimum": 1, "maximum": 3600,
+        "description": "Seconds between two program steps."}),
+    "records": Declared(20_000, {
+        "type": "integer", "minimum": 1, "maximum": 100_000_000,
+        "description": "Input records the generator produces while the program runs."}),
+    "keys": Declared(500, {
+        "type": "integer", "minimum": 1, "maximum": 10_000_000,
+        "description": "Distinct entity keys the records cycle over."}),
+    "partitions": Declared(4, {
+        "type": "integer", "minimum": 1, "maximum": profiles.MAX_PARTITIONS,
+        "description": "Partitions of the input, output and changelog topics."}),
+    "instances": Declared(3, {
+        "type": "integer", "minimum": 1, "maximum": 32,
+        "description": "How many app instances the program may toggle."}),
+    "brokers": Declared(1, {
+        "type": "integer", "enum": [1, 3],
+        "description": "backend=local: Kafka nodes the run starts, 1 or 3 (3: replication factor 3, "
+                       "min.insync.replicas 2); the program's bN-/bN+ kill broker N and restart it."}),
+    "kafka_version": Declared(DEFAULT_KAFKA_VERSION, {
+        "type": "string", "pattern": KAFKA_VERSION_PATTERN,
+        "description": "backend=local: the Apache Kafka release the run's brokers run (any 4.x that "
+                       "Maven Central serves; fetched on first use and cached). Its tools also set "
+                       "quotas on backend=external."}),
+    "app": Declared("worker", reference=True, schema={
+        "type": "string", "enum": list(APPS),
+        "description": "The reference app under test: worker (kafka-soak's Python EOS worker, with bug switches "
+                       "to prove the checker) or streams (the id-assignment topology on Kafka Streams "
+                       "streams_version, as in the KAFKA-14172/14624 reproductions). app_command names your own."}),
+    "streams_version": Declared(DEFAULT_STREAMS_VERSION, reference=True, schema={
+        "type": "string", "pattern": STREAMS_VERSION_PATTERN,
+        "description": "app=streams: the Kafka Streams release the app is built against (any from 3.3 "
+                       "on that Maven Central serves; built on first use and cached)."}),
+    "streams_versions": Declared([], reference=True, schema={
+        "type": "array", "items": {"type": "string", "pattern": STREAMS_VERSION_PATTERN},
+        "uniqueItems": True, "maxItems": 4,
+        "description": "app=streams: a version matrix. Each Kafka Streams version runs as its own app "
+                       "side by side with the others, on the same input, toggled by the same program "
+                       "steps, and gets its own verdict; the report shows version x status x "
+                       "anomalies. Empty: streams_version alone."}),
+    "variants": Declared([], reference=True, schema={
+        "type": "array", "maxItems": 3, "items": {
+            "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+                "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}$"},
+                "streams_config": {"type": "object", "maxProperties": 20,
+                                   "propertyNames": {"pattern": r"^[a-z][a-z0-9._-]{0,99}$"},
+                                   "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}},
+                "quotas": {"type": "boolean"}}},
+        "description": "app=streams: controls that run side by side with each version, on the same input "
+                       "and program: each {name, streams_config (Kafka Streams settings of its own, e.g. "
+                       "producer.transaction.timeout.ms), quotas (false: the run's {app_id} quotas skip "
+                       "it)}, with its own application id (<app_id>-<version>-<name>) and verdict."}),
+    "topology": Declared("id-assignment", reference=True, schema={
+        "type": "string", "enum": list(TOPOLOGIES),
+        "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
+                       "(the KAFKA-14172/14624 reproductions); workflow: a workflow engine whose executions "
+                       "run parallel tasks through a worker role (the workflow-rollback reproduction)."}),
+    "workflow_designs": Declared(["ktable-self-join"], reference=True, schema={
+        "type": "array", "items": {"type": "string", "enum": list(WORKFLOW_DESIGNS)},
+        "minItems": 1, "uniqueItems": True,
+        "description": "topology=workflow: how the engine keeps its executions. ktable-self-join: "
+                       "read back as a KTable of the topic it writes (the original's); "
+                       "single-writer: one processor's store. Two designs run side by side as a "
+                       "matrix, each with its own verdict."}),
+    "parallel_tasks": Declared(3, reference=True, schema={
+        "type": "integer", "minimum": 1, "maximum": 64,
+        "description": "topology=workflow: tasks every execution runs at once; their results "
+                       "arrive concurrently."}),
+    "threads": Declared(1, reference=True, schema={
+        "type": "integer", "minimum": 1, "maximum": 32,
+        "description": "app=streams: stream threads per instance (num.stream.threads)."}),
+    "acceptable_recovery_lag": Declared(10_000, reference=True, schema={
+        "type": "integer", "minimum": 0, "maximum": 2**63 - 1,
+        "description": "app=streams: acceptable.recovery.lag, the changelog lag below which "
+                       "an instance counts as caught up and may take an active task at once."}),
+    "max_warmup_replicas": Declared(2, reference=True, schema={
+        "type": "integer", "minimum": 1, "maximum": 64,
+        "description": "app=streams: max.warmup.replicas, extra replicas warming up for a task "
+                       "that moves."}),
+    "commit_interval_ms": Declared(100, {
+        "type": "integer", "minimum": 1, "maximum": 600_000,
+        "description": "How often the app commits (each commit is a transaction under EOS): Kafka "
+                       "Streams' commit.interval.ms with app=streams; the reference worker keeps "
+                       "its transaction open across polls for as long."}),
+    "state_write_bytes": Declared(0, reference=True, schema={
+        "type": "integer", "minimum": 0, "maximum": 1_000_000,
+        "description": "app=streams: bytes of a random string every input record writes to an "
+                       "uncached, changelogged store of its own, as the quota reproduction's "
+                       "topology does (its Streams producer then writes about this many bytes per "
+                       "record); 0 = no such store."}),
+    "standbys": Declared(0, reference=True, schema={
+        "type": "integer", "minimum": 0, "maximum": 8,
+        "description": "Standby replicas: Kafka Streams' num.standby.replicas with app=streams; the reference "
+                       "worker keeps 0 or 1 (1 = an instance keeps a warm copy of every partition it loses by "
+                       "tailing its changelog; 0 = state is restored on the next assignment)."}),
+    "cache_entries": Declared(1000, reference=True, schema={
+        "type": "integer", "minimum": 0, "maximum": 10_000_000,
+        "description": "Entries of the write-back cache per partition store (flushed to the store and "
+                       "changelog at each commit); 0 disables caching. app=streams: the instance's "
+                       "statestore.cache.max.bytes is cache_entries x partitions x 2 stores x 128 B."}),
+    "phases": Declared([], {
+        "type": "array", "maxItems": MAX_STEPS, "items": {
+            "type": "object", "additionalProperties": False, "required": ["records"],
+            "properties": {"records": {"type": "integer", "minimum": 1, "maximum": 100_000_000},
+                           "at_s": {"type": "number", "minimum": 0, "maximum": MAX_RUN_S},
+                           "after_step": {"type": "integer", "minimum": 0, "maximum": MAX_STEPS - 1},
+                           "rate": {"type": "number", "minimum": 0, "maximum": MAX_RATE}},
+            "oneOf": [{"required": ["at_s"]}, {"required": ["after_step"]}]},
         "description": "Load in bursts tied to the program: [{\"records\": N, \"at_s\": S | \"after_step\": I, "
                        "\"rate\": R}], produced in order; at_s counts from the first step, after_step waits until "
                        "step I (0-based) was applied, rate 0 = full speed. The records of all phases must add up to "
-                       "`records`. Empty: one steady phase over the whole program at `rate`."},
-    "rate": {"type": "number", "minimum": 0, "maximum": MAX_RATE,
-             "description": "Records/s produced; 0 spreads the records evenly over the program. The load may "
-                            "last at most 7 days."},
-    "payload_bytes": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
-                      "description": "Size of each record's payload field."},
-    "bug": {"type": "string", "enum": list(BUGS),
-            "description": "A bug switch of the reference app, to prove the checker catches it."},
-    "bug_every": {"type": "integer", "minimum": 1, "maximum": 100_000_000,
-                  "description": "The switches drop/duplicate act on every input id divisible by this."},
-    "crash_probability": {"type": "number", "minimum": 0, "exclusiveMaximum": 1,
-                          "description": "app=worker: the chance, per input record, that an instance exits "
-                                         "ungracefully (no commit, no abort: the broker times its open transaction "
-                                         "out), as the workers of the crashing-workers reproduction do; 0 = never. "
-                                         "Pair it with restart 'on-failure'."},
-    "restart": {"type": "string", "enum": list(RESTART_POLICIES),
-                "description": "runtime=local: what happens to an instance that exits by itself (not a stop or kill "
-                               "of the program): never = it stays down; on-failure = started again after a backoff, "
-                               "as Kubernetes or Compose restart a crashed container. Each exit and restart is on "
-                               "the report's time axis and in the app-health counts."},
-    "session_timeout_ms": {"type": "integer", "minimum": 6000, "maximum": 300_000,
-                           "description": "The reference app's group consumer's session.timeout.ms (the worker's "
-                                          "consumer; the Kafka Streams app's main consumer, heartbeating every third "
-                                          "of it): how long the group waits for an instance that stopped "
-                                          "heartbeating (crashed, killed, paused; a Kafka Streams instance that "
-                                          "closed, as it does not leave the group) before it hands its partitions "
-                                          "to the others; within the broker's group.min/max.session.timeout.ms."},
-    "restart_backoff_s": {"type": "number", "minimum": 0.1, "maximum": 60,
-                          "description": "restart=on-failure: the first backoff; it doubles with each consecutive "
-                                         "failure up to 30 s and starts over after 30 s of running."},
-    "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
-             "description": "Seed of the random program, the payloads and the reference worker's crash draws "
-                            "(crash_probability; new for each instance, step and restart)."},
-    "health_allowance": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
-                         "description": "App-health incidents a run tolerates before anomaly app_health fails it: "
-                                        "instance exits nobody asked for plus error-level log events of the app "
-                                        "(stream thread deaths included)."},
-    "drain_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
-                        "description": "How long the drain waits for the app to catch up. Then the run is judged on "
-                                       "what the app committed: the input past its group's committed offsets is "
-                                       "unprocessed, and a lagging partition whose committed offset has not moved "
-                                       "for stall_timeout_s is stalled."},
-    "stall_timeout_s": {"type": "integer", "minimum": 10, "maximum": 86_400,
-                        "description": "How long a partition's committed offset may stay put while records remain "
-                                       "before a drain that times out calls it stalled (the whole drain, if "
-                                       "shorter); one that moved but did not finish is a backlog (unprocessed)."},
-    "allow_backlog": {"type": "boolean",
-                      "description": "Whether input the app had not committed when the drain ended (anomaly "
-                                     "unprocessed) is counted and shown without failing the run, for a scenario that "
-                                     "expects lag to grow (a quota); a stalled partition fails the run either way."},
-    "backend": {"type": "string", "enum": list(BACKENDS),
-                "description": "Where the run's Kafka is: local (Apache Kafka kafka_version started by the run as "
-                               "JVM processes on this machine, no Docker), docker (an Apache Kafka container per "
-                               "run, image kafka_image) or external (an existing cluster from the Airflow "
-                               "connection kafka_conn_id)."},
-    "runtime": {"type": "string", "enum": ["local", "docker"],
-                "description": "Where app instances run: local processes, or docker containers of app_image."},
-    "kafka_conn_id": {"type": "string", "minLength": 1,
-                      "description": "backend=external: Airflow connection of type kafka whose extra is the client "
-                                     "config (bootstrap.servers, SASL/SSL settings)."},
-    "kafka_image": {"type": "string", "minLength": 1,
-                    "description": "backend=docker: the broker image."},
-    "keep_topics": {"type": "boolean",
-                    "description": "backend=external: keep the run's topics after the run instead of deleting them."},
-    "quotas": {"type": "array", "items": {
-        "type": "object", "additionalProperties": False, "required": ["client_id"],
-        "properties": {"client_id": {"type": "string", "minLength": 1},
-                       "producer_byte_rate": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
-                       "consumer_byte_rate": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
-                       "request_percentage": {"type": "number", "exclusiveMinimum": 0, "maximum": 100_000}},
-        "anyOf": [{"required": ["producer_byte_rate"]}, {"required": ["consumer_byte_rate"]},
-                  {"required": ["request_percentage"]}]},
+                       "`records`. Empty: one steady phase over the whole program at `rate`."}),
+    "rate": Declared(0, {
+        "type": "number", "minimum": 0, "maximum": MAX_RATE,
+        "description": "Records/s produced; 0 spreads the records evenly over the program. The load may "
+                       "last at most 7 days."}),
+    "payload_bytes": Declared(0, {
+        "type": "integer", "minimum": 0, "maximum": 1_000_000,
+        "description": "Size of each record's payload field."}),
+    "bug": Declared("none", reference=True, schema={
+        "type": "string", "enum": list(BUGS),
+        "description": "A bug switch of the reference app, to prove the checker catches it."}),
+    "bug_every": Declared(1000, reference=True, schema={
+        "type": "integer", "minimum": 1, "maximum": 100_000_000,
+        "description": "The switches drop/duplicate act on every input id divisible by this."}),
+    "crash_probability": Declared(0, reference=True, schema={
+        "type": "number", "minimum": 0, "exclusiveMaximum": 1,
+        "description": "app=worker: the chance, per input record, that an instance exits "
+                       "ungracefully (no commit, no abort: the broker times its open transaction "
+                       "out), as the workers of the crashing-workers reproduction do; 0 = never. "
+                       "Pair it with restart 'on-failure'."}),
+    "restart": Declared("never", {
+        "type": "string", "enum": list(RESTART_POLICIES),
+        "description": "runtime=local: what happens to an instance that exits by itself (not a stop or kill "
+                       "of the program): never = it stays down; on-failure = started again after a backoff, "
+                       "as Kubernetes or Compose restart a crashed container. Each exit and restart is on "
+                       "the report's time axis and in the app-health counts."}),
+    "session_timeout_ms": Declared(45_000, reference=True, schema={
+        "type": "integer", "minimum": 6000, "maximum": 300_000,
+        "description": "The reference app's group consumer's session.timeout.ms (the worker's "
+                       "consumer; the Kafka Streams app's main consumer, heartbeating every third "
+                       "of it): how long the group waits for an instance that stopped "
+                       "heartbeating (crashed, killed, paused; a Kafka Streams instance that "
+                       "closed, as it does not leave the group) before it hands its partitions "
+                       "to the others; within the broker's group.min/max.session.timeout.ms."}),
+    "restart_backoff_s": Declared(1, {
+        "type": "number", "minimum": 0.1, "maximum": 60,
+        "description": "restart=on-failure: the first backoff; it doubles with each consecutive "
+                       "failure up to 30 s and starts over after 30 s of running."}),
+    "seed": Declared(0, {
+        "type": "integer", "minimum": 0, "maximum": 2**63 - 1,
+        "description": "Seed of the random program, the payloads and the reference worker's crash draws "
+                       "(crash_probability; new for each instance, step and restart)."}),
+    "health_allowance": Declared(0, {
+        "type": "integer", "minimum": 0, "maximum": 1_000_000,
+        "description": "App-health incidents a run tolerates before anomaly app_health fails it: "
+                       "instance exits nobody asked for plus error-level log events of the app "
+                       "(stream thread deaths included)."}),
+    "drain_timeout_s": Declared(180, {
+        "type": "integer", "minimum": 10, "maximum": 86_400,
+        "description": "How long the drain waits for the app to catch up. Then the run is judged on "
+                       "what the app committed: the input past its group's committed offsets is "
+                       "unprocessed, and a lagging partition whose committed offset has not moved "
+                       "for stall_timeout_s is stalled."}),
+    "stall_timeout_s": Declared(120, {
+        "type": "integer", "minimum": 10, "maximum": 86_400,
+        "description": "How long a partition's committed offset may stay put while records remain "
+                       "before a drain that times out calls it stalled (the whole drain, if "
+                       "shorter); one that moved but did not finish is a backlog (unprocessed)."}),
+    "allow_backlog": Declared(False, {
+        "type": "boolean",
+        "description": "Whether input the app had not committed when the drain ended (anomaly "
+                       "unprocessed) is counted and shown without failing the run, for a scenario that "
+                       "expects lag to grow (a quota); a stalled partition fails the run either way."}),
+    "backend": Declared("local", deployer=True, schema={
+        "type": "string", "enum": list(BACKENDS),
+        "description": "Where the run's Kafka is: local (Apache Kafka kafka_version started by the run as "
+                       "JVM processes on this machine, no Docker), docker (an Apache Kafka container per "
+                       "run, image kafka_image) or external (an existing cluster from the Airflow "
+                       "connection kafka_conn_id)."}),
+    "runtime": Declared("local", deployer=True, schema={
+        "type": "string", "enum": ["local", "docker"],
+        "description": "Where app instances run: local processes, or docker containers of app_image."}),
+    "kafka_conn_id": Declared("kafka_default", deployer=True, schema={
+        "type": "string", "minLength": 1,
+        "description": "backend=external: Airflow connection of type kafka whose extra is the client "
+                       "config (bootstrap.servers, SASL/SSL settings)."}),
+    "kafka_image": Declared(DEFAULT_KAFKA_IMAGE, deployer=True, schema={
+        "type": "string", "minLength": 1,
+        "description": "backend=docker: the broker image."}),
+    "keep_topics": Declared(False, {
+        "type": "boolean",
+        "description": "backend=external: keep the run's topics after the run instead of deleting them."}),
+    "quotas": Declared([], deployer=True, schema={
+        "type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["client_id"],
+            "properties": {"client_id": {"type": "string", "minLength": 1},
+                           "producer_byte_rate": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                           "consumer_byte_rate": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                           "request_percentage": {"type": "number", "exclusiveMinimum": 0, "maximum": 100_000}},
+            "anyOf": [{"required": ["producer_byte_rate"]}, {"required": ["consumer_byte_rate"]},
+                      {"required": ["request_percentage"]}]},
         "description": "Client quotas for the run, e.g. [{\"client_id\": \"my-app-StreamThread-1-producer\", "
                        "\"producer_byte_rate\": 35000}]; verified after setting; release puts back what each client "
                        "id had before. On the run's own broker a quota must name a client of the reference app: the "
                        "worker's producer is <app_id>-<instance>-producer, the Kafka Streams app's "
                        "<app_id>-<instance>-StreamThread-<thread>-producer (<app_id>: <dag_id>-app, "
-                       "<dag_id>-app-<version> in a matrix; write {app_id} for it: a quota per application id)."},
-    "app_image": {"type": "string",
-                  "description": "runtime=docker: image of the app under test; empty = the reference app, "
-                                 "kafka-soak-worker:latest (make worker-image)."},
-    "app_command": {"type": "array", "items": {"type": "string"},
-                    "description": "Command of the app under test, with {bootstrap_servers}, {app_id}, {instance}, "
-                                   "{step}, {input_topic}, {output_topic}, {changelog_topic}, {assertions_topic} "
-                                   "filled in (also given as SOAK_* environment variables). Empty = the reference app."},
-    "app_profile": {"type": "object",
-                    "description": "A team's own app under test, described once (docs/own-app.md): name, command "
-                                   "(with {properties_file} and {topic:NAME} placeholders), group_id, "
-                                   "client_properties, topics, inputs (the app's own key and value formats) and outputs "
-                                   "(each with its contract: one-to-one, aggregate or none). Empty = a reference app "
-                                   "(param app) or app_command."},
-    "app_env": {"type": "object", "additionalProperties": {"type": "string"},
-                "description": "runtime=docker: extra environment of the app's containers."},
-    "docker_url": {"type": "string", "minLength": 1,
-                   "description": "The Docker engine (local socket or tcp://host:2376) for runtime/backend docker."},
-    "docker_conn_id": {"type": "string",
-                       "description": "Airflow docker connection to log in to a registry before pulling; empty = none."},
+                       "<dag_id>-app-<version> in a matrix; write {app_id} for it: a quota per application id)."}),
+    "app_image": Declared("", deployer=True, schema={
+        "type": "string",
+        "description": "runtime=docker: image of the app under test; empty = the reference app, "
+                       "kafka-soak-worker:latest (make worker-image)."}),
+    "app_command": Declared([], deployer=True, schema={
+        "type": "array", "items": {"type": "string"},
+        "description": "Command of the app under test, with {bootstrap_servers}, {app_id}, {instance}, "
+                       "{step}, {input_topic}, {output_topic}, {changelog_topic}, {assertions_topic} "
+                       "filled in (also given as SOAK_* environment variables). Empty = the reference app."}),
+    "app_profile": Declared({}, deployer=True, schema={
+        "type": "object",
+        "description": "A team's own app under test, described once (docs/own-app.md): name, command "
+                       "(with {properties_file} and {topic:NAME} placeholders), group_id, "
+                       "client_properties, topics, inputs (the app's own key and value formats) and outputs "
+                       "(each with its contract: one-to-one, aggregate or none). Empty = a reference app "
+                       "(param app) or app_command."}),
+    "app_env": Declared({}, deployer=True, schema={
+        "type": "object", "additionalProperties": {"type": "string"},
+        "description": "runtime=docker: extra environment of the app's containers."}),
+    "docker_url": Declared(DEFAULT_DOCKER_URL, deployer=True, schema={
+        "type": "string", "minLength": 1,
+        "description": "The Docker engine (local socket or tcp://host:2376) for runtime/backend docker."}),
+    "docker_conn_id": Declared("", deployer=True, schema={
+        "type": "string",
+        "description": "Airflow docker connection to log in to a registry before pulling; empty = none."}),
 }
+
 # The JSON Schema draft the schemas are written in, named in each: Airflow checks a param's schema against its draft's
 # meta-schema at every validation (each task of a run, each DAG serialized), and the default, 2020-12, costs about
 # four times draft-07's there (the six scenario DAGs serialized in 1.95 CPU-s, now 0.55: bench/notes.md). Every keyword
 # above means the same in both drafts.
 SCHEMA_DRAFT = "http://json-schema.org/draft-07/schema#"
-PARAM_SCHEMAS = {name: {"$schema": SCHEMA_DRAFT, **schema} for name, schema in PARAM_SCHEMAS.items()}
-
-DEFAULTS: dict[str, Any] = {
-    "program": "1 2 1", "interval_s": 10, "records": 20_000, "keys": 500, "partitions": 4, "instances": 3,
-    "brokers": 1, "kafka_version": DEFAULT_KAFKA_VERSION,
-    "app": "worker", "streams_version": DEFAULT_STREAMS_VERSION, "streams_versions": [], "variants": [],
-    "topology": "id-assignment",
-    "workflow_designs": ["ktable-self-join"], "parallel_tasks": 3, "threads": 1,
-    "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2, "commit_interval_ms": 100, "state_write_bytes": 0,
-    "standbys": 0,
-    "cache_entries": 1000, "phases": [], "rate": 0, "payload_bytes": 0,
-    "bug": "none", "bug_every": 1000, "crash_probability": 0, "restart": "never", "restart_backoff_s": 1,
-    "session_timeout_ms": 45_000, "seed": 0, "health_allowance": 0, "drain_timeout_s": 180,
-    "allow_backlog": False, "stall_timeout_s": 120,
-    "backend": "local", "runtime": "local", "kafka_conn_id": "kafka_default", "kafka_image": DEFAULT_KAFKA_IMAGE,
-    "keep_topics": False, "quotas": [], "app_image": "", "app_command": [], "app_profile": {}, "app_env": {},
-    "docker_url": DEFAULT_DOCKER_URL, "docker_conn_id": "",
-}
-# Params that configure where a run happens rather than what it does (RunPlan.deployment).
-DEPLOYMENT = ("backend", "kafka_version", "runtime", "kafka_conn_id", "kafka_image", "keep_topics", "quotas", "app_image",
-              "app_command", "app_profile", "app_env", "docker_url", "docker_conn_id")
-# Params that decide what runs where and with which credentials: whoever deploys the suite sets them (a scenario
-# file, SOAK_PARAM_DEFAULTS, or values SOAK_TRIGGER_ALLOW lists), never a trigger conf. quotas only on backend
-# external (a shared cluster); on the run's own broker they shape the soak.
-DEPLOYER_ONLY = tuple(name for name in DEPLOYMENT if name not in ("kafka_version", "keep_topics"))
+PARAM_SCHEMAS = {name: {"$schema": SCHEMA_DRAFT, **p.schema} for name, p in PARAMS.items()}
+DEFAULTS = {name: p.default for name, p in PARAMS.items()}
+DEPLOYER_ONLY = tuple(name for name, p in PARAMS.items() if p.deployer)
+REFERENCE_ONLY = tuple(name for name, p in PARAMS.items() if p.reference)
 WHERE_DEPLOYER_SETS = ("the scenario file (dags/scenarios/<dag_id>.yaml), SOAK_PARAM_DEFAULTS, or a value listed for it "
                        "in SOAK_TRIGGER_ALLOW")
-# Params of the Kafka Streams app (RunPlan fields of the same names).
-APP_SETTINGS = ("app", "streams_version", "streams_versions", "variants", "topology", "workflow_designs", "parallel_tasks",
-                "threads", "acceptable_recovery_lag",
-                "max_warmup_replicas", "commit_interval_ms", "state_write_bytes")
 PLACEHOLDERS = ("bootstrap_servers", "app_id", "instance", "step", "input_topic", "output_topic", "changelog_topic",
                 "assertions_topic")
+
 
 class ParamsError(ValueError):
     """Params that cannot run; the message lists every problem."""
@@ -271,64 +314,24 @@ class ParamsError(ValueError):
 
 @dataclass(frozen=True)
 class RunPlan:
-    """Resolved params of one run: the program as tokens, the load as phases, what the verdict can vouch for."""
+    """Resolved params of one run, each by its name (``plan.records``; ``as_dict()`` is what tasks pass on): the
+    program as tokens (and ``program_source``: "given" or "random(seed=N)"), the load as phases with their id ranges
+    (each: records, first_id, rate, and at_s or after_step), a profile as ``profile.Profile.as_dict()``."""
 
-    program: list[str]
-    program_source: str  # "given" | "random(seed=N)"
-    interval_s: float
-    records: int
-    keys: int
-    partitions: int
-    instances: int
-    brokers: int
-    app: str
-    streams_version: str
-    streams_versions: list[str]
-    variants: list[dict[str, Any]]
-    topology: str
-    workflow_designs: list[str]
-    parallel_tasks: int
-    threads: int
-    acceptable_recovery_lag: int
-    max_warmup_replicas: int
-    commit_interval_ms: int
-    state_write_bytes: int
-    standbys: int
-    cache_entries: int
-    phases: list[dict[str, Any]]  # each: records, first_id, rate, and at_s or after_step
-    rate: float
-    payload_bytes: int
-    bug: str
-    bug_every: int
-    crash_probability: float
-    restart: str
-    restart_backoff_s: float
-    session_timeout_ms: int
-    seed: int
-    health_allowance: int
-    drain_timeout_s: int
-    allow_backlog: bool
-    stall_timeout_s: int
-    backend: str
-    kafka_version: str
-    runtime: str
-    kafka_conn_id: str
-    kafka_image: str
-    keep_topics: bool
-    quotas: list[dict[str, Any]]
-    app_image: str
-    app_command: list[str]
-    app_profile: dict[str, Any]  # profile.Profile.as_dict(), {} for a reference app or app_command
-    app_env: dict[str, str]
-    docker_url: str
-    docker_conn_id: str
+    values: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("values", {})
+        if name not in values:
+            raise AttributeError(f"RunPlan has no param {name!r}")
+        return values[name]
 
     @property
     def program_duration_s(self) -> float:
         return len(self.program) * self.interval_s
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(self.values)
 
 
 def resolve_phases(values: dict[str, Any], steps: int, rate: float) -> tuple[list[dict[str, Any]], list[str]]:
@@ -397,19 +400,9 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
     errors.extend(quota_errors(values, app_id))
     if errors:
         raise ParamsError("; ".join(errors))
-    return RunPlan(program=program, program_source=source, interval_s=float(values["interval_s"]),
-                   records=values["records"], keys=values["keys"], partitions=values["partitions"],
-                   instances=values["instances"], brokers=values["brokers"],
-                   **{name: values[name] for name in APP_SETTINGS}, standbys=values["standbys"],
-                   cache_entries=values["cache_entries"], phases=phases, rate=rate,
-                   payload_bytes=values["payload_bytes"], bug=values["bug"], bug_every=values["bug_every"],
-                   crash_probability=float(values["crash_probability"]), restart=values["restart"],
-                   restart_backoff_s=float(values["restart_backoff_s"]),
-                   session_timeout_ms=values["session_timeout_ms"], seed=values["seed"],
-                   health_allowance=values["health_allowance"],
-                   drain_timeout_s=values["drain_timeout_s"], allow_backlog=values["allow_backlog"],
-                   stall_timeout_s=values["stall_timeout_s"],
-                   **{name: values[name] for name in DEPLOYMENT})
+    return RunPlan({**values, "program": program, "program_source": source, "interval_s": float(values["interval_s"]),
+                    "phases": phases, "rate": rate, "crash_probability": float(values["crash_probability"]),
+                    "restart_backoff_s": float(values["restart_backoff_s"])})
 
 
 def deployer_only(name: str, backend: str) -> bool:
@@ -437,12 +430,6 @@ def split(conf: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str,
     machine, passes each part (the rest as a trigger conf, which overrides a scenario file's defaults)."""
     deployment = {k: v for k, v in conf.items() if deployer_only(k, backend)}
     return deployment, {k: v for k, v in conf.items() if k not in deployment}
-
-
-# Params of the reference apps alone: a team's own app takes its settings from its profile's client_properties.
-REFERENCE_ONLY = ("app", "streams_version", "streams_versions", "variants", "topology", "workflow_designs", "parallel_tasks",
-                  "threads", "acceptable_recovery_lag", "max_warmup_replicas", "state_write_bytes", "standbys",
-                  "cache_entries", "bug", "bug_every", "crash_probability", "session_timeout_ms")
 
 
 # Kafka Streams settings the run decides for every app it runs (a variant may not change them).

@@ -62,6 +62,13 @@ def kind(plan: dict[str, Any]) -> str:
     return "command" if plan["app_command"] else plan["app"]
 
 
+def stop_leaves_group(plan: dict[str, Any]) -> bool:
+    """Whether an instance the program stops leaves its group at once (the reference worker closes its consumer; an
+    ``app_command`` is taken to), or holds its partitions until its session times out: Kafka Streams does not leave
+    the group when it closes, and a profile's app may well be a Kafka Streams app."""
+    return kind(plan) in ("worker", "command")
+
+
 def profile(plan: dict[str, Any]) -> profiles.Profile | None:
     """The profile of a team's own app under test, if the run has one."""
     return profiles.Profile.of(plan["app_profile"]) if plan.get("app_profile") else None
