@@ -4,7 +4,7 @@ How often each seed scenario's default program catches the seeds' bug (KAFKA-141
 cleared when a standby task is recycled into an active one) on Kafka Streams 3.4.0, which has it, and how often
 the newest release, which has the fix, passes. Every run is one DAG run of the scenario with
 ``streams_versions: [3.4.0, <newest>]``: both versions side by side on the same input and the same program, so
-each run measures both rates under identical conditions. quick: 5 runs per scenario; large: 20.
+each run measures both rates under identical conditions. quick: 5 runs per scenario; large: 10.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kafka_soak.app.streams import DEFAULT_VERSION
 
 BUGGY = "3.4.0"
 SCENARIOS = ("soak_stale_state_standby", "soak_id_assignment_rebalance")
-RUNS = {"quick": 5, "large": 20}
+RUNS = {"quick": 5, "large": 10}
 BUG_ANOMALIES = ("stale_state", "id_reuse")
 RUN_TIMEOUT_S = 1200
 
