@@ -25,7 +25,7 @@ from conftest import live_processes
 
 from kafka_soak import cli, preflight
 from kafka_soak import params as soak_params
-from kafka_soak.factory import Admission, load_scenario
+from kafka_soak.admission import Admission, load_scenario
 
 DAGS = Path(__file__).resolve().parents[1] / "dags"
 DAG_ID = "soak_eos_id_assignment"

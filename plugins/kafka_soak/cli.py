@@ -50,7 +50,7 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import ParamValidationError
 
     from kafka_soak import preflight
-    from kafka_soak.factory import Admission, load_scenario
+    from kafka_soak.admission import Admission, load_scenario
 
     path = SCENARIOS_DIR / f"{scenario}.yaml"
     if not path.exists():
@@ -226,7 +226,7 @@ def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, s
     the params only a deployment sets (app command, images, Docker engine, connections, a shared cluster's quotas) go
     to the run as the deployment's own (``SOAK_PARAM_DEFAULTS``), where Airflow's trigger path refuses them in a
     conf; the rest go as the trigger conf, which overrides a scenario file's defaults."""
-    from kafka_soak.factory import env_object, schema_problem
+    from kafka_soak.admission import env_object, schema_problem
 
     try:
         current, malformed = env_object("SOAK_PARAM_DEFAULTS", environ), ""

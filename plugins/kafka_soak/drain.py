@@ -18,11 +18,13 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
-from kafka_soak import java_client, kafka_io
+from kafka_soak import backends, java_client, kafka_io, rundir, subjects
 from kafka_soak import program as programs
 from kafka_soak.backends import Backend, kafka_jars
+from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.instances import Instances
 from kafka_soak.rundir import journal
 from kafka_soak.steps import set_broker
@@ -38,6 +40,31 @@ class DrainTimeout(RuntimeError):
     def __init__(self, message: str, lag: dict[int, int], stalled: list[dict[str, Any]]) -> None:
         super().__init__(message)
         self.lag, self.stalled = lag, stalled
+
+
+def drain_run(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+    """The run's drain (task ``drain``): bring back what the program left broken, then wait, with the grace its faults
+    need, until every subject's group has committed all input. A timeout does not stop the run: the account
+    (``drain.json``) says why (lag, stalled partitions, owners, open transactions), and the checker judges what the app
+    committed."""
+    instances = Instances.for_run(run_dir, cluster, plan)
+    restored = restore_service(instances, backends.create(plan, run_dir), plan["program"])
+    grace_s, grace_reason = fault_grace_s(plan["program"], subjects.stop_leaves_group(plan))
+    if grace_reason:
+        log.info("drain: %s", grace_reason)
+    bootstrap, topic = cluster["bootstrap_servers"], cluster["topics"]["input"]
+    settings = client_settings(cluster)
+    outcome = {**restored, "timeout_s": plan["drain_timeout_s"] + grace_s, "grace_reason": grace_reason,
+               "backlog_allowed": plan["allow_backlog"]}
+    with settings_in_env(settings):
+        outcome.update(drain_subjects(instances, bootstrap, topic, outcome["timeout_s"],
+                                      lambda: open_transactions(plan["kafka_version"], bootstrap, settings),
+                                      plan["stall_timeout_s"]))
+    rundir.write_json(run_dir / rundir.DRAIN, outcome)
+    if outcome["status"] != "drained":
+        log.warning("the drain timed out; the checker judges what the app committed (%d stalled partition(s))",
+                    len(outcome["stalled"]))
+    return outcome
 
 
 def stall(group: str, partition: int, position: int, end: int, since: float, facts: dict[str, Any]) -> dict[str, Any]:

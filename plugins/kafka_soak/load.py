@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,16 @@ from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings
 from kafka_soak.runtime import ProcessRecord
 from kafka_soak.runtime.local import LocalProcesses, python_command
+from kafka_soak.steps import read_t0
 
 log = logging.getLogger(__name__)
 
 GENERATOR = "generator"
+RESTARTS = 2  # a generator that dies is started again this often; it resumes without duplicating an id
+
+
+class LoadFailed(RuntimeError):
+    """The load did not finish: it took longer than its program and phases may, or the generator kept dying."""
 
 
 class Load:
@@ -74,3 +81,30 @@ class Load:
 
     def stop(self, timeout: float = 30.0) -> int | None:
         return self.processes.stop(GENERATOR, timeout) if self.running() else None
+
+    def await_done(self, poll_s: float = 2.0) -> dict[str, Any]:
+        """Wait for the generator to produce all its records, reporting progress; restart it if it died (it resumes
+        without duplicating an id). Its final report, or ``LoadFailed``."""
+        attempt, allowed_s = 1, self.expected_s()
+        deadline = read_t0(self.run_dir) + allowed_s
+        while True:
+            state = self.progress()
+            if state.get("done"):
+                log.info("generator done: %d records, %.0f records/s", state["produced"], state["rate_per_s"])
+                return state
+            if time.time() > deadline:
+                self.stop()
+                raise LoadFailed(f"the generator produced {state.get('produced', 0)} of {self.plan['records']} records "
+                                 f"in {allowed_s:.0f} s, as long as its program and load may take; stopped it. Its "
+                                 f"log: {self.run_dir / rundir.LOGS}")
+            if not self.running():
+                attempt += 1
+                if attempt > 1 + RESTARTS:
+                    raise LoadFailed(f"the generator stopped before producing {self.plan['records']} records "
+                                     f"{attempt - 1} times; see {self.run_dir / rundir.LOGS}")
+                log.warning("generator not running and not done (%s): restarting it to resume", state or "no progress")
+                self.start(start_at=read_t0(self.run_dir), attempt=attempt)
+            elif state:
+                log.info("generator: %d/%d records, %.0f records/s", state["produced"], state["records"],
+                         state["rate_per_s"])
+            time.sleep(poll_s)

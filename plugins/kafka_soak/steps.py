@@ -20,6 +20,7 @@ from kafka_soak import rundir
 from kafka_soak.backends import Backend
 from kafka_soak.instances import Instances
 from kafka_soak.program import Step, render
+from kafka_soak.program import steps as program_steps
 from kafka_soak.rundir import append_jsonl, journal, write_json
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,19 @@ def write_program(run_dir: Path, plan: dict[str, Any], t0: float, steps: list[di
                                           "seed": plan["seed"], "t0": t0, "steps": steps,
                                           "replay_conf": {"program": render(plan["program"]),
                                                           "interval_s": plan["interval_s"]}})
+
+
+def plan_steps(run_dir: Path, plan: dict[str, Any], lead_s: float) -> list[dict[str, Any]]:
+    """The program's steps with their planned times: T0 a little ahead (``lead_s``), so that the generator and the
+    first step start together; written to ``program.json`` with the conf that replays it."""
+    t0 = time.time() + lead_s
+    steps = [s.as_dict() for s in program_steps(plan["program"], t0, plan["interval_s"])]
+    write_program(run_dir, plan, t0, steps)
+    for s in steps:
+        log.info("  %s at T0%+.0f s", Step(**s).label, s["planned_at"] - t0)
+    log.info("replay this program with -c '%s'", json.dumps({"program": render(plan["program"]),
+                                                              "interval_s": plan["interval_s"]}))
+    return steps
 
 
 def read_t0(run_dir: Path) -> float:

@@ -1,0 +1,184 @@
+"""Who may set what for a scenario's runs, and the check every run passes before anything is provisioned.
+
+A scenario's params are the built-in defaults, under the deployment's ``SOAK_PARAM_DEFAULTS``, under the scenario
+file's; a trigger conf may change what a run does, not where it runs or with which credentials (``params``: the
+params marked ``deployer``), unless ``SOAK_TRIGGER_ALLOW`` lists the value. A deployment or scenario that cannot run
+does not break the DAGs' import: each run is refused, saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from airflow.sdk import Param
+from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
+
+from kafka_soak import params as soak_params
+from kafka_soak import preflight, reaper, rundir, subjects
+from kafka_soak import program as programs
+from kafka_soak.generator import Phase
+
+log = logging.getLogger(__name__)
+
+
+def load_scenario(path: Path) -> dict[str, Any]:
+    scenario = yaml.safe_load(path.read_text())
+    unknown = set(scenario.get("params", {})) - set(soak_params.DEFAULTS)
+    if unknown:
+        raise ValueError(f"{path}: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}")
+    return scenario
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What whoever deploys the suite sets for every scenario, from the environment of Airflow's processes:
+    ``SOAK_PARAM_DEFAULTS`` (param defaults, JSON object) and ``SOAK_TRIGGER_ALLOW`` (JSON object: param -> the values
+    a trigger conf may choose for a param only the deployment sets, e.g. ``{"kafka_conn_id": ["kafka_staging"]}``).
+    A malformed variable does not break the import of the DAGs: ``problem`` refuses each run, saying why."""
+
+    defaults: dict[str, Any]
+    allow: dict[str, list[Any]]
+    problem: str = ""
+
+    @classmethod
+    def from_environment(cls) -> Deployment:
+        try:
+            defaults = env_object("SOAK_PARAM_DEFAULTS")
+            allow = env_object("SOAK_TRIGGER_ALLOW")
+        except ValueError as exc:
+            log.error("%s; every soak run will be refused until it is fixed", exc)
+            return cls({}, {}, str(exc))
+        problems = [f"SOAK_PARAM_DEFAULTS: param {name}: {invalid}" for name, value in defaults.items()
+                    if (invalid := schema_problem(name, value))]
+        bad = [name for name, values in allow.items() if name not in soak_params.DEPLOYER_ONLY or not isinstance(values, list)]
+        if bad:
+            problems.append(f"SOAK_TRIGGER_ALLOW: {bad} must be params only the deployment sets "
+                            f"({', '.join(soak_params.DEPLOYER_ONLY)}), each with a list of values")
+        if problems:
+            log.error("%s; every soak run will be refused until it is fixed", "; ".join(problems))
+            return cls({}, {}, "; ".join(problems))
+        return cls(defaults, allow)
+
+
+def schema_problem(name: str, value: Any) -> str:
+    """Why ``value`` does not fit param ``name``'s schema ("" if it does), in Airflow's words."""
+    try:
+        Param(value, **soak_params.PARAM_SCHEMAS[name]).resolve()
+    except ParamValidationError as exc:
+        return str(exc).splitlines()[0]
+    return ""
+
+
+def env_object(variable: str, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """A JSON object of params from an environment variable, or ValueError saying what is wrong with it."""
+    raw = environ.get(variable, "").strip()
+    try:
+        values = json.loads(raw) if raw else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{variable} is not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{variable} must be a JSON object of params, got {type(values).__name__}")
+    unknown = set(values) - set(soak_params.DEFAULTS)
+    if unknown:
+        raise ValueError(f"{variable}: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}")
+    return values
+
+
+def app_id_of(scenario: dict[str, Any]) -> str:
+    """The application id (group id, transactional ids' prefix) of a scenario's app: ``<dag_id>-app`` unless the file
+    names one."""
+    return scenario.get("app_id", f"{scenario['dag_id']}-app")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Who sets what for one scenario's runs, and the check every run passes before anything starts: the DAG's
+    params (built-in defaults < the deployment's ``SOAK_PARAM_DEFAULTS`` < the scenario file's), the values a
+    trigger may choose for what only the deployment sets, and a refusal for every run when the deployment's
+    settings or the scenario's defaults cannot run (the DAG still imports)."""
+
+    params: dict[str, Param]
+    allow: dict[str, list[Any]]
+    refusal: str
+    app_id: str
+
+    @classmethod
+    def for_scenario(cls, scenario: dict[str, Any]) -> Admission:
+        deployment = Deployment.from_environment()
+        values = {**soak_params.DEFAULTS, **deployment.defaults, **scenario.get("params", {})}
+        params = {name: Param(values[name], **schema) for name, schema in soak_params.PARAM_SCHEMAS.items()}
+        refusal = deployment.problem
+        if not refusal:
+            try:
+                soak_params.check(values, app_id_of(scenario))
+            except soak_params.ParamsError as exc:
+                refusal = f"the defaults of {scenario['dag_id']} (its scenario file and SOAK_PARAM_DEFAULTS) cannot run: {exc}"
+                log.error("%s", refusal)
+        return cls(params, deployment.allow, refusal, app_id_of(scenario))
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {name: param.value for name, param in self.params.items()}
+
+    def admit(self, conf: dict[str, Any], params: dict[str, Any]) -> soak_params.RunPlan:
+        """The plan of a run triggered with ``conf`` whose resolved params are ``params``; raises
+        ``soak_params.ParamsError`` or one of ``preflight.ERRORS`` naming each param that stops it."""
+        refused = [self.refusal] if self.refusal else soak_params.trigger_errors(conf, self.defaults, self.allow)
+        if refused:
+            raise soak_params.ParamsError("; ".join(refused))
+        plan = soak_params.check(params, self.app_id)
+        preflight.check(plan)
+        return plan
+
+
+def dag_run_over(ti: Any, dag_id: str, run_id: str) -> bool:
+    """Whether Airflow says the DAG run ended (unknown, e.g. a run Airflow no longer has: not over, left alone)."""
+    try:
+        return ti.get_dagrun_state(dag_id, run_id) not in ("queued", "running")
+    except Exception as exc:
+        log.info("state of DAG run %s unknown (%s): what it left running is left alone", run_id, exc)
+        return False
+
+
+def unwritable(where: Path, exc: OSError) -> str:
+    return (f"refused before provisioning: cannot write the run's evidence in {where} ({exc.strerror or exc}); "
+            "make SOAK_RUNS_DIR a writable directory with free space")
+
+
+def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> dict[str, Any]:
+    """Admit a triggered run (``check_params``): create its run directory, refuse it before anything is provisioned if
+    its params cannot run, store them and the resolved plan (``params.json``, for replay), stop what an earlier
+    attempt left running, and say in the log what the run will do."""
+    try:
+        run_dir = rundir.for_context(context, create=True)
+    except OSError as exc:
+        raise AirflowFailException(unwritable(rundir.runs_root(), exc)) from None
+    try:
+        plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]))
+    except (soak_params.ParamsError, *preflight.ERRORS) as exc:
+        raise AirflowFailException(f"refused before provisioning: {exc}") from None
+    try:
+        rundir.write_json(run_dir / rundir.PARAMS, {"dag_id": dag_id, "run_id": context["run_id"],
+                                                    "attempt": rundir.attempt_of(context["dag_run"]),
+                                                    "params": dict(context["params"]), "plan": plan.as_dict()})
+    except OSError as exc:
+        raise AirflowFailException(unwritable(run_dir, exc)) from None
+    reaper.reap_earlier(run_dir, context["run_id"], lambda run_id: dag_run_over(context["ti"], dag_id, run_id))
+    log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys; run directory %s",
+             programs.render(plan.program), plan.program_source, len(plan.program), plan.interval_s,
+             plan.records, plan.keys, run_dir)
+    for phase in plan.phases:
+        log.info("  load: %s", Phase(**phase).describe())
+    log.info("app under test: %s", subjects.describe(plan.as_dict()))
+    log.info("backend %s%s, runtime %s%s", plan.backend,
+             f" (Apache Kafka {plan.kafka_version}, {plan.brokers} broker(s))" if plan.backend == "local" else "",
+             plan.runtime, ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
+             if plan.runtime == "docker" else "")
+    return plan.as_dict()
