@@ -2,7 +2,6 @@
 after a crash."""
 
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -11,9 +10,10 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Message, TopicPartition
 
-from kafka_soak import encodings, generator, kafka_io
+from kafka_soak import encodings, generator, kafka_io, params
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.load import GENERATOR, Load
+from kafka_soak.steps import plan_steps
 
 ORDERS_KEY = "customer-{key}"
 ORDERS = {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
@@ -77,26 +77,25 @@ def test_a_profile_input_is_written_in_the_apps_own_format_with_the_soak_headers
         assert order == {"orderId": record_id, "customer": key, "amount": amounts[record_id - 1], "seq": seq}
 
 
-def kill_mid_run_and_resume(broker: Cluster, tmp_path: Path, records: int, *extra: str) -> list[Message]:
-    """Start the generator's CLI at a rate, kill -9 it once a sixth of the records are in (the rate leaves most to
-    do, however busy the machine), start it again and wait for it to finish: every record then in the topic."""
-    processes, topic = LocalProcesses(tmp_path), broker.topics["input"]
-    cmd = [sys.executable, "-m", "kafka_soak.generator", "--bootstrap", broker.bootstrap_servers, "--topic", topic,
-           "--records", str(records), "--keys", "50", "--rate", str(records // 2), *extra]
-    processes.start("generator", cmd, tmp_path / "gen.1.log")
+def kill_mid_run_and_resume(broker: Cluster, tmp_path: Path, records: int, profile: dict | None = None) -> list[Message]:
+    """The run's load as the DAG runs it (``Load``): start the generator at a rate, kill -9 it once a sixth of the
+    records are in (the rate leaves most to do, however busy the machine), then ``await_done`` (task
+    ``await_generator``) sees it dead, starts it again and waits for it to finish: every record then in the topic."""
+    plan = params.check({"program": "1", "interval_s": 1, "records": records, "keys": 50, "rate": records // 2,
+                         **({"app_profile": profile} if profile else {})}).as_dict()
+    steps = plan_steps(tmp_path, plan, lead_s=0)
+    load, topic = Load(tmp_path, broker.as_dict(), plan), broker.topics["input"]
+    load.start(start_at=steps[0]["planned_at"], attempt=1)
     deadline = time.monotonic() + 30  # however long the start takes on a busy machine
     while sum(high for _, high in kafka_io.watermarks(broker.bootstrap_servers, topic).values()) < records // 6:
-        assert time.monotonic() < deadline, (tmp_path / "gen.1.log").read_text()
+        assert time.monotonic() < deadline, (tmp_path / "logs" / "generator.1.log").read_text()
         time.sleep(0.05)
-    processes.process("generator").send_signal(signal.SIGKILL)
-    time.sleep(0.3)
+    load.processes.kill(GENERATOR)
     partial = len(read_messages(broker.bootstrap_servers, topic))
     assert 0 < partial < records, "the kill must land mid-run for this test to mean anything"
-    processes.start("generator", cmd, tmp_path / "gen.2.log")
-    deadline = time.monotonic() + 30
-    while processes.process("generator") is not None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert "resuming" in (tmp_path / "gen.2.log").read_text()
+    state = load.await_done(poll_s=0.2)
+    assert state["done"] and state["produced"] == records, state
+    assert "resuming" in (tmp_path / "logs" / "generator.2.log").read_text()
     return read_messages(broker.bootstrap_servers, topic)
 
 
@@ -108,8 +107,10 @@ def test_resume_after_kill_produces_every_id_exactly_once(broker, tmp_path):
 
 def test_a_profile_input_resumes_after_kill_from_its_soak_id_headers(broker, tmp_path):
     """The orders' values hold no ``id``: the resume finds where each partition stopped by its ``soak.id`` header."""
-    messages = kill_mid_run_and_resume(broker, tmp_path, 6000, "--key-template", ORDERS_KEY,
-                                       "--value", json.dumps(ORDERS))
+    messages = kill_mid_run_and_resume(broker, tmp_path, 6000, {
+        "name": "orders", "command": ["orders-app"], "group_id": "orders",
+        "inputs": [{"topic": "orders", "key": ORDERS_KEY, "value": ORDERS}],
+        "outputs": [{"topic": "orders-enriched", "contract": "none"}]})
     assert header_ids(messages) == list(range(1, 6001))
     assert sorted(json.loads(m.value())["orderId"] for m in messages) == list(range(1, 6001))
 

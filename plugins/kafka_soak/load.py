@@ -88,6 +88,7 @@ class Load:
         attempt, allowed_s = 1, self.expected_s()
         deadline = read_t0(self.run_dir) + allowed_s
         while True:
+            alive = self.running()  # before the report: a generator writes "done" before it exits
             state = self.progress()
             if state.get("done"):
                 log.info("generator done: %d records, %.0f records/s", state["produced"], state["rate_per_s"])
@@ -97,7 +98,7 @@ class Load:
                 raise LoadFailed(f"the generator produced {state.get('produced', 0)} of {self.plan['records']} records "
                                  f"in {allowed_s:.0f} s, as long as its program and load may take; stopped it. Its "
                                  f"log: {self.run_dir / rundir.LOGS}")
-            if not self.running():
+            if not alive:
                 attempt += 1
                 if attempt > 1 + RESTARTS:
                     raise LoadFailed(f"the generator stopped before producing {self.plan['records']} records "
