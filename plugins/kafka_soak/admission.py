@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def load_scenario(path: Path) -> dict[str, Any]:
+    """A scenario file, refused at import if it sets a param that does not exist (a typo would silently not apply)."""
     scenario = yaml.safe_load(path.read_text())
     unknown = set(scenario.get("params", {})) - set(soak_params.DEFAULTS)
     if unknown:
