@@ -182,7 +182,7 @@ def label(subject: dict[str, Any]) -> str:
     by its workflow design or its Kafka Streams version. A subject given by hand (``--subjects``, as the docstring
     above shows) may have none of these."""
     contract = contract_of(subject)
-    if contract in contracts.DECLARED:
+    if "instances" in subject:  # an output of a team's app (its profile)
         what = f"{contract} {subject['function']}" if contract == contracts.AGGREGATE else contract
         return f"{subject['name']} ({what})"  # <topic>@<version> in a matrix of the app's versions
     if subject.get("design"):
@@ -196,19 +196,20 @@ def health_owner(subject: dict[str, Any], subjects: list[dict[str, Any]]) -> str
     so that the run's verdict counts each incident, stall and unprocessed record once (``contracts.PER_APP``): a
     reference app's subject, its own; a team's app runs one set of instances (``instances``: "", or its version in a
     matrix) behind all its outputs, judged with the first output of that set; None: the subject judges none of it."""
-    if contract_of(subject) not in contracts.DECLARED:
+    if "instances" not in subject:
         return subject["name"]
-    owner = subject.get("instances", "")
-    first = next(s for s in subjects if contract_of(s) in contracts.DECLARED and s.get("instances", "") == owner)
+    owner = subject["instances"]
+    first = next(s for s in subjects if s.get("instances") == owner)
     return owner if subject is first else None
 
 
 def read_input(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
-    """The run's input as the subjects' contracts read it: a team's app's with the soak's headers (and its values
-    when an aggregate is judged), a reference app's from its JSON. A run judges one kind of app."""
+    """The run's input as the subjects' contracts read it: a team's app's own format with the soak's headers (and its
+    values when an aggregate is judged), the suite's own records (a reference app's, or a team's app written for the
+    suite's contract) from their JSON. A run's input is one or the other."""
     declared = {contract_of(s) in contracts.DECLARED for s in args.subjects}
     if len(declared) > 1:
-        raise ValueError("--subjects: a run judges a team's app's outputs or reference apps, not both")
+        raise ValueError("--subjects: a run's input is an app's own format or the suite's own records, not both")
     if True not in declared:
         return anomalies.parse(kafka_topics.read(spark, args.bootstrap, args.input_topic), anomalies.INPUT_SCHEMA)
     values = any(contract_of(s) == contracts.AGGREGATE for s in args.subjects)

@@ -72,3 +72,19 @@ def orders_py_profile(image: str = "", hang_at: int | None = None) -> dict:
             "inputs": [ORDERS],
             "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders",
                          "id_from": "json:$.orderId"}]}
+
+
+def contract_app_profile(*worker_args: str) -> dict:
+    """An app written for kafka-soak's own data contract, described by a profile as any team's app is: the reference
+    worker, started by the profile's command and told its topics by the profile's placeholders (``worker_args``: its
+    bug switches). Its input is the suite's own records, its output judged by the id-assignment contract with its
+    self-check on a topic of the profile. A 6 s session: a killed instance's partitions come back quickly."""
+    return {"name": "contract-app", "group_id": "contract-app",
+            "command": [sys.executable, "-m", "kafka_soak.app.worker", "--bootstrap", "{bootstrap_servers}",
+                        "--app-id", "{app_id}", "--instance", "{instance}", "--step", "{step}",
+                        "--input-topic", "{topic:events}", "--output-topic", "{topic:event-ids}",
+                        "--changelog-topic", "{topic:ids-changelog}", "--assertions-topic", "{topic:self-check}",
+                        "--session-timeout-ms", "6000", *worker_args],
+            "topics": [{"name": "ids-changelog"}, {"name": "self-check", "partitions": 1}],
+            "inputs": [{"topic": "events", "value": {"encoding": "soak"}}],
+            "outputs": [{"topic": "event-ids", "contract": "id-assignment", "of": "events", "assertions": "self-check"}]}

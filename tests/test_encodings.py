@@ -116,8 +116,8 @@ def test_the_id_of_a_record_comes_from_its_soak_id_header():
 
 
 @pytest.mark.parametrize("spec, fragment", [
-    ([], "v: must be an object with an encoding (json, string, int32, int64, bytes), got list"),
-    ({"encoding": "avro"}, "v.encoding: 'avro' is no encoding; allowed: json, string, int32, int64, bytes"),
+    ([], "v: must be an object with an encoding (json, string, int32, int64, bytes, soak), got list"),
+    ({"encoding": "avro"}, "v.encoding: 'avro' is no encoding; allowed: json, string, int32, int64, bytes, soak"),
     ({"encoding": "json"}, "v.template: is missing; any JSON value whose strings may hold placeholders"),
     ({"encoding": "json", "template": {"a": "{ID}"}},
      "v.template.a: {ID} is no placeholder; allowed: {id}, {key}, {seq}, {ts}, {payload}, {random_int:A:B}"),

@@ -121,7 +121,7 @@ def test_the_cli_refuses_a_bad_profile_input_naming_it():
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 2
     assert "--key-template: {ts} cannot be in a key" in done.stderr
-    assert "--value.encoding: 'int16' is no encoding; allowed: json, string, int32, int64, bytes" in done.stderr
+    assert "--value.encoding: 'int16' is no encoding; allowed: json, string, int32, int64, bytes, soak" in done.stderr
 
 
 def test_resume_point_skips_exactly_what_each_partition_holds():

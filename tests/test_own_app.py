@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from conftest import leaked_secret
-from outside_apps import ORDERS, orders_py_profile, orders_streams_command
+from outside_apps import ORDERS, contract_app_profile, orders_py_profile, orders_streams_command
 from soak_runs import CHURN_AND_KILL, alerts, soak
 
 # A Kafka Streams app with its own JSON and serdes: every order enriched (Kafka Streams forwards the input's headers, so
@@ -57,6 +57,29 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
     assert not private_files("orders-py"), "every instance's properties file is removed when the instance ends"
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
     assert [s["token"] for s in steps] == ["1", "2", "k1", "1"] and steps[2]["running_after"] == [2]
+
+
+def test_an_app_written_for_the_suites_own_contract_is_judged_by_it_through_its_profile(runs_dir):
+    """A team's app that reads the suite's own records and keeps its id-assignment contract (the reference worker,
+    dropping every 1000th id) is described by a profile like any other: its own topic names, reached through the
+    command's placeholders; the generator writes the suite's records to its input, and the checker judges its output
+    by that contract, self-check topic included, through a graceful stop, a kill -9 and a restart: exactly the six
+    dropped ids are lost, nothing else is wrong."""
+    profile = contract_app_profile("--bug", "drop", "--bug-every", "1000")
+    code, run_dir, verdict = soak(runs_dir, app_profile=profile, **CHURN_AND_KILL)
+    assert code == 1 and verdict is not None and verdict["status"] == "failed", verdict
+    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"lost": 6}, verdict
+    assert sorted(s["id"] for s in verdict["samples"]["lost"]) == [1000, 2000, 3000, 4000, 5000, 6000]
+    assert verdict["label"] == "event-ids (id-assignment)" and verdict["contract"] == "id-assignment"
+    records = verdict["records"]
+    assert (records["input"], records["output"], records["assertions"]) == (6000, 5994, 0), records
+    assert records["distinct_assigned_ids"] == records["distinct_keys"] == CHURN_AND_KILL["keys"], records
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert cluster["topics"] == {"input": "events", "topic:event-ids": "event-ids", "topic:ids-changelog": "ids-changelog",
+                                 "topic:self-check": "self-check"}
+    assert set(verdict["topics"].values()) == {"events", "event-ids", "self-check"}
+    logs = {p.name for p in (run_dir / "logs").glob("contract-app-*.log")}
+    assert logs == {"contract-app-1.0.log", "contract-app-2.1.log", "contract-app-1.3.log"}
 
 
 def test_an_app_that_stops_making_progress_is_stalled_and_judged_on_what_it_committed(runs_dir):

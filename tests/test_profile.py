@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from outside_apps import contract_app_profile
 
 from kafka_soak import params, subjects
 from kafka_soak.backends.cluster import Cluster, topic_names
@@ -28,6 +29,12 @@ PROFILE = {
                  "value": {"encoding": "json", "path": "$.total"}},
                 {"topic": "orders-audit", "contract": "none"}],
 }
+
+
+def contract_app(**fields: object) -> dict:
+    """An app written for the suite's own contract (``outside_apps.contract_app_profile``) with some ``fields``
+    replaced."""
+    return {**contract_app_profile(), **fields}
 
 
 def changed(*path: str | int, to: object) -> dict:
@@ -146,7 +153,23 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
      "app_profile.command: 'app-{version}' has an unknown placeholder {version}"),
 
     (changed("outputs", 0, "contract", to="exactly-once"), "local",
-     "app_profile.outputs[0].contract: 'exactly-once' is no contract; allowed: one-to-one, aggregate, none"),
+     "app_profile.outputs[0].contract: 'exactly-once' is no contract; allowed: one-to-one, aggregate, id-assignment, "
+     "none"),
+    (changed("outputs", 0, "contract", to="id-assignment"), "local",
+     "app_profile.outputs[0].of: contract id-assignment judges the suite's own records; input 'orders' must have value "
+     "{encoding: soak}"),
+    (changed("outputs", 0, "assertions", to="orders-by-customer"), "local",
+     "app_profile.outputs[0].assertions: is for contract id-assignment"),
+    (contract_app(inputs=[{"topic": "events", "key": "k-{key}", "value": {"encoding": "soak"}}]), "local",
+     "app_profile.inputs[0].key: encoding soak keys each record as the suite does (key-000042); leave key out"),
+    (contract_app(inputs=[{"topic": "events", "value": {"encoding": "soak", "template": {"id": "{id}"}}}]), "local",
+     "app_profile.inputs[0].value: ['template'] are not fields of encoding soak; it takes none"),
+    (contract_app(outputs=[{"topic": "event-ids", "contract": "id-assignment", "of": "events"}]), "local",
+     "app_profile.outputs[0].assertions: None is none of the profile's topics (ids-changelog, self-check); name the "
+     "topic the app writes its self-check failures to"),
+    (contract_app(outputs=[{"topic": "event-ids", "contract": "one-to-one", "of": "events"}]), "local",
+     "app_profile.outputs[0].contract: one-to-one judges an app's own format by the soak.id header, which the suite's "
+     "own records (input 'events', encoding soak) do not carry; judge them with id-assignment"),
     (changed("outputs", 1, "of", to="payments"), "local",
      "app_profile.outputs[1].of: 'payments' is none of the profile's inputs (orders)"),
     (changed("outputs", 2, "field", to="customer"), "local",

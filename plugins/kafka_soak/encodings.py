@@ -8,10 +8,11 @@ A team's app reads its own format, so a profile input says how its records look 
     {payload}  the run's payload string               {random_int:A:B}  an integer in [A, B], drawn from (seed, id, slot)
     {{ }}      literal braces
 
-Value encodings: ``json`` (``template``: any JSON value whose strings are templates; a string that is exactly one number
-placeholder becomes a JSON number), ``string`` (``template``, UTF-8), ``int32``/``int64`` (big-endian signed, as
-Kafka's IntegerSerializer/LongSerializer write them, ``of`` seq | id | random_int:A:B, default seq) and ``bytes``
-(``size`` random bytes). Keys are string templates; every record also carries the headers ``soak.id`` and
+Value encodings: ``soak`` (the suite's own records, for an app written for its data contract; no headers), ``json``
+(``template``: any JSON value whose strings are templates; a string that is exactly one number placeholder becomes a
+JSON number), ``string`` (``template``, UTF-8), ``int32``/``int64`` (big-endian signed, as Kafka's
+IntegerSerializer/LongSerializer write them, ``of`` seq | id | random_int:A:B, default seq) and ``bytes`` (``size``
+random bytes). Keys are string templates; every record but the suite's own also carries the headers ``soak.id`` and
 ``soak.seq`` (ASCII decimal), by which the checker knows each record and a resumed generator finds where it stopped.
 
 Speed (bench/generator.py): a template is compiled once into ``str.format`` text whose positional fields are the
@@ -34,9 +35,12 @@ from typing import Any
 
 from kafka_soak.contracts import ID_HEADER, SEQ_HEADER
 
+# The suite's own records (``{"id", "key", "seq", "payload", "ts"}`` as JSON, keyed ``key-000042``): what an app
+# written for kafka-soak's data contract reads, and what its ``id-assignment`` output is judged against.
+SOAK = "soak"
 # Each encoding and the fields it takes besides ``encoding``.
 ENCODINGS: dict[str, tuple[str, ...]] = {"json": ("template",), "string": ("template",), "int32": ("of",),
-                                         "int64": ("of",), "bytes": ("size",)}
+                                         "int64": ("of",), "bytes": ("size",), SOAK: ()}
 PLACEHOLDERS = "{id}, {key}, {seq}, {ts}, {payload}, {random_int:A:B}"
 SIMPLE = ("id", "key", "seq", "ts", "payload")
 INTEGERS = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
@@ -127,7 +131,10 @@ def problems(value_spec: Any, where: str) -> list[str]:
         return [f"{where}.encoding: {encoding!r} is no encoding; allowed: {', '.join(ENCODINGS)}"]
     takes = ENCODINGS[encoding]
     extra = sorted(str(name) for name in value_spec if name != "encoding" and name not in takes)
-    errors = [f"{where}: {extra} are not fields of encoding {encoding}; it takes {', '.join(takes)}"] if extra else []
+    errors = [f"{where}: {extra} are not fields of encoding {encoding}; it takes "
+              f"{', '.join(takes) or 'none (the suite writes its own records)'}"] if extra else []
+    if encoding == SOAK:
+        return errors
     if encoding == "json":
         if "template" not in value_spec:
             return [*errors, f"{where}.template: is missing; any JSON value whose strings may hold placeholders "

@@ -141,7 +141,7 @@ class Records:
 def records_for(spec: LoadSpec, partitions: int) -> Records | encodings.ProfileRecords:
     """The run's records: the profile input's own format if the spec has one, else the contract's."""
     payload = "".join(random.Random(spec.seed).choices(string.ascii_letters, k=spec.payload_bytes))
-    if spec.value is None:
+    if spec.value is None or spec.value["encoding"] == encodings.SOAK:
         return Records(spec.keys, partitions, payload)
     return encodings.ProfileRecords(spec.key_template, spec.value, spec.keys,
                                     partial(partition_of, partitions=partitions), payload, spec.seed)

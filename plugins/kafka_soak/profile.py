@@ -26,7 +26,7 @@ from typing import Any
 from kafka_soak import contracts, encodings
 
 NOT_JUDGED = "none"  # an output the app writes and the run keeps, not judged
-CONTRACTS = (*contracts.DECLARED, NOT_JUDGED)
+CONTRACTS = (*contracts.DECLARED, contracts.ID_ASSIGNMENT, NOT_JUDGED)
 FUNCTIONS = ("count", "sum", "min", "max", "latest")
 OUTPUT_ENCODINGS = ("json", "string", "int32", "int64")
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's legal topic names ("." and ".." excepted)
@@ -45,7 +45,7 @@ FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties
                      "versions"),
           "topic": ("name", "partitions"),
           "input": ("topic", "partitions", "key", "value"),
-          "output": ("topic", "partitions", "contract", "of", "id_from", "function", "field", "value")}
+          "output": ("topic", "partitions", "contract", "of", "id_from", "function", "field", "value", "assertions")}
 MAX_PARTITIONS = 256  # of any topic of a run (param partitions, a profile's topics)
 
 
@@ -71,6 +71,7 @@ class Output:
     function: str = ""  # aggregate: count | sum | min | max | latest
     field: str = ""  # aggregate: the input's field ("" = the decoded input value)
     value: dict[str, Any] = default(default_factory=dict)  # aggregate: how the table's values are decoded
+    assertions: str = ""  # id-assignment: the topic of the app's self-check failures (one of the profile's topics)
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
     inputs = [Input(i["topic"], i.get("partitions", partitions), i.get("key", "{key}"), i["value"])
               for i in raw["inputs"]]
     outputs = [Output(o["topic"], o.get("partitions", partitions), o["contract"], o.get("of", ""),
-                      o.get("id_from", contracts.ID_FROM_HEADER), o.get("function", ""), o.get("field", ""), o.get("value", {}))
+                      o.get("id_from", contracts.ID_FROM_HEADER), o.get("function", ""), o.get("field", ""), o.get("value", {}),
+                      o.get("assertions", ""))
                for o in raw["outputs"]]
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
@@ -195,7 +197,10 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
     values = {i.get("topic"): i.get("value") for i in inputs}
     for n, item in enumerate(inputs):
         at = f"{where}.inputs[{n}]"
-        if not isinstance(item.get("key", "{key}"), str):
+        if soak(item.get("value")) and "key" in item:
+            errors.append(f"{at}.key: encoding {encodings.SOAK} keys each record as the suite does (key-000042); "
+                          "leave key out")
+        elif not isinstance(item.get("key", "{key}"), str):
             errors.append(f"{at}.key: must be a string template such as \"customer-{{key}}\"")
         else:
             errors += encodings.key_problems(item.get("key", "{key}"), f"{at}.key")
@@ -204,7 +209,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
         else:
             errors += encodings.problems(item["value"], f"{at}.value")
     for n, item in enumerate(outputs):
-        errors += output_problems(item, f"{where}.outputs[{n}]", values)
+        errors += output_problems(item, f"{where}.outputs[{n}]", values, {t.get("name") for t in extra})
     versions = raw.get("versions", [])
     errors += version_problems(versions, command, image if isinstance(image, str) else "", where)
     allowed = (*placeholders, PROPERTIES_FILE, *((VERSION,) if versions else ()))
@@ -248,16 +253,30 @@ def unknown_fields(item: dict[str, Any], kind: str, where: str) -> list[str]:
     return [f"{where}: unknown fields {unknown}; allowed: {', '.join(FIELDS[kind])}"] if unknown else []
 
 
-def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any]) -> list[str]:
-    """What is wrong with one output: its contract, the input it is judged against, how its ids or values are read."""
+def soak(value: Any) -> bool:
+    """Whether an input's value spec is the suite's own records (encoding ``soak``)."""
+    return isinstance(value, dict) and value.get("encoding") == encodings.SOAK
+
+
+def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
+    """What is wrong with one output: its contract, the input it is judged against, how its ids or values are read
+    (``inputs``: the profile's inputs' value specs by topic; ``topics``: its other topics)."""
     contract = item.get("contract")
     if contract not in CONTRACTS:
         return [f"{at}.contract: {contract!r} is no contract; allowed: {', '.join(CONTRACTS)}"]
     if contract == NOT_JUDGED:
-        extra = sorted(set(item) & {"of", "id_from", "function", "field", "value"})
+        extra = sorted(set(item) & {"of", "id_from", "function", "field", "value", "assertions"})
         return [f"{at}: {extra} judge an output; contract none is not judged"] if extra else []
     if item.get("of") not in inputs:
         return [f"{at}.of: {item.get('of')!r} is none of the profile's inputs ({', '.join(map(str, inputs))})"]
+    if contract == contracts.ID_ASSIGNMENT:
+        return id_assignment_problems(item, at, inputs, topics)
+    if soak(inputs[item["of"]]):
+        return [f"{at}.contract: {contract} judges an app's own format by the soak.id header, which the suite's own "
+                f"records (input {item['of']!r}, encoding {encodings.SOAK}) do not carry; judge them with "
+                f"{contracts.ID_ASSIGNMENT}"]
+    if "assertions" in item:
+        return [f"{at}.assertions: is for contract {contracts.ID_ASSIGNMENT}"]
     if contract == contracts.ONE_TO_ONE:
         extra = sorted(set(item) & {"function", "field", "value"})
         if extra:
@@ -292,6 +311,21 @@ def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any]) -> li
         errors.append(f"{at}.value: takes encoding and, with json, path (got {sorted(value)})")
     elif "path" in value and not (isinstance(value["path"], str) and JSON_PATH.fullmatch(value["path"])):
         errors.append(f"{at}.value.path: {value['path']!r} is no JSON path such as $.total")
+    return errors
+
+
+def id_assignment_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
+    """An output that keeps kafka-soak's own data contract (docs/architecture.md): the suite's records in, one output
+    record per input with the id the app assigned its key, and the app's self-check failures on ``assertions``."""
+    errors = [f"{at}: {sorted(extra)} are not fields of contract {contracts.ID_ASSIGNMENT}; it takes of and "
+              "assertions"] if (extra := set(item) & {"id_from", "function", "field", "value"}) else []
+    if not soak(inputs[item["of"]]):
+        errors.append(f"{at}.of: contract {contracts.ID_ASSIGNMENT} judges the suite's own records; input "
+                      f"{item['of']!r} must have value {{encoding: {encodings.SOAK}}}")
+    if item.get("assertions") not in topics:
+        errors.append(f"{at}.assertions: {item.get('assertions')!r} is none of the profile's topics "
+                      f"({', '.join(sorted(map(str, topics))) or 'none'}); name the topic the app writes its self-check "
+                      "failures to (it may stay empty) and list it under topics")
     return errors
 
 

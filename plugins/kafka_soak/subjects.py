@@ -224,9 +224,12 @@ def build(plan: dict[str, Any], app_id: str, names: dict[str, str]) -> list[Subj
     if app is not None:
         inputs = {i.topic: i.value for i in app.inputs}
         matrixed = matrix(plan)
+        def topic(declared: str, name: str) -> str:
+            return names[profiles.role(declared, app) + version_suffix(app, declared, name)] if declared else ""
+
         return [Subject(name, version_app_id(app.group_id, name) if name else app.group_id, version, "", "", outputs=[
             {**{k: v for k, v in asdict(o).items() if k != "topic"}, "name": f"{o.topic}@{name}" if name else o.topic,
-             "output": names[profiles.role(o.topic, app) + version_suffix(app, o.topic, name)], "input_value": inputs[o.of]}
+             "output": topic(o.topic, name), "assertions": topic(o.assertions, name), "input_value": inputs[o.of]}
             for o in app.judged()]) for name, version in zip(matrixed or [""], versions(plan), strict=True)]
     designs = plan.get("workflow_designs") or [""]
     if design_matrix(plan):
