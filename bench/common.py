@@ -143,6 +143,7 @@ class DagsTest:
         ``timeout`` is killed, and so is what it started."""
         self.log = self.runs / "dags-test.log"
         self.started = time.time()
+        self.earlier = set((self.runs / self.dag_id).glob("*/"))  # runs of this dag_id already in the runs dir
         from kafka_soak.cli import as_owner
 
         env, conf = as_owner(self.conf, {**os.environ, "SOAK_RUNS_DIR": str(self.runs)})
@@ -161,10 +162,11 @@ class DagsTest:
                 self.stop_leftovers()
 
     def _run_dir(self, timeout: float) -> Path:
-        """The run's directory once the run has planned its program (``program.json`` exists)."""
+        """The run's directory once the run has planned its program (``program.json`` exists); one of the runs dir's
+        earlier runs (a benchmark's runs may share one, as nightly runs share a history) is not it."""
         latest = self.runs / self.dag_id / "latest"
         deadline = time.monotonic() + timeout
-        while not (latest / "program.json").exists():
+        while latest.resolve() in self.earlier or not (latest / "program.json").exists():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no program.json after {timeout:.0f} s; see {self.log}")
             time.sleep(0.02)

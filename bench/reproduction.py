@@ -4,17 +4,21 @@ How often each seed scenario's default program catches the seeds' bug (KAFKA-141
 cleared when a standby task is recycled into an active one) on Kafka Streams 3.4.0, which has it, and how often
 the newest release, which has the fix, passes. Every run is one DAG run of the scenario with
 ``streams_versions: [3.4.0, <newest>]``: both versions side by side on the same input and the same program, so
-each run measures both rates under identical conditions. quick: 5 runs per scenario; large: 10.
+each run measures both rates under identical conditions. quick: 5 runs per scenario; large: 10. The runs share one
+runs directory, as a deployment's nightly runs do, so its history page (``history.html``) counts the same rates: the
+table of rates below is that page's.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from common import DagsTest, figure, parse_size, runs_dir, write_results
 
 from kafka_soak.app.streams import DEFAULT_VERSION
+from kafka_soak.history import HISTORY, rates, scenarios
 
 BUGGY = "3.4.0"
 SCENARIOS = ("soak_stale_state_standby", "soak_id_assignment_rebalance")
@@ -23,9 +27,10 @@ BUG_ANOMALIES = ("stale_state", "id_reuse")
 RUN_TIMEOUT_S = 1200
 
 
-def one_run(dag_id: str) -> dict[str, Any]:
-    """One matrix run: per version its status and anomaly counts, plus the run's outcome."""
-    test = DagsTest(dag_id, {"streams_versions": [BUGGY, DEFAULT_VERSION]}, runs_dir(f"reproduction-{dag_id}"))
+def one_run(dag_id: str, runs: Path) -> dict[str, Any]:
+    """One matrix run (in the benchmark's ``runs`` directory): per version its status and anomaly counts, plus the run's
+    outcome."""
+    test = DagsTest(dag_id, {"streams_versions": [BUGGY, DEFAULT_VERSION]}, runs)
     run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
     verdict_file = run_dir / "verdict.json"
     verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
@@ -47,8 +52,10 @@ def passed(row: dict[str, Any]) -> bool:
 
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
-    runs = {dag_id: [one_run(dag_id) for _ in range(RUNS[size])] for dag_id in SCENARIOS}
+    shared = runs_dir("reproduction")
+    runs = {dag_id: [one_run(dag_id, shared) for _ in range(RUNS[size])] for dag_id in SCENARIOS}
     figures, lines = [], []
+    history = scenarios(shared)
     for dag_id, rows in runs.items():
         judged = [r for r in rows if r["versions"]]
         hits, clean = sum(map(caught, judged)), sum(map(passed, judged))
@@ -67,6 +74,10 @@ def main() -> None:
                 found = {a: c for a, c in (v or {}).items() if a != "status" and c}
                 cells.append(f"{v['status']} {found or ''}".strip() if v else f"no verdict ({r['outcome']})")
             lines.append(f"| {n} | {r['wall_s']:.0f} s | {cells[0]} | {cells[1]} |")
+        lines.append(f"\nIts history page ({shared / HISTORY}):\n\n| app | runs | caught (failed) | passed | stalled | "
+                     "inconclusive | no verdict |\n|---|---|---|---|---|---|---|")
+        lines += [f"| {r.app} | {r.runs} | {r.caught} | {r.passed} | {r.stalled} | {r.inconclusive} | {r.no_verdict} |"
+                  for r in rates(history.get(dag_id, []))]
         lines.append("")
     body = ("Each run: the scenario's defaults with `streams_versions: [\"3.4.0\", \"" + DEFAULT_VERSION + "\"]`; "
             "caught = Kafka Streams 3.4.0 failed with stale_state or id_reuse; passed = the newest version's verdict "
