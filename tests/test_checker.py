@@ -192,8 +192,8 @@ def team_inputs(spark, values=lambda i: json.dumps({"orderId": i}).encode()):
 
 def output_subject(name: str, **contract) -> dict:
     """A judged output of a team's app as --subjects gives it (subjects.judged)."""
-    return {"name": name, "app_id": "orders-enricher", "version": "", "output": name, "assertions": "", "partitions": 4,
-            "of": "orders", "input_value": {"encoding": "json", "template": {}}, **contract}
+    return {"name": name, "app_id": "orders-enricher", "version": "", "instances": "", "output": name, "assertions": "",
+            "partitions": 4, "of": "orders", "input_value": {"encoding": "json", "template": {}}, **contract}
 
 
 def test_a_one_to_one_output_is_judged_record_by_record_by_its_header_or_json_ids(spark, tmp_path):
