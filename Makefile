@@ -45,7 +45,7 @@ bench: setup
 	$(PY) bench/report.py
 
 # How often the seed scenarios catch Kafka Streams 3.4.0 and pass the newest release (quick: 5 matrix runs per
-# scenario, about 40 minutes; SIZE=large: 10, about 65 minutes). Written to docs/benchmarks.md and quoted in docs/scenarios.md.
+# scenario, about 30 minutes; SIZE=large: 10, about 55 minutes). Written to docs/benchmarks.md and quoted in docs/scenarios.md.
 reproduction: setup
 	$(PY) bench/reproduction.py --size $(SIZE)
 	$(PY) bench/report.py
