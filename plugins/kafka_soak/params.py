@@ -9,6 +9,7 @@ provisioned, with a message that names the param and what is allowed.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -331,7 +332,8 @@ class RunPlan:
         return len(self.program) * self.interval_s
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.values)
+        """A copy to pass on (nested lists and objects too: a caller's change reaches neither the plan nor DEFAULTS)."""
+        return copy.deepcopy(self.values)
 
 
 def resolve_phases(values: dict[str, Any], steps: int, rate: float) -> tuple[list[dict[str, Any]], list[str]]:
@@ -400,8 +402,9 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
     errors.extend(quota_errors(values, app_id))
     if errors:
         raise ParamsError("; ".join(errors))
-    return RunPlan({**values, "program": program, "program_source": source, "interval_s": float(values["interval_s"]),
-                    "phases": phases, "rate": rate, "crash_probability": float(values["crash_probability"]),
+    return RunPlan({**copy.deepcopy(values), "program": program, "program_source": source,
+                    "interval_s": float(values["interval_s"]), "phases": phases, "rate": rate,
+                    "crash_probability": float(values["crash_probability"]),
                     "restart_backoff_s": float(values["restart_backoff_s"])})
 
 
