@@ -17,6 +17,8 @@ ID_ASSIGNMENT, WORKFLOW = "id-assignment", "workflow"
 # the checker needs (soak.id, soak.seq), the values are the app's own format.
 ONE_TO_ONE, AGGREGATE = "one-to-one", "aggregate"
 DECLARED = (ONE_TO_ONE, AGGREGATE)
+# What a profile may declare for an output it wants judged: those, or the suite's own contract (an app written for it).
+PROFILE_CONTRACTS = (*DECLARED, ID_ASSIGNMENT)
 # The headers the generator gives every input record of a team's app (ASCII decimal): its id and its place in its key's
 # sequence; and where a one-to-one output's id is: that header (Kafka Streams forwards it) or ``json:<path>`` in its value.
 ID_HEADER, SEQ_HEADER = "soak.id", "soak.seq"
@@ -40,6 +42,6 @@ def of(design: str, declared: str = "") -> str:
     a reference app's contract judged by mistake."""
     if design:
         return WORKFLOW
-    if declared and declared not in (*DECLARED, ID_ASSIGNMENT):
-        raise ValueError(f"contract {declared!r} is not judged; judged contracts: {', '.join((*DECLARED, ID_ASSIGNMENT))}")
+    if declared and declared not in PROFILE_CONTRACTS:
+        raise ValueError(f"contract {declared!r} is not judged; judged contracts: {', '.join(PROFILE_CONTRACTS)}")
     return declared or ID_ASSIGNMENT

@@ -26,7 +26,7 @@ from typing import Any
 from kafka_soak import contracts, encodings
 
 NOT_JUDGED = "none"  # an output the app writes and the run keeps, not judged
-CONTRACTS = (*contracts.DECLARED, contracts.ID_ASSIGNMENT, NOT_JUDGED)
+CONTRACTS = (*contracts.PROFILE_CONTRACTS, NOT_JUDGED)
 FUNCTIONS = ("count", "sum", "min", "max", "latest")
 OUTPUT_ENCODINGS = ("json", "string", "int32", "int64")
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's legal topic names ("." and ".." excepted)
