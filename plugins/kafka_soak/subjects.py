@@ -250,8 +250,7 @@ def quoted_app_ids(plan: dict[str, Any], app_id: str) -> list[str]:
     """The application ids a quota's ``{app_id}`` names: every subject's but a control's that runs without the run's
     quotas (``quotas: false``)."""
     unquoted = {v["name"] for v in plan.get("variants") or [] if v.get("quotas") is False}
-    skipped = {version_app_id(app_id, name) for name, _version, variant in controlled(plan) if variant in unquoted} \
-        if unquoted else set()
+    skipped = {version_app_id(app_id, name) for name, _version, variant in controlled(plan) if variant in unquoted}
     return [app for app in app_ids(plan, app_id) if app not in skipped]
 
 
