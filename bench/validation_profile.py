@@ -53,7 +53,7 @@ def profile_subjects(h: soak_history.ProfileHistory, topics: dict[str, str], jud
     app = h.profile
     names = {profiles.role(name, app): topics[name] for name in app.names()}
     return [replace(s, outputs=[o for o in s.outputs if o["name"] in judged]).as_dict()
-            for s in subjects.build({"app_profile": app.as_dict()}, "", names)]
+            for s in subjects.build({"app_profile": app.as_dict()}, names)]
 
 
 def expected(variant: Variant, reference: soak_history.History, profile: soak_history.ProfileHistory) -> dict[str, int]:

@@ -178,17 +178,16 @@ def contract_of(subject: dict[str, Any]) -> str:
 
 
 def label(subject: dict[str, Any]) -> str:
-    """How the report and the alert name a subject: a team's app's output by its name and contract, a reference app
-    by its workflow design or its Kafka Streams version. A subject given by hand (``--subjects``, as the docstring
-    above shows) may have none of these."""
+    """How the report and the alert name a subject: as the suite names its own apps' (``label``: "Kafka Streams
+    3.8.1 (txn-60s)", "design single-writer"), else a team's app's output by its name and contract. A subject given by
+    hand (``--subjects``, as the docstring above shows) may have neither: "the app"."""
+    if subject.get("label"):
+        return subject["label"]
+    if not subject.get("name"):
+        return "the app"
     contract = contract_of(subject)
-    if "instances" in subject:  # an output of a team's app (its profile)
-        what = f"{contract} {subject['function']}" if contract == contracts.AGGREGATE else contract
-        return f"{subject['name']} ({what})"  # <topic>@<version> in a matrix of the app's versions
-    if subject.get("design"):
-        return f"design {subject['design']}"
-    control = f" ({subject['variant']})" if subject.get("variant") else ""
-    return f"Kafka Streams {subject['version']}{control}" if subject.get("version") else "the app"
+    what = f"{contract} {subject['function']}" if contract == contracts.AGGREGATE else contract
+    return f"{subject['name']} ({what})"  # <topic>@<version> in a matrix of the app's versions
 
 
 def health_owner(subject: dict[str, Any], subjects: list[dict[str, Any]]) -> str | None:

@@ -124,7 +124,7 @@ def broker(kafka, request):
     topics = {role: f"{prefix}.{role}" for role in ("input", "output", "changelog", "assertions")}
     kafka_io.create_topics(cluster.bootstrap_servers, {name: 1 if role == "assertions" else 4
                                                        for role, name in topics.items()})
-    app = Subject("", "app", "", topics["output"], topics["assertions"])  # the app under test, group "app"
+    app = Subject("", "app", "", {role: name for role, name in topics.items() if role != "input"})  # group "app"
     return Cluster("local", cluster.bootstrap_servers, topics, brokers=1, kafka_version=cluster.kafka_version,
                    subjects=[app.as_dict()])
 

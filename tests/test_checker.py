@@ -162,13 +162,13 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
     assert {e["anomaly"] for e in outcome["expectations"]} == {None, "lost", "duplicated", "unexpected", "rolled_back"}
 
 
-def test_a_subject_is_labelled_by_its_design_or_version_and_a_bare_one_needs_neither():
+def test_a_subject_is_labelled_as_the_suite_names_it_and_a_bare_one_needs_no_label():
     """The job's --subjects as its docstring shows them (name, output, assertions) once failed with KeyError 'version'
     after judging (bench/validation.py submits such a subject)."""
     assert validate_soak.label({"name": "", "output": "o", "assertions": "a"}) == "the app"
-    assert validate_soak.label({"name": "3.4.0", "version": "3.4.0", "design": ""}) == "Kafka Streams 3.4.0"
-    assert validate_soak.label({"name": "single-writer", "version": "4.3.1", "design": "single-writer"}) == \
-        "design single-writer"
+    assert validate_soak.label({"name": "3.4.0", "label": "Kafka Streams 3.4.0", "design": ""}) == "Kafka Streams 3.4.0"
+    assert validate_soak.label({"name": "orders@3.4.0", "output": "o", "contract": "one-to-one"}) == \
+        "orders@3.4.0 (one-to-one)"
 
 
 # A team's own app (an app profile): input records carry the soak's headers, values are the app's own format.

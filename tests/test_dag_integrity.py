@@ -106,8 +106,8 @@ def test_the_compose_stack_matches_the_project():
     """docker/compose.yaml cannot be brought up here (no registry); it must at least name what the code uses."""
     import yaml
 
+    from kafka_soak.app.reference import IMAGE as REFERENCE_IMAGE
     from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE
-    from kafka_soak.subjects import REFERENCE_IMAGE
 
     root = DAGS.parent
     compose = yaml.safe_load((root / "docker" / "compose.yaml").read_text())["services"]

@@ -159,11 +159,11 @@ def test_controls_run_beside_each_version_with_settings_of_their_own(tmp_path):
     assert [q["client_id"] for q in plan["quotas"]] == [f"q-{n}-1-StreamThread-1-producer" for n in names
                                                         if not n.endswith("no-quota")]
     topics = {role: f"t.{role}" for role in subjects.topics(plan)}
-    built = subjects.build(plan, "q", topics)
-    assert [(s.name, s.app_id, s.version, s.variant, s.output) for s in built][:3] == [
-        ("3.8.1", "q-3.8.1", "3.8.1", "", "t.output.3.8.1"),
-        ("3.8.1-txn-60s", "q-3.8.1-txn-60s", "3.8.1", "txn-60s", "t.output.3.8.1-txn-60s"),
-        ("3.8.1-no-quota", "q-3.8.1-no-quota", "3.8.1", "no-quota", "t.output.3.8.1-no-quota")]
+    built = subjects.build(plan, topics)
+    assert [(s.name, s.app_id, s.version, s.topic("output")) for s in built][:3] == [
+        ("3.8.1", "q-3.8.1", "3.8.1", "t.output.3.8.1"),
+        ("3.8.1-txn-60s", "q-3.8.1-txn-60s", "3.8.1", "t.output.3.8.1-txn-60s"),
+        ("3.8.1-no-quota", "q-3.8.1-no-quota", "3.8.1", "t.output.3.8.1-no-quota")]
     cluster = Cluster("local", "127.0.0.1:1", topics, subjects=[s.as_dict() for s in built])
     instances = Instances(tmp_path, cluster, {**plan, "runtime": "docker"}, built)
     command = instances.command(built[1], 1, 0)
@@ -204,15 +204,24 @@ def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_
     from kafka_soak import subjects
 
     plan = params.check({"app": "streams", "topology": "workflow", "workflow_designs": ["ktable-self-join",
-                                                                                       "single-writer"]}).as_dict()
+                                                                                       "single-writer"]},
+                        app_id="wf-app").as_dict()
     topics = subjects.topics(plan)
     assert {"executions.single-writer", "tasks.ktable-self-join", "results.single-writer"} <= set(topics)
     names = {role: f"run.{role}" for role in topics}
-    built = subjects.build(plan, "wf-app", names)
-    assert [(s.name, s.app_id, s.version, s.design, s.contract, s.executions) for s in built] == [
-        ("ktable-self-join", "wf-app-ktable-self-join", "4.3.1", "ktable-self-join", "workflow",
+    built = subjects.build(plan, names)
+    assert [(s.name, s.app_id, s.version, s.args[:2], s.topic("executions")) for s in built] == [
+        ("ktable-self-join", "wf-app-ktable-self-join", "4.3.1", ["--design", "ktable-self-join"],
          "run.executions.ktable-self-join"),
-        ("single-writer", "wf-app-single-writer", "4.3.1", "single-writer", "workflow", "run.executions.single-writer")]
+        ("single-writer", "wf-app-single-writer", "4.3.1", ["--design", "single-writer"],
+         "run.executions.single-writer")]
+    judged = subjects.judged({"subjects": [s.as_dict() for s in built]})
+    assert [(j["name"], j["label"], j["contract"], j["executions"]) for j in judged] == [
+        ("ktable-self-join", "design ktable-self-join", "workflow", "run.executions.ktable-self-join"),
+        ("single-writer", "design single-writer", "workflow", "run.executions.single-writer")]
     assert subjects.versions(plan) == ["4.3.1"]
-    one = subjects.build(params.check({"app": "streams"}).as_dict(), "app", {"output": "o", "assertions": "a"})
-    assert [(s.name, s.design, s.contract, s.executions) for s in one] == [("", "", "id-assignment", "")]
+    one = params.check({"app": "streams"}).as_dict()
+    [only] = subjects.build(one, {role: role for role in subjects.topics(one)})
+    assert (only.name, only.args, only.topic("executions")) == ("", [], "")
+    assert [(j["name"], j["label"], j["contract"]) for j in subjects.judged({"subjects": [only.as_dict()]})] == [
+        ("", "Kafka Streams 4.3.1", "id-assignment")]

@@ -52,7 +52,7 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
     app = plan["app_profile"]
     assert [o["partitions"] for o in app["outputs"]] == [4, 4, 4, 4] and app["inputs"][0]["partitions"] == 6
     assert app["topics"] == {"orders-by-customer": 2}
-    assert subjects.kind(plan) == "profile" and subjects.client_ids(plan, "x") is None
+    assert subjects.client_ids(plan) is None and not subjects.stop_leaves_group(plan)
     roles = subjects.topics(plan)
     assert roles == {"topic:orders-by-customer": 2, "input": 6, "topic:orders-enriched": 4, "topic:orders-count": 4,
                      "topic:orders-total": 4, "topic:orders-audit": 4}
@@ -62,7 +62,7 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
     assert owned["input"] == "orders" and owned["topic:orders-count"] == "orders-count"
     assert shared["input"] == "soak.d.r.orders" and shared["topic:orders-count"] == "soak.d.r.orders-count"
     assert topic_names(["input"], "soak.d.r", {}, owned=True) == {"input": "soak.d.r.input"}
-    [subject] = subjects.build(plan, "dag-app", shared)
+    [subject] = subjects.build(plan, shared)
     assert subject.app_id == "orders-enricher"
     cluster = {"backend": "external", "bootstrap_servers": "127.0.0.1:1", "topics": shared,
                "subjects": [subject.as_dict()]}
@@ -103,7 +103,7 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
     assert len(roles) == 1 + 2 * 5
     names = topic_names(roles, "soak.d.r", subjects.app_names(plan), owned=True)
     assert names["input"] == "orders" and names["topic:orders-enriched.4.3.1"] == "orders-enriched.4.3.1"
-    old, new = subjects.build(plan, "dag-app", names)
+    old, new = subjects.build(plan, names)
     assert (old.name, old.app_id, old.version) == ("3.8.1", "orders-enricher-3.8.1", "3.8.1")
     assert new.app_id == "orders-enricher-4.3.1" and new.process(2) == "instance-2@4.3.1"
     cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:1", "topics": names,
@@ -131,10 +131,56 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
     assert [image for image, _param, _how in preflight.app_images(boxed)] == ["team/orders:3.8.1", "team/orders:4.3.1"]
     # a single version fills {version} and runs one app, under the profile's own group
     single = params.check({"app_profile": {**versioned, "versions": ["4.3.1"]}}).as_dict()
-    [only] = subjects.build(single, "dag-app", topic_names(subjects.topics(single), "p", subjects.app_names(single),
-                                                           owned=True))
+    [only] = subjects.build(single, topic_names(subjects.topics(single), "p", subjects.app_names(single), owned=True))
     assert (only.name, only.app_id, only.version) == ("", "orders-enricher", "4.3.1")
     assert subjects.judged({"subjects": [only.as_dict()]})[0]["name"] == "orders-enriched"
+
+
+def test_the_suites_own_apps_are_profiles_whose_facts_the_run_asks_instead_of_which_app_it_is(tmp_path):
+    """No app_profile: the plan carries the profile of the reference worker, the Kafka Streams app or an app_command,
+    and provision, the instances, the drain and the quota check take everything they need from it."""
+    worker = params.check({"instances": 2, "bug": "drop", "bug_every": 7, "seed": 11}, app_id="w-app").as_dict()
+    app = subjects.profile(worker)
+    assert (app.name, app.group_id, app.scoped, app.build) == ("worker", "w-app", True, "")
+    assert subjects.stop_leaves_group(worker) and subjects.matrix(worker) == []
+    assert subjects.client_ids(worker) == ["w-app-1", "w-app-1-producer", "w-app-2", "w-app-2-producer"]
+    roles = subjects.topics(worker)
+    assert roles == {"changelog": 4, "assertions": 1, "input": 4, "output": 4} and subjects.app_names(worker) == {}
+    names = topic_names(roles, "soak.d.r", subjects.app_names(worker), owned=True)
+    assert names["output"] == "soak.d.r.output", "the suite's apps' names are the run's, scoped to it everywhere"
+    [subject] = subjects.build(worker, names)
+    cluster = Cluster("local", "127.0.0.1:9", names, subjects=[subject.as_dict()])
+    command = Instances(tmp_path, cluster, worker, [subject]).command(subject, 2, 3)
+    assert command[1:3] == ["-m", "kafka_soak.app.worker"] and not app.takes_properties
+    flags = dict(zip(command[3::2], command[4::2], strict=True))
+    assert (flags["--app-id"], flags["--instance"], flags["--step"], flags["--bug"], flags["--bug-every"]) == \
+        ("w-app", "2", "3", "drop", "7")
+    assert (flags["--output-topic"], flags["--changelog-topic"], flags["--assertions-topic"]) == \
+        ("soak.d.r.output", "soak.d.r.changelog", "soak.d.r.assertions")
+    [judged] = subjects.judged(cluster.as_dict())
+    assert (judged["name"], judged["label"], judged["contract"], judged["assertions"]) == \
+        ("", "the app", "id-assignment", "soak.d.r.assertions")
+    streams = params.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "threads": 2}).as_dict()
+    app = subjects.profile(streams)
+    assert (app.build, app.versions, subjects.matrix(streams)) == ("streams", ["3.8.1", "4.3.1"], ["3.8.1", "4.3.1"])
+    assert not subjects.stop_leaves_group(streams), "Kafka Streams holds its partitions after a close"
+    assert "app-4.3.1-3-StreamThread-2-restore-consumer" in subjects.client_ids(streams)
+    command = params.check({"app_command": ["my-app", "--out", "{output_topic}"]}).as_dict()
+    assert (subjects.profile(command).command, subjects.stop_leaves_group(command)) == \
+        (["my-app", "--out", "{output_topic}"], True)
+
+
+def test_a_teams_versions_are_its_own_and_not_built_as_kafka_streams_releases():
+    """Preflight builds the suite's Kafka Streams app for a run of it, never for a team's app: a profile's versions
+    are the team's names (they once reached Maven as Kafka Streams releases and refused the run)."""
+    from kafka_soak import preflight
+
+    versioned = changed("command", to=["/opt/orders-{version}/bin/run", "{properties_file}", "{topic:orders}",
+                                       "{topic:orders-enriched}", "{topic:orders-count}", "{topic:orders-total}",
+                                       "{topic:orders-audit}", "{topic:orders-by-customer}"])
+    plan = params.check({"app_profile": {**versioned, "versions": ["blue", "green"]}})
+    assert subjects.profile(plan.as_dict()).build == "" and subjects.matrix(plan.as_dict()) == ["blue", "green"]
+    preflight.check(plan)  # no StreamsVersionError: nothing to build
 
 
 @pytest.mark.parametrize("profile, backend, fragment", [

@@ -119,7 +119,7 @@ def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one
     plan = soak_params.check({"app_command": sleeper, "instances": 1, "program": "1"}).as_dict()
     names = {role: f"soak.test.{role}" for role in subjects.topics(plan)}
     cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": names,
-               "subjects": [s.as_dict() for s in subjects.build(plan, "app", names)]}
+               "subjects": [s.as_dict() for s in subjects.build(plan, names)]}
     dirs = {}
     for key, run_id in runs.items():
         dirs[key] = rundir.for_context(context(run_id), create=True)

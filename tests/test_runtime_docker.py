@@ -126,7 +126,7 @@ def test_an_interrupted_runs_teardowns_remove_its_instance_and_broker_containers
     api.start(broker)
     names = {role: f"soak.test.{role}" for role in subjects.topics(plan)}
     cluster = Cluster("docker", "127.0.0.1:9", names, container=broker,
-                      subjects=[s.as_dict() for s in subjects.build(plan, "app", names)]).as_dict()
+                      subjects=[s.as_dict() for s in subjects.build(plan, names)]).as_dict()
     rundir.write_json(run_dir / "params.json", {"plan": plan})
     rundir.write_json(run_dir / "cluster.json", cluster)
     instances = Instances.for_run(run_dir, cluster, plan)

@@ -83,8 +83,8 @@ def test_an_instance_that_fails_to_stop_stops_none_of_the_others_and_nothing_is_
     from kafka_soak.subjects import Subject
 
     plan = params.check({"app_command": SLEEPER, "instances": 3}).as_dict()
-    subject = Subject("", "app", "", "out", "assertions")
-    cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": {"input": "in", "changelog": "cl"},
+    subject = Subject("", "app", "", {"output": "out", "changelog": "cl", "assertions": "assertions"})
+    cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": {"input": "in"},
                "subjects": [subject.as_dict()]}
     instances = Instances.for_run(tmp_path, cluster, plan)
     instances.runtime = StopFailsFor(tmp_path, broken="instance-2")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_soak import maven
+from kafka_soak import maven, params, subjects
 from kafka_soak.app import streams
+from kafka_soak.backends.cluster import Cluster
+from kafka_soak.instances import Instances
 
 
 def test_a_version_is_built_once_and_reused(tmp_path, monkeypatch):
@@ -18,17 +20,19 @@ def test_a_version_is_built_once_and_reused(tmp_path, monkeypatch):
     assert seconds > 0 and target.parent == tmp_path / "apps" / "streams"
     assert (target / "soak-streams.jar").is_file() and (target / "lib" / "kafka-streams-3.5.0.jar").is_file()
     assert streams.build("3.5.0") == (target, 0.0)
-    command = streams.command({"threads": 4, "standbys": 1, "cache_entries": 10, "partitions": 12,
-                               "acceptable_recovery_lag": 0, "max_warmup_replicas": 1, "commit_interval_ms": 100,
-                               "state_write_bytes": 0, "session_timeout_ms": 6000, "topology": "workflow",
-                               "parallel_tasks": 5}, "3.5.0",
-                              tmp_path / "state", "single-writer")
+    plan = params.check({"app": "streams", "threads": 4, "standbys": 1, "cache_entries": 10, "partitions": 12,
+                         "commit_interval_ms": 100, "session_timeout_ms": 6000, "acceptable_recovery_lag": 0,
+                         "max_warmup_replicas": 1, "topology": "workflow", "workflow_designs": ["single-writer"],
+                         "parallel_tasks": 5, "streams_version": "3.5.0"}).as_dict()
+    [subject] = subjects.build(plan, {role: role for role in subjects.topics(plan)})
+    cluster = Cluster("local", "127.0.0.1:9", {"input": "in"}, subjects=[subject.as_dict()])
+    command = Instances(tmp_path, cluster, plan, [subject]).command(subject, 2, 0)
     assert command[command.index("-cp") + 1] == f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}"
-    assert command[-26:] == ["--threads", "4", "--standbys", "1", "--cache-max-bytes", str(10 * 12 * 2 * 128),
-                             "--acceptable-recovery-lag", "0", "--max-warmup-replicas", "1", "--commit-interval-ms",
-                             "100", "--partitions", "12", "--state-dir", str(tmp_path / "state"), "--blob-bytes",
-                             "0", "--session-timeout-ms", "6000", "--topology", "workflow", "--design",
-                             "single-writer", "--parallel-tasks", "5"]
+    assert command[command.index("io.kafkasoak.streams.SoakStreamsApp") + 1:] == [
+        "--threads", "4", "--standbys", "1", "--cache-max-bytes", str(10 * 12 * 2 * 128), "--acceptable-recovery-lag",
+        "0", "--max-warmup-replicas", "1", "--commit-interval-ms", "100", "--partitions", "12", "--blob-bytes", "0",
+        "--session-timeout-ms", "6000", "--topology", "workflow", "--state-dir", str(tmp_path / "state" / "instance-2"),
+        "--design", "single-writer", "--parallel-tasks", "5"]
 
 
 @pytest.mark.parametrize("version, message", [

@@ -10,8 +10,8 @@ ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reo
 # The anomalies of the app rather than of one output: its instances' health, and its group's progress on the input
 # (a partition that stalled, input it never committed). Counted once per app: with the first output of a team's app.
 PER_APP = ("app_health", "stalled", "unprocessed")
-# The reference apps' contracts, which follow from the app that runs; a team's app written for the suite's own records
-# may declare id-assignment for its output too.
+# The suite's own apps' contracts (their profiles declare them, app/reference.py); a team's app written for the suite's
+# own records may declare id-assignment for its output too.
 ID_ASSIGNMENT, WORKFLOW = "id-assignment", "workflow"
 # The contracts a team's own app declares for each of its outputs (its profile); the soak's record headers carry what
 # the checker needs (soak.id, soak.seq), the values are the app's own format.
@@ -37,11 +37,10 @@ JUDGED = {
 
 
 def of(design: str, declared: str = "") -> str:
-    """The contract of an app's output: the workflow engine's (run in a ``design``), the one a team's app
-    ``declared`` for it, else the id-assignment one's. A declared contract the checker does not know is an error, not
-    a reference app's contract judged by mistake."""
-    if design:
-        return WORKFLOW
-    if declared and declared not in PROFILE_CONTRACTS:
-        raise ValueError(f"contract {declared!r} is not judged; judged contracts: {', '.join(PROFILE_CONTRACTS)}")
-    return declared or ID_ASSIGNMENT
+    """The contract of an app's output: the one declared for it (by a team's profile, or the suite's for its own
+    apps), else the workflow engine's for an output given by hand with its ``design``, else the id-assignment one's. A
+    declared contract the checker does not know is an error, not another contract judged by mistake."""
+    if declared and declared not in (*PROFILE_CONTRACTS, WORKFLOW):
+        raise ValueError(f"contract {declared!r} is not judged; judged contracts: "
+                         f"{', '.join((*PROFILE_CONTRACTS, WORKFLOW))}")
+    return declared or (WORKFLOW if design else ID_ASSIGNMENT)

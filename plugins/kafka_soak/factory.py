@@ -16,7 +16,7 @@ from airflow.sdk import DAG, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_soak import backends, rundir, subjects, teardowns
-from kafka_soak.admission import Admission, app_id_of, load_scenario, open_run
+from kafka_soak.admission import Admission, load_scenario, open_run
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
 from kafka_soak.deadline import overdue_alert
 from kafka_soak.drain import drain_run
@@ -34,7 +34,6 @@ def _run_dir(create: bool = False) -> Path:
 
 def build_dag(scenario: dict[str, Any]) -> DAG:
     dag_id = scenario["dag_id"]
-    app_id = app_id_of(scenario)
     lead_s = float(scenario.get("program_lead_s", 5))
     admission = Admission.for_scenario(scenario)
 
@@ -69,7 +68,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
             cluster = backends.create(plan, run_dir).provision(subjects.topics(plan), prefix,
                                                                fixed=subjects.app_names(plan))
-            cluster.subjects = [s.as_dict() for s in subjects.build(plan, app_id, cluster.topics)]
+            cluster.subjects = [s.as_dict() for s in subjects.build(plan, cluster.topics)]
             rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())
             return cluster.as_dict()
 

@@ -52,17 +52,9 @@ def summarize(run_dir: Path, root: Path) -> RunSummary | None:
 
 
 def app_label(plan: dict[str, Any]) -> str:
-    """What a run judged, in a few words."""
-    if plan.get("app_profile"):
-        return plan["app_profile"]["name"]
-    if plan.get("app_command") or plan.get("app_image"):
-        return "own app"
-    if plan.get("app") == "streams":
-        versions = plan.get("streams_versions") or [plan.get("streams_version", "")]
-        designs = f" workflow ({', '.join(plan['workflow_designs'])})" if plan.get("topology") == "workflow" else ""
-        controls = f" with controls {', '.join(v['name'] for v in plan['variants'])}" if plan.get("variants") else ""
-        return f"Kafka Streams {', '.join(versions)}{designs}{controls}"
-    return plan.get("app", "")
+    """What a run judged, in a few words (its app's profile says)."""
+    app = plan.get("app_profile") or {}
+    return app.get("title") or app.get("name") or plan.get("app", "")
 
 
 @dataclass

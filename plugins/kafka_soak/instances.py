@@ -5,15 +5,15 @@ Instances run where param ``runtime`` says: ``local`` processes or ``docker`` co
 (``logs/<app_id>-<n>.<step>.log``), as in the multi-runner reproduction, so what an instance did between
 two toggles can be read on its own.
 
-The app under test is a reference app (param ``app``: the Python worker, or the Kafka Streams app of
-``streams_version`` as a JVM) unless a team's own app is described by ``app_profile`` or started by ``app_command``
-(and, with Docker, ``app_image``). Whatever it is, it learns the run from the data contract's environment variables
-(``SOAK_BOOTSTRAP_SERVERS``, ``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}`` in
-its command; a profile's app also from ``{properties_file}``, a Java properties file of its client settings written
-for each start, and ``{topic:NAME}``, each of its topics by the name it knows it.
+The app under test is whatever its profile (``app_profile``) says: a team's own app, or one of the suite's
+(``app/reference.py``: the Python worker, the Kafka Streams app of each version as a JVM, an ``app_command``), started
+the same way. It learns the run from the data contract's environment variables (``SOAK_BOOTSTRAP_SERVERS``,
+``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}`` in its command, from
+``{properties_file}`` (a Java properties file of its client settings written for each start), ``{state_dir}`` and
+``{topic:NAME}``, each of its topics by the name it knows it.
 
-A version matrix (``subjects.py``) runs one app per Kafka Streams version: "instance *n*" is then instance *n*
-of every version, driven together (in parallel, so that each version's toggle lands at the planned moment).
+A matrix (``subjects.py``) runs one app per member (a version, a design, a control): "instance *n*" is then instance
+*n* of every member, driven together (in parallel, so that each member's toggle lands at the planned moment).
 """
 
 from __future__ import annotations
@@ -34,23 +34,24 @@ from kafka_soak.backends.external import client_settings
 from kafka_soak.rundir import journal
 from kafka_soak.runtime import ProcessRecord, Runtime
 from kafka_soak.runtime.docker import DockerContainers
-from kafka_soak.runtime.local import LocalProcesses, python_command
+from kafka_soak.runtime.local import LocalProcesses
 from kafka_soak.runtime.spawn import Restart
 from kafka_soak.subjects import Subject
 
 log = logging.getLogger(__name__)
 # Where a profile's app finds its properties file in a container (put there before it starts, gone with it).
 CONTAINER_PROPERTIES = "/etc/kafka-soak/app.properties"
+# The topics of the suite's data contract an app learns by name (SOAK_<NAME>_TOPIC, {<name>_topic}).
+CONTRACT_TOPICS = ("output", "changelog", "assertions", "executions", "tasks", "results")
 
 
 
 def contract(cluster: Cluster, subject: Subject, instance: int | str, step: int | str) -> dict[str, str]:
-    """What an instance of the app under test needs to know of the run (see ``app_command``)."""
+    """What an instance of the app under test needs to know of the run (see ``app_command``): its subject's topic of
+    each name of the suite's data contract ("" where its app has none)."""
     return {"bootstrap_servers": cluster.bootstrap_servers, "app_id": subject.app_id, "instance": str(instance),
-            "step": str(step), "input_topic": cluster.topics["input"], "output_topic": subject.output,
-            "changelog_topic": cluster.topics.get("changelog", ""), "assertions_topic": subject.assertions,
-            **({"executions_topic": subject.executions, "tasks_topic": subject.tasks, "results_topic": subject.results}
-               if subject.design else {})}
+            "step": str(step), "input_topic": cluster.topics["input"],
+            **{f"{name}_topic": subject.topic(name) for name in CONTRACT_TOPICS}}
 
 
 class Instances:
@@ -58,11 +59,12 @@ class Instances:
                  client_settings: dict[str, Any] | None = None) -> None:
         self.run_dir, self.cluster, self.plan, self.subjects = run_dir, cluster, plan, subjects
         self.client_settings = client_settings
-        self.app = run_subjects.profile(plan)  # a team's own app, or None for a reference app or app_command
+        self.app = run_subjects.profile(plan)
         self.client_env = kafka_io.settings_env(client_settings)
         self.runtime: Runtime = (
-            DockerContainers(run_dir, run_subjects.image("", plan["app_image"])[0], plan["app_env"], plan["docker_url"],
-                             plan["docker_conn_id"] or None) if plan["runtime"] == "docker" else LocalProcesses(run_dir))
+            DockerContainers(run_dir, self.app.image_of(subjects[0].version if subjects else ""), plan["app_env"],
+                             plan["docker_url"], plan["docker_conn_id"] or None, self.app.image_param)
+            if plan["runtime"] == "docker" else LocalProcesses(run_dir))
 
     @classmethod
     def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: dict[str, Any]) -> Instances:
@@ -80,49 +82,23 @@ class Instances:
         with ThreadPoolExecutor(len(self.subjects)) as pool:
             return list(pool.map(lambda s: action(s, instance), self.subjects))
 
-    def worker_args(self, subject: Subject, instance: int, step: int | str) -> list[str]:
-        """The reference worker's arguments for this run."""
-        plan = self.plan
-        values = contract(self.cluster, subject, instance, step)
-        return ["--bootstrap", values["bootstrap_servers"], "--app-id", subject.app_id, "--instance", str(instance),
-                "--step", str(step), "--input-topic", values["input_topic"], "--output-topic", values["output_topic"],
-                "--changelog-topic", values["changelog_topic"], "--assertions-topic", values["assertions_topic"],
-                "--standbys", str(plan["standbys"]), "--cache-entries", str(plan["cache_entries"]),
-                "--bug", plan["bug"], "--bug-every", str(plan["bug_every"]),
-                "--commit-interval-ms", str(plan["commit_interval_ms"]),
-                "--crash-probability", repr(float(plan["crash_probability"])),
-                "--session-timeout-ms", str(plan["session_timeout_ms"]), "--seed", str(plan["seed"])]
-
     def command(self, subject: Subject, instance: int, step: int | str, properties_file: Path | None = None) -> list[str]:
-        """The profile's command or ``app_command`` with its placeholders filled, or the reference app: the Kafka
-        Streams app's JVM, or the worker (the image's entrypoint with Docker, this interpreter locally)."""
-        app = self.app
-        if app is not None:
-            values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file),
-                      profiles.VERSION: subject.version}
-            topics = run_subjects.topics_of(app, subject, self.cluster.topics)
-            return [profiles.render(part, values, topics) for part in app.command]
-        if self.plan["app_command"]:
-            values = contract(self.cluster, subject, instance, step)
-            return [part.format_map(values) for part in self.plan["app_command"]]
-        config = run_subjects.variant_config(self.plan, subject.variant)
-        if subject.version and self.plan["runtime"] == "docker":
-            return streams.options(self.plan, streams.CONTAINER_STATE_DIR, subject.design, config)
-        if subject.version:
-            return streams.command(self.plan, subject.version, self.run_dir / "state" / subject.process(instance),
-                                   subject.design, config)
-        if self.plan["runtime"] == "docker":
-            return self.worker_args(subject, instance, step)
-        return python_command("kafka_soak.app.worker", *self.worker_args(subject, instance, step))
+        """The app's command and its member's own options, their placeholders filled: the contract's values, the
+        instance's ``{properties_file}`` and ``{state_dir}``, the member's ``{version}``, and ``{topic:NAME}``."""
+        values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file),
+                  profiles.VERSION: subject.version, profiles.STATE_DIR: self.state_dir(subject, instance)}
+        return [profiles.render(part, values, subject.topics) for part in [*self.app.command, *subject.args]]
 
     def image(self, subject: Subject) -> str | None:
-        """The container image of a subject's instances (runtime=docker): a profile's ``image`` (of the subject's
-        version), ``app_image``, the Kafka Streams app's image of its version, or the reference worker's."""
-        if self.plan["runtime"] != "docker":
-            return None
-        if self.app is not None:
-            return self.app.image_of(subject.version)
-        return run_subjects.image(subject.version, self.plan["app_image"])[0]
+        """The container image of a subject's instances (runtime=docker): its version's."""
+        return self.app.image_of(subject.version) if self.plan["runtime"] == "docker" else None
+
+    def state_dir(self, subject: Subject, instance: int) -> str:
+        """The instance's own directory for its state: in the run directory, kept across its restarts as on a real
+        host; in a container, the container's."""
+        if self.plan["runtime"] == "docker":
+            return streams.CONTAINER_STATE_DIR
+        return str(self.run_dir / "state" / subject.process(instance))
 
     def properties(self, subject: Subject, instance: int) -> str:
         """A profile's app's client settings as a Java properties file: its group (``application.id`` and
@@ -131,13 +107,9 @@ class Instances:
         ``state.dir`` of its own (in the run directory, kept across restarts as on a real host; in a container, the
         container's), its
         ``client_properties``, then what the run decides: the bootstrap servers and the cluster's security settings."""
-        app = self.app
-        assert app is not None
-        state = (streams.CONTAINER_STATE_DIR if self.plan["runtime"] == "docker"
-                 else str(self.run_dir / "state" / subject.process(instance)))
         settings = {"application.id": subject.app_id, "group.id": subject.app_id, "client.id": f"{subject.app_id}-{instance}",
-                    "state.dir": state,
-                    **{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in app.client_properties.items()},
+                    "state.dir": self.state_dir(subject, instance),
+                    **{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.app.client_properties.items()},
                     "bootstrap.servers": self.cluster.bootstrap_servers,
                     **java_client.java_settings(self.client_settings or {})}
         return java_client.properties(settings)
@@ -173,10 +145,10 @@ class Instances:
                                                            "step": str(step), "log": log_path.name}) \
             if self.plan["restart"] == "on-failure" else None
         private, files, properties_file = None, None, None
-        if self.app is not None and self.plan["runtime"] == "docker":
+        if self.plan["runtime"] == "docker":
             properties_file = Path(CONTAINER_PROPERTIES)
             files = {CONTAINER_PROPERTIES: self.properties(subject, instance)}
-        elif self.app is not None:
+        elif self.app.takes_properties:
             private = properties_file = self.write_properties(subject, instance)
         try:
             record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,

@@ -53,11 +53,8 @@ class Load:
             "--progress-file", str(self.progress_file), *self.input_format())
 
     def input_format(self) -> list[str]:
-        """The generator's arguments for a profile's input (its key template and value encoding); none for the
-        reference apps' contract."""
+        """The generator's arguments for the app's input: its key template and value encoding."""
         app = subjects.profile(self.plan)
-        if app is None:
-            return []
         return ["--key-template", app.input.key, "--value", json.dumps(app.input.value)]
 
     def start(self, start_at: float, attempt: int) -> ProcessRecord | None:

@@ -17,6 +17,7 @@ from typing import Any
 from kafka_soak import profile as profiles
 from kafka_soak import program as programs
 from kafka_soak import subjects
+from kafka_soak.app import reference
 from kafka_soak.app.streams import DEFAULT_VERSION as DEFAULT_STREAMS_VERSION
 from kafka_soak.app.streams import VERSION_PATTERN as STREAMS_VERSION_PATTERN
 from kafka_soak.app.worker import BUGS
@@ -32,6 +33,7 @@ TOPOLOGIES = ("id-assignment", "workflow")
 WORKFLOW_DESIGNS = ("ktable-self-join", "single-writer")
 RESTART_POLICIES = ("never", "on-failure")
 APP_ID = "{app_id}"  # in a quota's client id: each application id of the run
+UNNAMED_APP_ID = "app"  # the application id of a plan checked without a run's (a DAG's is <dag_id>-app)
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
 MAX_RATE = 1_000_000  # records/s
 
@@ -397,9 +399,13 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
                                                    values["runtime"], PLACEHOLDERS).as_dict()
         except profiles.ProfileError as exc:
             errors.append(str(exc))
+    if errors:
+        raise ParamsError("; ".join(errors))
+    if not values["app_profile"]:  # from here on the run knows its app by its profile alone
+        values["app_profile"] = reference.profile(values, app_id or UNNAMED_APP_ID).as_dict()
     if app_id:
-        values["quotas"] = expand_quotas(values, app_id)
-    errors.extend(quota_errors(values, app_id))
+        values["quotas"] = expand_quotas(values)
+        errors.extend(quota_errors(values))
     if errors:
         raise ParamsError("; ".join(errors))
     return RunPlan({**copy.deepcopy(values), "program": program, "program_source": source,
@@ -508,26 +514,28 @@ def profile_errors(values: dict[str, Any]) -> list[str]:
     return errors
 
 
-def expand_quotas(values: dict[str, Any], app_id: str) -> list[dict[str, Any]]:
+def expand_quotas(values: dict[str, Any]) -> list[dict[str, Any]]:
     """The quotas with ``{app_id}`` in a client id made one per application id of the run (each version of a matrix
     has its own), so a scenario names its app's clients without knowing which versions a trigger compares."""
     expanded = []
     for quota in values["quotas"]:
         if APP_ID in quota["client_id"]:
             expanded += [{**quota, "client_id": quota["client_id"].replace(APP_ID, app)}
-                         for app in subjects.quoted_app_ids(values, app_id)]
+                         for app in subjects.quoted_app_ids(values)]
         else:
             expanded.append(quota)
     return expanded
 
 
-def quota_errors(values: dict[str, Any], app_id: str | None) -> list[str]:
-    """A quota on the run's own broker throttles the app under test: one that names none of the reference app's
-    clients would throttle nothing (an external cluster's quotas are its deployer's to choose)."""
-    known = subjects.client_ids(values, app_id) if app_id and values["backend"] != "external" else None
+def quota_errors(values: dict[str, Any]) -> list[str]:
+    """A quota on the run's own broker throttles the app under test: one that names none of the clients the suite
+    knows its app has would throttle nothing (an external cluster's quotas are its deployer's to choose; a team's
+    app's clients are its own)."""
+    known = subjects.client_ids(values) if values["backend"] != "external" else None
     if known is None:
         return []
-    return [f"quotas: client_id {q['client_id']!r} is no client of the app under test ({values['app']}, "
+    app = subjects.profile(values).title_or_name
+    return [f"quotas: client_id {q['client_id']!r} is no client of the app under test ({app}, "
             f"{values['instances']} instances); its clients are {', '.join(known[:6])}"
             + (f" and {len(known) - 6} more of the same pattern" if len(known) > 6 else "")
             for q in values["quotas"] if q["client_id"] not in known]

@@ -13,6 +13,7 @@ from kafka_soak.backends.external import KafkaConnectionError, client_settings
 from kafka_soak.backends.kafka_jars import resolve
 from kafka_soak.maven import BuildError
 from kafka_soak.params import RunPlan
+from kafka_soak.profile import VERSION, render
 from kafka_soak.runtime.docker import DockerRuntimeError, docker_api, ensure_image
 
 ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError)
@@ -22,8 +23,10 @@ def check(plan: RunPlan) -> None:
     """Raise one of ``ERRORS`` naming the param when something the plan needs is not there."""
     if plan.backend == "local" or (plan.backend == "external" and plan.quotas):
         resolve(plan.kafka_version)  # fetched now (cached after), so a version nobody serves is refused here
-    for version in filter(None, run_subjects.versions(plan.as_dict())):
-        streams.build(version)  # built now (cached after), timed in the log
+    app = run_subjects.profile(plan.as_dict())
+    if app.build == "streams":
+        for version in app.versions:
+            streams.build(version)  # built now (cached after), timed in the log
     spark_kafka.resolve()
     if plan.backend == "external":
         try:
@@ -42,9 +45,7 @@ def check(plan: RunPlan) -> None:
 
 
 def app_images(plan: RunPlan) -> list[tuple[str, str, str]]:
-    """The images runtime=docker starts the app from: (image, the param that chose it, how to build it)."""
+    """The images runtime=docker starts the app from: (image, what chose it, how to build it)."""
     app = run_subjects.profile(plan.as_dict())
-    if app is not None:
-        return [(app.image_of(version), "app_profile.image", "build or load the app's image on the engine")
-                for version in run_subjects.versions(plan.as_dict())]
-    return [run_subjects.image(version, plan.app_image) for version in run_subjects.versions(plan.as_dict())]
+    return [(app.image_of(version), app.image_param, render(app.image_hint, {VERSION: version}, {}))
+            for version in app.versions]

@@ -13,6 +13,11 @@ A profile may list ``versions`` of the app (a Kafka Streams release its jar or i
 team's own): the run then compares them side by side, as it does the reference Kafka Streams app's
 (``subjects``): one input for all, and each version its own consumer group (``<group_id>-<version>``), instances and
 outputs, judged each on its own. The command or image takes the version as ``{version}``.
+
+The suite's own apps (the reference worker, its Kafka Streams app, an ``app_command``) run as profiles too
+(``app/reference.py``): a run knows its app under test only by its profile. What the suite knows of its own apps and
+takes as unknown of a team's (its client ids, whether a stop leaves the group, that its topic names are the run's)
+are fields a profile's YAML does not have.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ JSON_PATH = re.compile(r"\$(\.[A-Za-z_][A-Za-z0-9_]*)+")
 PROPERTIES_FILE = "properties_file"
 TOPIC = "topic"
 VERSION = "version"
+STATE_DIR = "state_dir"  # a directory of the instance's own, kept across its restarts (a container's own with Docker)
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 MAX_VERSIONS = 4  # side by side on two cores
 # What the run decides and the properties file carries: a profile's client_properties may not set them.
@@ -72,6 +78,21 @@ class Output:
     field: str = ""  # aggregate: the input's field ("" = the decoded input value)
     value: dict[str, Any] = default(default_factory=dict)  # aggregate: how the table's values are decoded
     assertions: str = ""  # id-assignment: the topic of the app's self-check failures (one of the profile's topics)
+    executions: str = ""  # workflow (the suite's Kafka Streams app): every committed version of every execution
+
+
+@dataclass(frozen=True)
+class Member:
+    """One of the apps a run compares side by side (a version of a team's app; a version, workflow design or control
+    of the suite's Kafka Streams app): its name in topics, group and instances ("" when the run has one app), the
+    version its command's ``{version}`` takes, options only it gets, whether the run's ``{app_id}`` quotas name it,
+    and how a verdict names it ("": by the output judged, as a team's app's are)."""
+
+    name: str = ""
+    version: str = ""
+    args: list[str] = default(default_factory=list)
+    quoted: bool = True
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -84,13 +105,22 @@ class Profile:
     inputs: list[Input]
     outputs: list[Output]
     image: str = ""
-    versions: list[str] = default(default_factory=list)  # compared side by side; {version} in command or image
+    members: list[Member] = default(default_factory=lambda: [Member()])  # profile field versions: one per version
+    # What the suite knows of its own apps; a team's app is taken to be unknown on each (not in a profile's YAML).
+    scoped: bool = False  # its topic names are the run's (it learns them from the run): scoped to the run everywhere
+    leaves_group: bool = False  # a stopped instance leaves its group at once (Kafka Streams holds it to its timeout)
+    clients: list[str] = default(default_factory=list)  # its client ids after each instance's <group>-<n> ([]: unknown)
+    build: str = ""  # "streams": the suite's Kafka Streams app, built against each version before the run
+    image_param: str = "app_profile.image"  # what chose its image, and how to get it (runtime docker)
+    image_hint: str = "build or load the app's image on the engine"
+    title: str = ""  # the run's app in a few words (history, log); "": its name
 
     @classmethod
     def of(cls, resolved: dict[str, Any]) -> Profile:
         """A profile from its resolved form (``as_dict``: the plan's ``app_profile``)."""
         return cls(**{**resolved, "inputs": [Input(**i) for i in resolved["inputs"]],
-                      "outputs": [Output(**o) for o in resolved["outputs"]]})
+                      "outputs": [Output(**o) for o in resolved["outputs"]],
+                      "members": [Member(**m) for m in resolved["members"]]})
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,15 +142,46 @@ class Profile:
         return render(self.image, {VERSION: version}, {})
 
     @property
+    def versions(self) -> list[str]:
+        """The versions its members run, each once ("" where the app has none)."""
+        return list(dict.fromkeys(m.version for m in self.members))
+
+    @property
     def matrix(self) -> list[str]:
-        """The versions compared side by side; empty when one app runs (a single version only fills ``{version}``)."""
-        return self.versions if len(self.versions) > 1 else []
+        """The members' names when several run side by side; empty when one app runs (a single version only fills
+        ``{version}``)."""
+        return [m.name for m in self.members] if len(self.members) > 1 else []
+
+    @property
+    def title_or_name(self) -> str:
+        return self.title or self.name
+
+    @property
+    def takes_properties(self) -> bool:
+        """Whether its command reads the properties file the run writes for each start (``{properties_file}``)."""
+        return any(name == PROPERTIES_FILE for part in self.command for _text, name, _spec, _conversion
+                   in string.Formatter().parse(part))
 
 
 def role(name: str, profile: Profile) -> str:
     """The run's role of one of the app's topics: ``input`` for what the generator writes (the role every task knows
-    the input by), ``topic:<name>`` for the others."""
-    return "input" if name == profile.input.topic else f"{TOPIC}:{name}"
+    the input by); ``topic:<name>`` for the others of a team's app, so that none is taken for a role of the run's, and
+    the name itself for the suite's own apps (whose names are the run's)."""
+    if name == profile.input.topic:
+        return "input"
+    return name if profile.scoped else f"{TOPIC}:{name}"
+
+
+def members(versions: list[str]) -> list[Member]:
+    """A team's app's members: one per version compared, or the one app (of its single version, if any)."""
+    if len(versions) > 1:
+        return [Member(v, v) for v in versions]
+    return [Member("", versions[0] if versions else "")]
+
+
+def literal(text: str) -> str:
+    """``text`` as a command part that ``render`` gives back unchanged (its braces escaped)."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...]) -> Profile:
@@ -137,7 +198,7 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
                for o in raw["outputs"]]
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
-                   raw.get("image", ""), list(raw.get("versions", [])))
+                   raw.get("image", ""), members(list(raw.get("versions", []))))
 
 
 def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...]) -> list[str]:
@@ -212,7 +273,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
         errors += output_problems(item, f"{where}.outputs[{n}]", values, {t.get("name") for t in extra})
     versions = raw.get("versions", [])
     errors += version_problems(versions, command, image if isinstance(image, str) else "", where)
-    allowed = (*placeholders, PROPERTIES_FILE, *((VERSION,) if versions else ()))
+    allowed = (*placeholders, PROPERTIES_FILE, STATE_DIR, *((VERSION,) if versions else ()))
     errors += command_problems(command, set(names), backend, allowed, f"{where}.command",
                                shared={i.get("topic") for i in inputs} if len(versions) > 1 else None)
     return errors

@@ -15,6 +15,7 @@ from typing import Any
 
 from kafka_soak import maven
 from kafka_soak.backends.kafka_jars import java_executable
+from kafka_soak.profile import literal
 from kafka_soak.rundir import resource
 
 log = logging.getLogger(__name__)
@@ -62,29 +63,27 @@ def cache_max_bytes(plan: dict[str, Any]) -> int:
     return plan["cache_entries"] * plan["partitions"] * STORES * CACHE_ENTRY_BYTES
 
 
-def options(plan: dict[str, Any], state_dir: Path | str, design: str = "", config: dict[str, Any] | None = None) -> list[str]:
-    """An instance's options: what the originals varied, the topology (with the workflow engine's ``design``), and a
-    control's own Kafka Streams settings (``config``, param variants). The run's names reach it through the data
-    contract's ``SOAK_*`` environment."""
+def options(plan: dict[str, Any]) -> list[str]:
+    """An instance's options: what the originals varied and the topology. A workflow design's and a control's own
+    options, its state directory and the run's names come per member and instance (``app/reference.py``)."""
     values = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
-              "partitions": plan["partitions"], "state-dir": state_dir, "blob-bytes": plan["state_write_bytes"],
+              "partitions": plan["partitions"], "blob-bytes": plan["state_write_bytes"],
               "session-timeout-ms": plan["session_timeout_ms"], "topology": plan["topology"]}
-    if design:
-        values.update({"design": design, "parallel-tasks": plan["parallel_tasks"]})
-    if config:
-        values["config"] = ";".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in config.items())
     return [part for name, value in values.items() for part in (f"--{name}", str(value))]
 
 
-def command(plan: dict[str, Any], version: str, state_dir: Path, design: str = "",
-            config: dict[str, Any] | None = None) -> list[str]:
-    """The JVM of one instance on this machine."""
-    target, _ = build(version)
-    return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-            "-cp", f"{target / 'soak-streams.jar'}:{target / 'lib' / '*'}", MAIN_CLASS,
-            *options(plan, state_dir, design, config)]
+def jvm() -> list[str]:
+    """The JVM an instance runs in on this machine."""
+    return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+
+
+def classpath(version: str) -> str:
+    """The app's classpath as built against ``version`` (a ``{version}`` placeholder: one per member of a matrix),
+    the rest of the path escaped as a command template takes it."""
+    target = literal(str(app_dir("\0"))).replace("\0", version)
+    return f"{target}/soak-streams.jar:{target}/lib/*"
 
 
 def image(version: str) -> str:

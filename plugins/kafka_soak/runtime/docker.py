@@ -166,10 +166,10 @@ class DockerContainers:
     """Named containers of one run, registered under ``<run_dir>/processes/`` like local processes."""
 
     def __init__(self, run_dir: Path, image: str, environment: dict[str, str] | None = None,
-                 docker_url: str = DEFAULT_URL, docker_conn_id: str | None = None) -> None:
+                 docker_url: str = DEFAULT_URL, docker_conn_id: str | None = None, image_param: str = "app_image") -> None:
         self.run_dir = run_dir
         self.run_key = f"{run_dir.parent.name}.{run_dir.name}"
-        self.image, self.environment = image, environment or {}
+        self.image, self.environment, self.image_param = image, environment or {}, image_param
         self.docker_url, self.docker_conn_id = docker_url, docker_conn_id
         self.registry = Registry(run_dir)
 
@@ -203,8 +203,9 @@ class DockerContainers:
               image: str | None = None, restart: Restart | None = None, remove_after: Path | None = None,
               files: dict[str, str] | None = None) -> ProcessRecord:
         """Replace the instance's previous container (its log was copied) by a new one of ``image`` (default: the
-        runtime's), running ``command``, with ``files`` (path inside the container: content, e.g. a profile's
-        properties file) put into it before it starts: they live in the container only and go with it. No restart
+        runtime's; ``image_param`` chose both), running ``command``, with ``files`` (path inside the container:
+        content, e.g. the app's properties file) put into it before it starts: they live in the container only and go
+        with it. No restart
         policy here yet (param ``restart`` is refused for this runtime before a run starts), and no file of the host
         to remove."""
         if restart is not None or remove_after is not None:
@@ -212,7 +213,7 @@ class DockerContainers:
                              "its private files inside the container (files)")
         self.remove(name)
         image = image or self.image
-        ensure_image(self.api, image, "app_image" if image == self.image else "streams_version")
+        ensure_image(self.api, image, self.image_param)
         cname = container_name(self.run_key, name)
         container = self.api.create_container(
             image, command=command, name=cname, labels=run_labels(self.run_dir, name, INSTANCE_ROLE, step=step),
