@@ -26,7 +26,7 @@ import common
 import process_meter
 import soak_history
 
-from kafka_soak import spark_kafka
+from kafka_soak import params, spark_kafka, subjects
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
 from kafka_soak.operators.validate import CONF, JOB, MODULES, driver_archive, job_args, sized_conf
 
@@ -60,12 +60,18 @@ def run_baseline(work: Path, bootstrap: str, topics: dict[str, str]) -> dict[str
             "mean_load": round(measured.mean_load, 1), "log": str(log)}
 
 
+def reference_subjects(topics: dict[str, str]) -> list[dict[str, Any]]:
+    """The reference worker's subject on ``topics`` (by role), as ``provision`` records it."""
+    plan = params.check({}).as_dict()
+    return [s.as_dict() for s in subjects.build(plan, {role: topics.get(role, "") for role in subjects.topics(plan)})]
+
+
 def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Path, conf: dict[str, str],
                   master: str = "local[2]", subjects: list[dict[str, Any]] | None = None) -> list[str]:
     """spark-submit of the validate job on one run's topics, as the DAG's validate task submits it, on ``master``:
     the reference app's output and assertions, or ``subjects`` as ``provision`` records them (a team's app's)."""
     cluster = {"bootstrap_servers": bootstrap, "topics": topics, "backend": "local",
-               "subjects": subjects or [{"name": "", "output": topics["output"], "assertions": topics["assertions"]}]}
+               "subjects": subjects or reference_subjects(topics)}
     return [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
             "--name", "kafka-soak-validate-bench", "--jars", ",".join(map(str, spark_kafka.resolve())),

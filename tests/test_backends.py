@@ -20,6 +20,11 @@ from kafka_soak.backends.external import ExternalBackend, KafkaConnectionError, 
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
 from kafka_soak.instances import Instances
 
+# The reference worker's subject as provision records it (subjects.Subject), with its one judged output.
+THE_APP = {"name": "", "app_id": "app", "version": "", "topics": {"output": "soak.out", "assertions": "soak.a"},
+           "outputs": [{"name": "", "label": "the app", "contract": "id-assignment", "output": "soak.out",
+                        "assertions": "soak.a"}]}
+
 
 def test_docker_backend_broker_container(tmp_path):
     run_dir = tmp_path / "soak_dag" / "run_1"
@@ -195,7 +200,7 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
     monkeypatch.setenv("SUBMITTED", str(tmp_path / "submitted.txt"))
     cluster = {"backend": "external", "conn_id": "soak_secured_spark", "bootstrap_servers": "127.0.0.1:9",
-               "topics": {"input": "soak.in"}, "subjects": [{"name": "", "output": "soak.out", "assertions": "soak.a"}]}
+               "topics": {"input": "soak.in"}, "subjects": [THE_APP]}
     operator = ValidateOperator(task_id="validate", conn_id="spark_cluster", cluster=cluster, out_dir=str(tmp_path),
                                 expected_records=6000)
     operator.execute({})
@@ -246,7 +251,7 @@ def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_
         archive.path.write_bytes(b"an archive")
     conf = {**CONF, **({"spark.driver.extraJavaOptions": given} if given else {})}
     cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": {"input": "soak.in"},
-               "subjects": [{"name": "", "output": "soak.out", "assertions": "soak.a"}]}
+               "subjects": [THE_APP]}
     ValidateOperator(task_id="validate", cluster=cluster, out_dir=str(tmp_path), expected_records=str(records),
                      conf=conf).execute({})
     args = [line.removeprefix("arg: ") for line in (tmp_path / "submitted.txt").read_text().splitlines()]
