@@ -160,8 +160,8 @@ def read_health(run_dir: Path) -> dict[str, Any]:
 
 
 def read_drain(run_dir: Path) -> dict[str, Any]:
-    """How the drain ended (``drain.json``): the partitions it saw stall and whether the scenario allows a backlog;
-    nothing stalled and no backlog allowed when the run has no record of it."""
+    """How the drain ended (``drain.json``): the partitions it saw stall and the backlogs it allows; nothing stalled
+    and no backlog allowed when the run has no record of it."""
     return rundir.read_json(run_dir / rundir.DRAIN) or {}
 
 
@@ -169,6 +169,12 @@ def read_quota_usage(run_dir: Path) -> list[dict[str, Any]]:
     """What each quota did, as measured on the brokers when the app stopped (``quotas.json``; none: no quota or
     not measurable on this backend)."""
     return rundir.read_json(run_dir / rundir.QUOTAS) or []
+
+
+def backlog_allowed(drain: dict[str, Any], subject: dict[str, Any]) -> bool:
+    """Whether the input a subject's group left uncommitted is a backlog the run tolerates: the scenario allows one and
+    the drain saw the group working it off (``drain.json``'s ``backlogs``)."""
+    return any(b["group"] == subject.get("app_id") and b.get("allowed") for b in drain.get("backlogs", []))
 
 
 def contract_of(subject: dict[str, Any]) -> str:
@@ -291,7 +297,7 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     # the input topic holds every record: those the app committed, which are judged, and the rest
     results = run_suites(frames, args.suites_dir, docs_dir, {"expected_records": args.expected_records - unprocessed,
                                                              "health_allowance": health["allowance"]}, judged)
-    outcome = verdicts.decide(results, truncated, judged, ("unprocessed",) if drain.get("backlog_allowed") else ())
+    outcome = verdicts.decide(results, truncated, judged, ("unprocessed",) if backlog_allowed(drain, subject) else ())
     records = {role: counts[role] for role in ("input", "output", "assertions") if role in counts}
     # the input topic's records: those judged (the app committed them) and the unprocessed rest
     records.update(input=counts["input"] + unprocessed, expected_input=args.expected_records, unprocessed=unprocessed)

@@ -330,7 +330,8 @@ def test_a_subject_declares_its_contract_or_has_its_reference_apps():
 def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):
     """The group committed offsets 0-4 of the input's 8 records and stalled there: the 3 records past its committed
     offset are unprocessed, not lost; the 5 before it are judged (each in the output once); the stall fails the run.
-    Without the stall, a scenario that allows a backlog passes with the 3 counted."""
+    Without the stall, a scenario that allows a backlog passes with the 3 counted, if the drain saw the group working
+    them off; else they fail it."""
     positions = {0: (5, 8)}
     inputs = anomalies.processed(team_inputs(spark), positions)
     done = [(0, o, f"customer-{i}", b"{}", {"soak.id": i}) for o, (i, _key, _seq) in enumerate(ORDERS[:5])]
@@ -338,16 +339,21 @@ def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):
     subject = output_subject("orders-enriched", contract="one-to-one", id_from="header")
     stall = {"group": "orders-enricher", "partition": 0, "committed": 5, "end": 8, "lag": 3, "since": 100.0,
              "owner": "orders-enricher-1"}
+    crawling = {"group": "orders-enricher", "lag": 3, "allowed": False}
     outcome, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "stalled", positions,
-                                     {"stalled": [stall], "backlog_allowed": True})
+                                     {"stalled": [stall], "backlog_allowed": True, "backlogs": [crawling]})
     assert (outcome["status"], outcome["inconclusive_reasons"]) == ("failed", [])
     assert {k: v for k, v in outcome["anomalies"].items() if v} == {"stalled": 1, "unprocessed": 3}
     assert outcome["records"]["input"] == 8 and outcome["records"]["unprocessed"] == 3
     assert outcome["samples"]["stalled"] == [{"partition": 0, "committed": 5, "end": 8, "since": 100.0,
                                               "owner": "orders-enricher-1"}]
     backlog, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "backlog", positions,
-                                     {"stalled": [], "backlog_allowed": True})
+                                     {"stalled": [], "backlog_allowed": True, "backlogs": [{**crawling, "allowed": True}]})
     assert backlog["status"] == "passed" and backlog["anomalies"]["unprocessed"] == 3
+    other, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "other", positions,
+                                   {"stalled": [], "backlog_allowed": True,
+                                    "backlogs": [{**crawling, "group": "another-app", "allowed": True}, crawling]})
+    assert other["status"] == "failed", "another group's allowed backlog is not this one's"
     strict, _ = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH, "", tmp_path / "strict", positions,
                                     {"stalled": []})
     assert strict["status"] == "failed" and {k: v for k, v in strict["anomalies"].items() if v} == {"unprocessed": 3}

@@ -90,11 +90,12 @@ def quote_assertion(sample: dict[str, Any]) -> str:
 
 
 def drain_lines(drain: dict[str, Any]) -> list[str]:
-    """A drain that timed out, in the alert's first lines: which partitions stalled and the lag it left."""
+    """A drain that timed out, in the alert's first lines: which partitions stalled, the lag it left and how fast
+    the app was working it off."""
     if drain.get("status") != "timed out":
         return []
     return [line for line in drain.get("summary", "").splitlines()
-            if "drain timed out:" in line or line.startswith("stalled:")]
+            if "drain timed out:" in line or line.startswith(("stalled:", "backlog:"))]
 
 
 def details(verdict: dict[str, Any]) -> list[str]:
