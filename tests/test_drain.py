@@ -73,8 +73,8 @@ def test_a_partition_stalls_when_it_has_not_moved_for_the_stall_time_and_still_l
 
 def test_a_backlog_is_one_the_group_works_off_within_another_drain():
     """At the pace the group committed during the drain, the rest must clear within another drain_timeout_s: an app a
-    quota slows a little clears 1 800 left in about a minute; Kafka Streams 3.8.1 fenced in a loop (500 committed in
-    the 600 s drain, 18 200 left) would need six hours, and one that committed nothing never clears."""
+    quota slows a little clears 1 800 left in about a minute; one fenced in a loop that commits a scrap now and then
+    (500 in a 600 s drain, 18 200 left) would need six hours, and one that committed nothing never clears."""
     slowed = backlog("slowed", 1800, 17_400, 600.0)
     assert (slowed["records_per_s"], slowed["clears_in_s"]) == (29.0, 62.1) and worked_off(slowed, 600.0)
     fenced = backlog("fenced", 18_200, 500, 600.0)
