@@ -44,7 +44,18 @@ def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     assert backend.quotas[0].producer_byte_rate == 35000
     assert isinstance(backends.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
     local = backends.create(soak_params.check({"brokers": 3, "kafka_version": "4.1.1"}).as_dict(), tmp_path)
-    assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version) == (3, "4.1.1")
+    assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version, local.features) == (3, "4.1.1", {})
+
+
+def test_the_finalized_features_are_read_as_kafka_features_describe_prints_them():
+    from kafka_soak.backends.local_kafka import finalized_features
+
+    described = ("Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.3-IV0\t"
+                 "FinalizedVersionLevel: 4.3-IV0\tEpoch: 15\n"
+                 "Feature: transaction.version              SupportedMinVersion: 0                "
+                 "SupportedMaxVersion: 2                FinalizedVersionLevel: 1                Epoch: 15\n"
+                 "Feature: streams.version  SupportedMinVersion: 0  SupportedMaxVersion: 1  FinalizedVersionLevel: 1\n")
+    assert finalized_features(described) == {"transaction.version": 1, "streams.version": 1}
 
 
 def test_connection_errors_name_the_param(kafka_connection):
@@ -124,14 +135,17 @@ def test_cluster_ids_are_what_kafka_storage_accepts():
     assert all(len(base64.urlsafe_b64decode(i + "==")) == 16 for i in ids)
 
 
-def test_another_served_kafka_version_is_fetched_and_runs(tmp_path):
-    """kafka_version picks the release: its jars are fetched on first use (Maven Central) and its broker serves."""
+def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_version_the_run_sets(tmp_path):
+    """kafka_version picks the release: its jars are fetched on first use (Maven Central) and its broker serves;
+    transaction_version is formatted into its storage and the cluster finalizes it (4.x's default is 2)."""
     from kafka_soak.backends import kafka_jars
 
-    backend = LocalKafkaBackend(tmp_path, version="4.1.1")
+    backend = backends.create(soak_params.check({"kafka_version": "4.1.1", "transaction_version": 1}).as_dict(),
+                              tmp_path)
     cluster = backend.provision({"input": 2}, "soak.version")
     try:
         assert kafka_jars.is_resolved("4.1.1") and cluster.kafka_version == "4.1.1"
+        assert cluster.features == {"transaction.version": 1}
         assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2
         assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
     finally:

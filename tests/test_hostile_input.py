@@ -89,6 +89,8 @@ MALFORMED = [
     ({"app": "streams", "variants": [{"name": "x; rm"}]}, "param variants: 'x; rm' does not match"),
     ({"app": "streams", "variants": [{"name": "x", "streams_config": {"k": {"nested": 1}}}]}, "param variants:"),
     ({"allow_backlog": "yes"}, "param allow_backlog: 'yes' is not of type 'boolean'"),
+    ({"transaction_version": 3}, "param transaction_version: 3 is not one of"),
+    ({"transaction_version": "2"}, "param transaction_version: '2' is not of type 'integer', 'null'"),
     ({"stall_timeout_s": 1}, "param stall_timeout_s: 1 is less than the minimum of 10"),
 ]
 

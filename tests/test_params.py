@@ -108,6 +108,9 @@ def test_deployment_params_travel_in_the_plan():
     assert plan.quotas == [{"client_id": "c", "producer_byte_rate": 35000}] and not plan.keep_topics
     with pytest.raises(params.ParamsError, match="brokers: 3 brokers are for backend 'local'"):
         params.check({"backend": "external", "brokers": 3})
+    with pytest.raises(params.ParamsError, match="transaction_version: 1 is set when backend 'local' formats its "
+                                                 "brokers' storage; backend 'docker' has its own features"):
+        params.check({"backend": "docker", "transaction_version": 1})
 
 
 def test_docker_runtime_runs_an_image_per_kafka_streams_version():

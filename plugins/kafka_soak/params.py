@@ -32,6 +32,7 @@ APPS = ("worker", "streams")
 TOPOLOGIES = ("id-assignment", "workflow")
 WORKFLOW_DESIGNS = ("ktable-self-join", "single-writer")
 RESTART_POLICIES = ("never", "on-failure")
+TRANSACTION_VERSIONS = (0, 1, 2)  # the transaction.version feature levels Kafka 4.x brokers know
 APP_ID = "{app_id}"  # in a quota's client id: each application id of the run
 UNNAMED_APP_ID = "app"  # the application id of a plan checked without a run's (a DAG's is <dag_id>-app)
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
@@ -85,6 +86,12 @@ PARAMS: dict[str, Declared] = {
         "description": "backend=local: the Apache Kafka release the run's brokers run (any 4.x that "
                        "Maven Central serves; fetched on first use and cached). Its tools also set "
                        "quotas on backend=external."}),
+    "transaction_version": Declared(None, {
+        "type": ["integer", "null"], "enum": [None, *TRANSACTION_VERSIONS],
+        "description": "backend=local: the brokers' transaction.version feature, set when their storage is "
+                       "formatted: 0 and 1 (the classic protocol), 2 (transactions v2, KIP-890: no "
+                       "AddPartitionsToTxn, a new producer epoch per transaction; Java clients 4.0 and later "
+                       "use it when the cluster has it). Empty: the release's default (2 on 4.x)."}),
     "app": Declared("worker", reference=True, schema={
         "type": "string", "enum": list(APPS),
         "description": "The reference app under test: worker (kafka-soak's Python EOS worker, with bug switches "
@@ -553,6 +560,10 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         if values["brokers"] != 1:
             errors.append(f"brokers: {values['brokers']} brokers are for backend 'local'; backend {backend!r} "
                           "has its own (leave brokers at 1)")
+        if values["transaction_version"] is not None:
+            errors.append(f"transaction_version: {values['transaction_version']} is set when backend 'local' formats "
+                          f"its brokers' storage; backend {backend!r} has its own features (leave transaction_version "
+                          "empty)")
     if runtime != "local" and values["restart"] != "never":
         errors.append(f"restart: {values['restart']!r} is the local runtime's restart policy; runtime {runtime!r} has "
                       "none yet (leave restart at 'never')")

@@ -27,4 +27,5 @@ def create(plan: dict[str, Any], run_dir: Path) -> Backend:
                                   plan["docker_conn_id"] or None)
     if plan["backend"] == "external":
         return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"])
-    return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas)
+    features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
+    return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features)

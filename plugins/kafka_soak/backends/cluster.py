@@ -21,6 +21,7 @@ class Cluster:
     quotas: list[dict[str, Any]] = field(default_factory=list)  # as verified on the cluster at provisioning
     brokers: int = 1  # local: nodes the run started
     kafka_version: str | None = None  # local: the Apache Kafka release the nodes run
+    features: dict[str, int] = field(default_factory=dict)  # local: feature levels the run set, as finalized
     subjects: list[dict[str, Any]] = field(default_factory=list)  # the apps under test (subjects.Subject)
 
     def as_dict(self) -> dict[str, Any]:

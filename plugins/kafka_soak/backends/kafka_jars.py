@@ -27,6 +27,7 @@ POM = RESOURCES / "pom.xml"
 LOG_CONFIG = RESOURCES / "log4j2.properties"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"  # kafka-transactions.sh
+FEATURES_COMMAND = "org.apache.kafka.tools.FeatureCommand"  # kafka-features.sh
 # For a JVM that ends within seconds (Kafka's tools, the checker on a small run): C1 alone compiles what little runs
 # hot; tiered compilation's C2 would spend more CPU than it saves (the checker: bench/checker_jit.py).
 SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import socket
 import subprocess
 import time
@@ -132,8 +133,9 @@ class LocalKafkaBackend:
     name = "local"
 
     def __init__(self, run_dir: Path, brokers: int = 1, version: str = kafka_jars.DEFAULT_VERSION,
-                 quotas: list[soak_quotas.Quota] | None = None) -> None:
+                 quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None) -> None:
         self.run_dir, self.brokers, self.version, self.quotas = run_dir, brokers, version, quotas or []
+        self.features = features or {}  # feature levels set at format time (param transaction_version), else the release's
         self.home = run_dir / "kafka"
         self.processes = LocalProcesses(run_dir)
 
@@ -177,6 +179,7 @@ class LocalKafkaBackend:
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties(layout, node, data).items()))
         command = kafka_jars.java_command(layout.version, "kafka.tools.StorageTool", "format", "-t",
                                           layout.cluster_id, "-c", str(config), "--ignore-formatted",
+                                          *(f"--feature={name}={level}" for name, level in self.features.items()),
                                           *self.format_options(), tool=True)
         out = self.log_file(node)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -222,6 +225,7 @@ class LocalKafkaBackend:
             self.wait_until_serving(layout, start_timeout)
             log.info("Apache Kafka %s: %d node(s) serving at %s after %.1f s (cluster id %s)", layout.version,
                      len(layout.nodes), layout.bootstrap_servers, time.monotonic() - started, layout.cluster_id)
+            features = self.verify_features(layout)
             names = topic_names(topics, prefix, fixed, owned=True)
             kafka_io.create_topics(layout.bootstrap_servers, {names[role]: n for role, n in topics.items()},
                                    replication_factor=layout.replication_factor,
@@ -235,7 +239,23 @@ class LocalKafkaBackend:
             self.release(None)
             raise
         return Cluster(self.name, layout.bootstrap_servers, names, quotas=applied, brokers=len(layout.nodes),
-                       kafka_version=layout.version)
+                       kafka_version=layout.version, features=features)
+
+    def verify_features(self, layout: Layout) -> dict[str, int]:
+        """The finalized levels of the features the run set at format time, as the cluster reports them (Kafka's
+        ``kafka-features describe``: confluent-kafka has no DescribeFeatures); a level the cluster did not take is a
+        start error naming the param."""
+        if not self.features:
+            return {}
+        output = kafka_jars.run_tool(layout.version, kafka_jars.FEATURES_COMMAND,
+                                     ["--bootstrap-server", layout.bootstrap_servers, "describe"])
+        found = finalized_features(output)
+        wrong = {name: level for name, level in self.features.items() if found.get(name, 0) != level}
+        if wrong:
+            raise BrokerStartError(f"param transaction_version: the cluster finalized {found} after its storage was "
+                                   f"formatted with {self.features}")
+        log.info("features finalized as the run set them: %s", {n: found.get(n, 0) for n in self.features})
+        return {name: found.get(name, 0) for name in self.features}
 
     def wait_until_serving(self, layout: Layout, timeout: float) -> None:
         """Until every node is registered with the controller and answers metadata requests."""
@@ -313,3 +333,13 @@ class PortTakenError(BrokerStartError):
 def tail(path: Path, lines: int = 15) -> str:
     """The last lines of a log, for an error message that says why without opening it."""
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+
+FEATURE_LINE = re.compile(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)")
+
+
+def finalized_features(output: str) -> dict[str, int]:
+    """``{feature: finalized level}`` from ``kafka-features describe`` (``Feature: transaction.version
+    SupportedMinVersion: 0  SupportedMaxVersion: 2  FinalizedVersionLevel: 1  Epoch: 15``); a level that is no number
+    (``metadata.version``'s ``4.3-IV0``) is left out."""
+    return {name: int(level) for name, level in FEATURE_LINE.findall(output) if level.isdigit()}
