@@ -40,7 +40,7 @@ MALFORMED = [
     ({"interval_s": "10"}, "param interval_s: '10' is not of type 'number'"),
     ({"rate": NAN}, "rate: must be a finite number (got nan)"),
     ({"rate": INF}, "param rate: inf is greater than the maximum"),
-    ({"rate": 1e-9}, "rate: 20000 records at 1e-09 records/s take longer than 7 days"),
+    ({"rate": 1e-9}, "rate: 20000 records at 1e-09 records/s take 231481481.5 days"),
     ({"rate": -1}, "param rate: -1 is less than the minimum of 0"),
     ({"keys": 1e12}, "param keys: 1000000000000.0 is greater than the maximum of 10000000"),
     ({"keys": 0}, "param keys: 0 is less than the minimum of 1"),
@@ -70,7 +70,7 @@ MALFORMED = [
     ({"phases": [{"records": 20000}]}, "param phases:"),
     ({"phases": [{"records": 10, "at_s": 0}]}, "phases: their records add up to 10 but param records is 20000"),
     ({"phases": [{"records": 20000, "after_step": 99}]}, "phases: phase 1 waits for step 99 but the program has 3"),
-    ({"phases": [{"records": 20000, "at_s": 0, "rate": 1e-7}]}, "phases: phase 1's 20000 records at 1e-07 records/s"),
+    ({"phases": [{"records": 20000, "at_s": 0, "rate": 1e-7}]}, "phases: their 20000 records at their rates take 2314814.8 days"),
     ({"phases": [{"records": 20000, "at_s": 0, "shell": "x"}]}, "param phases:"),
     ({"drain_timeout_s": 10**9}, "param drain_timeout_s: 1000000000 is greater than the maximum of 86400"),
     ({"health_allowance": -1}, "param health_allowance: -1 is less than the minimum of 0"),
@@ -92,6 +92,24 @@ MALFORMED = [
     ({"transaction_version": 3}, "param transaction_version: 3 is not one of"),
     ({"transaction_version": "2"}, "param transaction_version: '2' is not of type 'integer', 'null'"),
     ({"stall_timeout_s": 1}, "param stall_timeout_s: 1 is less than the minimum of 10"),
+    # whole strings: Python's "$" accepts a trailing newline and "\d" any script's digits
+    ({"kafka_version": "4.3.1\n"}, "param kafka_version: '4.3.1\\n' does not match"),
+    ({"kafka_version": "4.\uff13.1"}, "param kafka_version: '4.\uff13.1' does not match"),
+    ({"app": "streams", "streams_version": "4.3.1\n"}, "param streams_version: '4.3.1\\n' does not match"),
+    ({"app": "streams", "streams_versions": ["3.8.1", "4.3.1\n"]}, "param streams_versions: "),
+    ({"app": "streams", "variants": [{"name": "txn\n"}]}, "param variants: "),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"a.b\n": 1}}]}, "param variants: "),
+    # the load bounded as a whole
+    ({"records": 100_000_000, "program": "1"}, "records: 100000000 over the program's 10 s is 10,000,000 records/s; "
+                                               "at most 1,000,000"),
+    ({"records": 20_000_000, "payload_bytes": 1_000_000, "rate": 1000},
+     "records: 20000000 records of about 1000120 bytes (payload_bytes 1000000) make 18628.7 GiB of input; a run writes "
+     "at most 16 GiB"),
+    ({"records": 2, "phases": [{"records": 1, "at_s": 0, "rate": 0.000001}, {"records": 1, "at_s": 0, "rate": 0.000001}]},
+     "phases: their 2 records at their rates take 23.1 days after a program of 30 s"),
+    ({"records": 20_000, "rate": 0.01}, "rate: 20000 records at 0.01 records/s take 23.1 days"),
+    ({"transaction_version": 1, "backend": "external", "kafka_conn_id": "kafka_default"},
+     "transaction_version: 1 is set when backend 'local' formats its brokers' storage"),
 ]
 
 # What only the deployment sets: a trigger conf that changes it is refused, naming the param.
@@ -163,7 +181,7 @@ def test_a_bad_app_profile_is_refused_by_the_cli_in_one_line(profile, refusal, c
 
 
 def test_enough_hostile_inputs():
-    assert len(MALFORMED) + len(DEPLOYER_ONLY) >= 40
+    assert len(MALFORMED) + len(DEPLOYER_ONLY) >= 55
 
 
 @pytest.mark.parametrize("conf, refusal", MALFORMED, ids=[json.dumps(c)[:60] for c, _ in MALFORMED])
@@ -178,6 +196,54 @@ def test_a_trigger_may_not_choose_what_runs_where_or_with_which_credentials(conf
     refusal = trigger(trigger_dag, conf)
     assert refusal.startswith(f"{name}: decides what runs where or with which credentials"), refusal
     assert "SOAK_PARAM_DEFAULTS" in refusal and "a trigger conf may not change it" in refusal
+
+
+@pytest.mark.parametrize("conf", [{"quotas": [{"client_id": "anyone", "producer_byte_rate": 1}]},
+                                  {"keep_topics": True}], ids=["quotas", "keep_topics"])
+def test_what_only_the_deployment_sets_on_a_shared_cluster_is_judged_by_the_backend_the_run_will_use(
+        conf, monkeypatch, own_runs):
+    """A deployment that lets triggers choose backend external has not let them set quotas on that shared cluster or
+    keep their topics there (a Kafka Streams app's changelogs would outlive the run): the run's backend decides,
+    not the deployed one."""
+    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", '{"backend": ["external"]}')
+    admission = Admission.for_scenario(load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml"))
+    name = next(iter(conf))
+    with pytest.raises(soak_params.ParamsError, match=f"{name}: decides what runs where"):
+        admission.admit({"backend": "external", **conf}, {**admission.defaults, "backend": "external", **conf})
+    assert soak_params.trigger_errors(conf, admission.defaults, admission.allow) == [], "its own broker: the run's"
+
+
+def test_integral_floats_are_integers_before_anything_uses_them(own_runs):
+    """JSON Schema counts 3.0 as an integer; range(), Kafka's configs and the generator's ids do not: admitted as
+    ints (they once crashed admission with a traceback, or passed and crashed after provisioning)."""
+    plan = soak_params.check({"instances": 3.0, "records": 20000.0, "partitions": 4.0, "app": "streams",
+                              "threads": 2.0, "phases": [{"records": 20000.0, "after_step": 1.0}]}, app_id="a")
+    assert (plan.instances, plan.records, plan.partitions, plan.threads) == (3, 20000, 4, 2)
+    assert all(type(v) is int for v in (plan.instances, plan.records, plan.partitions, plan.threads))
+    assert type(plan.phases[0]["after_step"]) is int and type(plan.phases[0]["records"]) is int
+    assert soak_params.check({"interval_s": 10.0}).interval_s == 10.0, "a number param stays a number"
+
+
+@pytest.mark.parametrize("conf, refusal", [
+    ('{"records": ' + "9" * 5000 + "}", "--conf holds a number too long to read (at most 4300 digits)"),
+    ('{"phases": ' + "[" * 100_000 + "]" * 100_000 + "}", "--conf is nested too deeply to read"),
+], ids=["huge-integer", "deep-nesting"])
+def test_json_the_cli_cannot_read_is_refused_in_one_line(conf, refusal, capsys, own_runs):
+    assert cli.main(["soak", DAG_ID, "--conf", conf]) == 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and err == f"kafka-soak: {refusal}\n"
+    assert list(own_runs.iterdir()) == []
+
+
+def test_a_run_whose_data_would_not_fit_on_the_disk_of_the_evidence_is_refused():
+    """Every run on the machine writes its evidence to one disk: a run whose input, outputs and state would fill it
+    is refused before anything starts (a single conf once wrote 65 GB in five minutes and failed every run)."""
+    plan = soak_params.check({"records": 10_000_000, "payload_bytes": 1000, "rate": 10_000, "brokers": 3}).as_dict()
+    assert preflight.disk_problem(plan, free_bytes=400 * 2**30) == ""
+    problem = preflight.disk_problem(plan, free_bytes=20 * 2**30)
+    assert problem.startswith("records: 10000000 records of payload_bytes 1000 need about 93.9 GiB on 3 broker(s)")
+    assert "has 20.0 GiB free" in problem
+    assert preflight.disk_problem({**plan, "backend": "external"}, free_bytes=0) == "", "a shared cluster's disk"
 
 
 def test_the_deployment_may_allow_values_and_quotas_are_its_own_on_a_shared_cluster(monkeypatch, own_runs):

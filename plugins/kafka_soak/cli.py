@@ -210,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
             conf = json.loads(args.conf or "{}")
         except json.JSONDecodeError as exc:
             raise UsageError(f"--conf is not valid JSON ({exc.msg} at column {exc.colno}): {args.conf}") from None
+        except ValueError:  # Python refuses to read an integer of more than sys.get_int_max_str_digits() digits
+            raise UsageError(f"--conf holds a number too long to read (at most {sys.get_int_max_str_digits()} "
+                             "digits)") from None
+        except RecursionError:
+            raise UsageError("--conf is nested too deeply to read") from None
         if not isinstance(conf, dict):
             raise UsageError(f"--conf must be a JSON object of params, got {type(conf).__name__}")
         env, conf = as_owner(conf, dict(os.environ))

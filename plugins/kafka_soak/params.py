@@ -32,11 +32,14 @@ APPS = ("worker", "streams")
 TOPOLOGIES = ("id-assignment", "workflow")
 WORKFLOW_DESIGNS = ("ktable-self-join", "single-writer")
 RESTART_POLICIES = ("never", "on-failure")
+SHARED = "external"  # a param only the deployment sets on a shared cluster (Declared.deployer)
 TRANSACTION_VERSIONS = (0, 1, 2)  # the transaction.version feature levels Kafka 4.x brokers know
 APP_ID = "{app_id}"  # in a quota's client id: each application id of the run
 UNNAMED_APP_ID = "app"  # the application id of a plan checked without a run's (a DAG's is <dag_id>-app)
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
 MAX_RATE = 1_000_000  # records/s
+MAX_INPUT_BYTES = 16 * 2**30  # what a run's generator may write (before replication, outputs and changelogs)
+RECORD_OVERHEAD_BYTES = 120  # an input record's key and JSON fields besides its payload
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,9 @@ class Declared:
     default: Any
     schema: dict[str, Any]
     # Decides what runs where and with which credentials: set by the scenario file, SOAK_PARAM_DEFAULTS, or a value
-    # SOAK_TRIGGER_ALLOW lists, never by a trigger conf (quotas: only on backend external, a shared cluster; on the
-    # run's own broker they shape the soak).
-    deployer: bool = False
+    # SOAK_TRIGGER_ALLOW lists, never by a trigger conf (SHARED: only when the run's backend is external, a shared
+    # cluster; on the run's own broker quotas and kept topics shape the soak).
+    deployer: bool | str = False  # "external": only on a shared cluster
     # A setting of the reference apps: a team's own app (app_profile) takes its settings from its client_properties.
     reference: bool = False
 
@@ -67,7 +70,9 @@ PARAMS: dict[str, Declared] = {
         "description": "Seconds between two program steps."}),
     "records": Declared(20_000, {
         "type": "integer", "minimum": 1, "maximum": 100_000_000,
-        "description": "Input records the generator produces while the program runs."}),
+        "description": "Input records the generator produces while the program runs: at most 1,000,000 "
+                       "records/s and 16 GiB of input (records x (payload_bytes + ~120 bytes)) per run, "
+                       "and it must fit in the runs directory's free space."}),
     "keys": Declared(500, {
         "type": "integer", "minimum": 1, "maximum": 10_000_000,
         "description": "Distinct entity keys the records cycle over."}),
@@ -111,9 +116,9 @@ PARAMS: dict[str, Declared] = {
     "variants": Declared([], reference=True, schema={
         "type": "array", "maxItems": 3, "items": {
             "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
-                "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}$"},
+                "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}(?![\s\S])"},
                 "streams_config": {"type": "object", "maxProperties": 20,
-                                   "propertyNames": {"pattern": r"^[a-z][a-z0-9._-]{0,99}$"},
+                                   "propertyNames": {"pattern": r"^[a-z][a-z0-9._-]{0,99}(?![\s\S])"},
                                    "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}},
                 "quotas": {"type": "boolean"}}},
         "description": "app=streams: controls that run side by side with each version, on the same input "
@@ -258,10 +263,11 @@ PARAMS: dict[str, Declared] = {
     "kafka_image": Declared(DEFAULT_KAFKA_IMAGE, deployer=True, schema={
         "type": "string", "minLength": 1,
         "description": "backend=docker: the broker image."}),
-    "keep_topics": Declared(False, {
+    "keep_topics": Declared(False, deployer=SHARED, schema={
         "type": "boolean",
-        "description": "backend=external: keep the run's topics after the run instead of deleting them."}),
-    "quotas": Declared([], deployer=True, schema={
+        "description": "backend=external: keep the run's topics after the run instead of deleting them (only the "
+                       "deployment sets it: kept topics stay on the shared cluster)."}),
+    "quotas": Declared([], deployer=SHARED, schema={
         "type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["client_id"],
             "properties": {"client_id": {"type": "string", "minLength": 1},
@@ -366,7 +372,8 @@ def resolve_phases(values: dict[str, Any], steps: int, rate: float) -> tuple[lis
 def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
     """Resolve ``params`` into a plan for a backend, or raise ``ParamsError`` naming each bad param. With the run's
     ``app_id``, quotas on the run's own broker must name a client of the app under test."""
-    values = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
+    values = {name: whole_numbers(value, PARAM_SCHEMAS[name])
+              for name, value in {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}.items()}
     errors = []
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
@@ -393,11 +400,7 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
     if program and duration > MAX_RUN_S:
         errors.append(f"interval_s: {len(program)} steps every {values['interval_s']} s last "
                       f"{duration / 86_400:.1f} days; a run's program may last {MAX_RUN_S // 86_400} days at most")
-    for n, phase in enumerate(phases if values["phases"] or values["rate"] else [], start=1):  # else: the program's
-        if phase["rate"] and phase["records"] / phase["rate"] > MAX_RUN_S:
-            what = f"phases: phase {n}'s" if values["phases"] else "rate:"
-            errors.append(f"{what} {phase['records']} records at {phase['rate']:g} records/s take longer than "
-                          f"{MAX_RUN_S // 86_400} days; raise the rate or lower the records")
+    errors.extend(load_errors(values, phases, duration, rate) if program else [])
     errors.extend(app_errors(values))
     errors.extend(deployment_errors(values, program))
     if values["app_profile"]:
@@ -421,10 +424,38 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
                     "restart_backoff_s": float(values["restart_backoff_s"])})
 
 
+def load_errors(values: dict[str, Any], phases: list[dict[str, Any]], program_s: float, rate: float) -> list[str]:
+    """The load bounded as a whole, not field by field: its rate, how long it lasts (every phase one after the
+    other, after the program), and the bytes it writes."""
+    errors = []
+    if not values["rate"] and not values["phases"] and rate > MAX_RATE:
+        errors.append(f"records: {values['records']} over the program's {program_s:g} s is {rate:,.0f} records/s; at "
+                      f"most {MAX_RATE:,} (set rate, or lengthen the program)")
+    timed = [p for p in phases if p["rate"]] if values["phases"] or values["rate"] else []
+    producing = sum(p["records"] / p["rate"] for p in timed)
+    if program_s + producing > MAX_RUN_S:
+        what = (f"phases: their {sum(p['records'] for p in timed)} records at their rates" if values["phases"]
+                else f"rate: {values['records']} records at {rate:g} records/s")
+        errors.append(f"{what} take {producing / 86_400:.1f} days after a program of {program_s:g} s; a run's load "
+                      f"may last {MAX_RUN_S // 86_400} days at most; raise the rate or lower the records")
+    written = input_bytes(values)
+    if written > MAX_INPUT_BYTES:
+        errors.append(f"records: {values['records']} records of about {RECORD_OVERHEAD_BYTES + values['payload_bytes']} "
+                      f"bytes (payload_bytes {values['payload_bytes']}) make {written / 2**30:.1f} GiB of input; a run "
+                      f"writes at most {MAX_INPUT_BYTES // 2**30} GiB (lower records or payload_bytes)")
+    return errors
+
+
+def input_bytes(values: dict[str, Any]) -> int:
+    """About how many bytes the generator writes (keys, JSON fields and payload per record)."""
+    return values["records"] * (RECORD_OVERHEAD_BYTES + values["payload_bytes"])
+
+
 def deployer_only(name: str, backend: str) -> bool:
-    """Whether only the deployment sets param ``name`` of a run on ``backend``: quotas on a shared (external) cluster
-    throttle other people's clients; on the run's own broker they shape the soak."""
-    return name in DEPLOYER_ONLY and (name != "quotas" or backend == "external")
+    """Whether only the deployment sets param ``name`` of a run on ``backend``: quotas and kept topics on a shared
+    (external) cluster reach other people's clients and stay; on the run's own broker they shape the soak."""
+    declared = PARAMS[name].deployer if name in PARAMS else False
+    return declared is True or (declared == SHARED and backend == "external")
 
 
 def trigger_errors(conf: dict[str, Any], deployed: dict[str, Any], allow: dict[str, list[Any]]) -> list[str]:
@@ -434,8 +465,8 @@ def trigger_errors(conf: dict[str, Any], deployed: dict[str, Any], allow: dict[s
     for name in DEPLOYER_ONLY:
         if name not in conf or conf[name] == deployed.get(name) or conf[name] in allow.get(name, []):
             continue
-        if not deployer_only(name, deployed.get("backend", DEFAULTS["backend"])):
-            continue
+        if not deployer_only(name, conf.get("backend", deployed.get("backend", DEFAULTS["backend"]))):
+            continue  # judged by the backend the run will use: a trigger that may choose external gets its rules
         errors.append(f"{name}: decides what runs where or with which credentials, so only whoever deploys the suite "
                       f"sets it: in {WHERE_DEPLOYER_SETS}; a trigger conf may not change it")
     return errors
@@ -575,6 +606,20 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
                   + " as they are, without format spec or conversion (write {{ and }} for braces)"
                   for part in values["app_command"] if (problem := profiles.placeholder_problem(part, PLACEHOLDERS)))
     return errors
+
+
+def whole_numbers(value: Any, schema: dict[str, Any]) -> Any:
+    """``value`` with each integral float made an int where its schema asks for an integer: JSON Schema counts 3.0
+    as an integer, and what the plan feeds (``range``, Kafka's configs, the generator's ids) does not."""
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if isinstance(value, float) and "integer" in kinds and "number" not in kinds and value.is_integer():
+        return int(value)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [whole_numbers(item, schema["items"]) for item in value]
+    if isinstance(value, dict) and "properties" in schema:
+        return {key: whole_numbers(item, schema["properties"].get(key, {})) for key, item in value.items()}
+    return value
 
 
 def numbers(value: Any, name: str = "") -> list[tuple[str, float]]:

@@ -1,12 +1,17 @@
 """What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
 app built against ``streams_version``, Spark's Kafka source for the checker, the external cluster's connection (with
-settings the checker's Java client can use too), and the images of the Docker runtime and backend on the engine.
+settings the checker's Java client can use too), the images of the Docker runtime and backend on the engine, and room
+for the run's data on the disk that holds every run's evidence.
 Checked by ``check_params`` and by ``make soak`` itself, so a run that cannot start is refused with one line, before
 any broker, topic or container exists."""
 
 from __future__ import annotations
 
-from kafka_soak import java_client, spark_kafka
+import shutil
+from typing import Any
+
+from kafka_soak import java_client, rundir, spark_kafka
+from kafka_soak import params as soak_params
 from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
 from kafka_soak.backends.external import KafkaConnectionError, client_settings
@@ -16,11 +21,37 @@ from kafka_soak.params import RunPlan
 from kafka_soak.profile import VERSION, render
 from kafka_soak.runtime.docker import DockerRuntimeError, docker_api, ensure_image
 
-ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError)
+
+class DiskSpaceError(RuntimeError):
+    """A run whose data would not fit on the disk that holds the evidence of every run."""
+
+
+ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError)
+# What a run on brokers of its own keeps per input byte, on each broker: the input, what the app writes back (its
+# outputs, changelogs, assertions) and the checker's spill. A full disk fails every run on the machine, not one.
+FOOTPRINT_PER_INPUT_BYTE = 3
+
+
+def disk_problem(plan: dict[str, Any], free_bytes: int) -> str:
+    """Why a run's data would not fit in ``free_bytes`` of the runs directory's disk ("" if it fits); a shared
+    cluster's disk is its owner's."""
+    if plan["backend"] == "external":
+        return ""
+    need = soak_params.input_bytes(plan) * plan["brokers"] * FOOTPRINT_PER_INPUT_BYTE
+    if need <= free_bytes:
+        return ""
+    return (f"records: {plan['records']} records of payload_bytes {plan['payload_bytes']} need about "
+            f"{need / 2**30:.1f} GiB on {plan['brokers']} broker(s) of this machine (input, outputs and state), and the "
+            f"runs directory {rundir.runs_root()} has {free_bytes / 2**30:.1f} GiB free; lower records or "
+            "payload_bytes, or free space")
 
 
 def check(plan: RunPlan) -> None:
     """Raise one of ``ERRORS`` naming the param when something the plan needs is not there."""
+    root = rundir.runs_root()
+    problem = disk_problem(plan.as_dict(), shutil.disk_usage(next(p for p in (root, *root.parents) if p.exists())).free)
+    if problem:
+        raise DiskSpaceError(problem)
     if plan.backend == "local" or (plan.backend == "external" and plan.quotas):
         resolve(plan.kafka_version)  # fetched now (cached after), so a version nobody serves is refused here
     app = run_subjects.profile(plan.as_dict())

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 DEFAULT_VERSION = "4.3.1"  # the newest Kafka Streams release Maven Central serves
 # 3.3 is the first release whose KStream#process takes the Processor API the workflow topology's processors use
 # (exactly_once_v2 and the metadata API the app logs its tasks with came in 3.0).
-VERSION_PATTERN = r"^(3\.([3-9]|[1-9]\d)|[4-9]\.\d+)\.\d+$"
+VERSION_PATTERN = r"^(3\.([3-9]|[1-9][0-9])|[4-9]\.[0-9]+)\.[0-9]+(?![\s\S])"  # whole string (kafka_jars)
 SOURCE = resource("streams_app")
 MAIN_CLASS = "io.kafkasoak.streams.SoakStreamsApp"
 # Kafka Streams sizes its record cache in bytes for the whole instance; param cache_entries counts entries per

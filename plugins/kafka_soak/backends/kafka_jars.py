@@ -21,7 +21,9 @@ from kafka_soak import maven
 
 DEFAULT_VERSION = "4.3.1"
 # 4.x: KRaft only, Java 17, the storage tool and config names this backend writes.
-VERSION_PATTERN = r"^4\.\d+\.\d+$"
+# A whole-string pattern in Python and in a browser alike: "$" lets Python's re accept a trailing newline, "\d" any
+# script's digits; "(?![\s\S])" is the string's true end in both.
+VERSION_PATTERN = r"^4\.[0-9]+\.[0-9]+(?![\s\S])"
 RESOURCES = Path(__file__).resolve().parent / "kafka"
 POM = RESOURCES / "pom.xml"
 LOG_CONFIG = RESOURCES / "log4j2.properties"
