@@ -73,6 +73,25 @@ def test_apply_sets_and_verifies_each_quota_on_a_real_broker_and_restore_puts_ba
     assert described(backend, cluster, "soak-test-c") == {}
 
 
+def test_quotas_of_whole_mebibytes_and_settings_the_run_does_not_set_go_back_exactly(kafka):
+    """Every digit reaches the tool (1 MiB was written as 1.04858e+06 and failed its own verification); a shared
+    cluster's previous quota comes back exactly, with a setting the run's quotas do not have
+    (controller_mutation_rate); a client id set twice gets back what it had before the first."""
+    backend, cluster = kafka
+    run, bootstrap = backend.config_command, cluster.bootstrap_servers
+    run(quotas.settings_command("soak-test-mib", {"producer_byte_rate": 10485760, "controller_mutation_rate": 7.5},
+                                bootstrap))  # the cluster's own, before the run
+    applied = quotas.apply([Quota("soak-test-mib", producer_byte_rate=1048576),
+                            Quota("soak-test-mib", producer_byte_rate=2097152)], run, bootstrap)
+    assert [a["producer_byte_rate"] for a in applied] == [1048576.0, 2097152.0]
+    assert described(backend, cluster, "soak-test-mib")["producer_byte_rate"] == 2097152.0
+    quotas.restore(applied, run, bootstrap)
+    assert described(backend, cluster, "soak-test-mib") == {"producer_byte_rate": 10485760.0,
+                                                            "controller_mutation_rate": 7.5}
+    run(quotas.delete_command("soak-test-mib", ["producer_byte_rate", "controller_mutation_rate"], bootstrap))
+    assert described(backend, cluster, "soak-test-mib") == {}
+
+
 def test_a_quota_that_cannot_be_set_undoes_the_ones_before_it(kafka):
     """Provision fails on it, and no teardown runs after a failed setup: apply leaves the cluster as it found it."""
     backend, cluster = kafka

@@ -43,7 +43,13 @@ class Quota:
         return {name: float(value) for name, value in asdict(self).items() if name in SETTINGS and value is not None}
 
     def describe(self) -> str:
-        return f"client-id {self.client_id!r}: " + ", ".join(f"{k}={v:g}" for k, v in self.settings().items())
+        return f"client-id {self.client_id!r}: " + ", ".join(f"{k}={exact(v)}" for k, v in self.settings().items())
+
+
+def exact(value: float) -> str:
+    """A quota value as the tool takes it, every digit kept: ``{:g}`` keeps six, so 1 MiB (1048576) became 1048580 and
+    failed its own verification, and a shared cluster's 10485760 was restored as 10485800."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def from_params(values: list[dict[str, Any]]) -> list[Quota]:
@@ -56,9 +62,15 @@ def _tool(bootstrap: str, command_config: str | None) -> list[str]:
 
 
 def alter_command(quota: Quota, bootstrap: str, command_config: str | None = None) -> list[str]:
-    settings = ",".join(f"{k}={v:g}" for k, v in quota.settings().items())
-    return [*_tool(bootstrap, command_config), "--alter", "--add-config", settings,
-            "--entity-type", "clients", "--entity-name", quota.client_id]
+    return settings_command(quota.client_id, quota.settings(), bootstrap, command_config)
+
+
+def settings_command(client_id: str, settings: dict[str, float], bootstrap: str,
+                     command_config: str | None = None) -> list[str]:
+    """Set a client id's quota ``settings``, any Kafka knows (a shared cluster's may have more than the run's three)."""
+    return [*_tool(bootstrap, command_config), "--alter", "--add-config",
+            ",".join(f"{k}={exact(v)}" for k, v in settings.items()), "--entity-type", "clients", "--entity-name",
+            client_id]
 
 
 def delete_command(client_id: str, settings: list[str], bootstrap: str, command_config: str | None = None) -> list[str]:
@@ -120,14 +132,15 @@ def apply(quotas: list[Quota], run: Runner, bootstrap: str, command_config: str 
 
 def restore(applied: list[dict[str, Any]], run: Runner, bootstrap: str, command_config: str | None = None) -> None:
     """Release: give each client id back the quota it had before the run (a quota that already existed on a shared
-    cluster keeps its old values) and delete only what the run added. A failure is logged, not raised: the run's
+    cluster keeps its old values, whatever settings it has) and delete only what the run added, last set first: a
+    client id the run set twice gets back what it had before the first. A failure is logged, not raised: the run's
     evidence is complete, and the log says what to put back by hand."""
-    for entry in applied:
+    for entry in reversed(applied):
         client_id, previous = entry["client_id"], entry.get("previous", {})
         added = [k for k in entry if k in SETTINGS and k not in previous]
         try:
             if previous:
-                run(alter_command(Quota(client_id, **previous), bootstrap, command_config))
+                run(settings_command(client_id, previous, bootstrap, command_config))
             if added:
                 run(delete_command(client_id, added, bootstrap, command_config))
             log.info("quota of client-id %r restored to %s", client_id, previous or "none")
