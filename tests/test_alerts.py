@@ -103,6 +103,22 @@ def test_a_run_without_a_verdict_says_which_task_failed_first_and_why(tmp_path):
         f"soak d did not reach a verdict: task drain failed (run r); logs: {run_dir}")
 
 
+def test_a_torn_line_in_the_evidence_still_alerts_and_names_the_damaged_file(tmp_path, caplog):
+    """A full disk or a network file system tears a run's last JSONL line: the alert goes out from the rest of the
+    evidence, and the log says which file and line were skipped (one torn line once meant no alert and no report)."""
+    run_dir = tmp_path / "d" / "r"
+    run_dir.mkdir(parents=True)
+    row = {"task_id": "provision", "map_index": -1, "try": 1, "at": 10.0, "error": "BrokerStartError: no broker"}
+    (run_dir / "failures.jsonl").write_text(json.dumps(row) + '\n{"task_id": "drain", "map_in')
+    (run_dir / "events.jsonl").write_text('{"event": "start", "instance": 1, "at": 1.0}\n\x00\x00\n')
+    alert = alerting.compose("d", "r", run_dir, failed_task="drain")
+    assert alert["message"] == (f"soak d did not reach a verdict: task provision failed: BrokerStartError: no broker "
+                                f"(run r); logs: {run_dir}")
+    assert f"{run_dir / 'failures.jsonl'}: line 2 is no JSON record" in caplog.text
+    assert rundir.read_jsonl(run_dir / "events.jsonl") == [{"event": "start", "instance": 1, "at": 1.0}]
+    assert f"{run_dir / 'events.jsonl'}: line 2 is no JSON record" in caplog.text
+
+
 def test_a_run_airflow_calls_successful_without_a_passed_verdict_is_alerted_as_broken(tmp_path, monkeypatch):
     """A DAG run marked failed by hand: Airflow runs its teardowns, then calls it successful (the success callback,
     no failure callback, no task failure on record). Without a passed verdict that is a broken run; the next passing

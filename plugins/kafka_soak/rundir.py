@@ -13,11 +13,14 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import logging
 import os
 import re
 import time
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parent
 # What the suite ships besides its code, by the name it has inside an installed package (``pip install``), with where
@@ -133,12 +136,26 @@ def read_json(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a run's ``.jsonl`` file; none when the run never wrote it."""
+    """The records of a run's ``.jsonl`` file; none when the run never wrote it. A torn line (a full disk, a network
+    file system, a writer killed mid-line) is skipped and named in the log: the rest of the evidence, the report and
+    the alert do not depend on it."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(errors="replace").splitlines()
     except OSError:
         return []
-    return [json.loads(line) for line in lines if line.strip()]
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            log.warning("%s: line %d is no JSON record (a torn write?); read without it", path, number)
+    return records
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kafka_soak.rundir import append_jsonl
+from kafka_soak.rundir import append_jsonl, read_jsonl
 from kafka_soak.runtime.spawn import Restart
 
 
@@ -53,8 +53,7 @@ class Registry:
         return self.path / "exits.jsonl"
 
     def exits(self) -> list[dict]:
-        path = self.exits_file
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+        return read_jsonl(self.exits_file)
 
     def add_exit(self, record: dict) -> None:
         append_jsonl(self.exits_file, record)
