@@ -95,7 +95,20 @@ def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
     assert [str(redact(line)) for line in lines] == [
         "***", "authentication failed for password ***", "***", "***", "***"]
     assert str(redact('username="soak"')) == 'username="soak"', "a JAAS option that is no secret stays readable"
-    assert set(secret_values(extra)) == {jaas, JAAS_PASSWORD, pem, *PEM_BODY}
+    assert set(secret_values(extra)) == {jaas, JAAS_PASSWORD, pem, *PEM_BODY, json.dumps(jaas)[1:-1],
+                                         json.dumps(pem)[1:-1]}, "and as a JSON string holds them"
+
+
+def test_a_file_of_any_size_is_masked_in_bounded_memory_a_secret_straddling_two_chunks_included():
+    import io
+
+    from kafka_soak.backends.external import masked
+
+    text = b"a" * 5 + b"SECRET" + b"b" * 7 + b"SECRET"
+    for chunk in (1, 3, 7, 64):
+        assert b"".join(masked(io.BytesIO(text), ["SECRET"], chunk=chunk)) == b"aaaaa***bbbbbbb***", chunk
+    assert b"".join(masked(io.BytesIO(b"PEM-LINE in KEY=PEM-LINE-2"), ["PEM-LINE-2", "PEM-LINE"], chunk=4)) == \
+        b"*** in KEY=***"
 
 
 def test_secrets_reach_instances_only_through_their_environment(kafka_connection, broker, tmp_path):

@@ -142,7 +142,7 @@ def test_a_dag_run_reaches_its_report_and_what_the_report_links_to(served):
     by_dir_name = f"{ui.URL_PREFIX}/runs/{DAG_ID}/{rundir.safe_name(RUN_ID)}/"
     assert get(port, by_dir_name, token)[:1] == (200,), "the listing links runs by their directory name"
     assert "connect-src 'none'" in policy(port, url, token), "a run's pages may not call Airflow's API"
-    assert policy(port, urljoin(url, "verdict.json"), token) == ""
+    assert policy(port, urljoin(url, "verdict.json"), token) == policy(port, url, token), "every file, not only HTML"
 
 
 def test_the_listing_links_every_run_to_its_report(served, evidence):
@@ -171,6 +171,21 @@ def test_nothing_outside_a_run_directory_is_served(served, path):
     status, _, body = get(port, ui.URL_PREFIX + path, token)
     assert status in (400, 404), (status, body)
     assert OUTSIDE not in body and "root:" not in body
+
+
+def test_another_dags_run_linked_into_a_dags_folder_an_svg_and_a_nul_byte_are_answered_safely(served, evidence):
+    """A user allowed to read one DAG's runs reads only those: a symlink in its folder to another DAG's run is a 404;
+    an SVG (which runs scripts as a page does) comes with the run pages' policy; a NUL byte is a 404, not a 500."""
+    other = write_run(evidence, "soak_other_dag", "manual__2026-11-22T13:00:00+00:00")
+    (evidence / DAG_ID / "manual__linked").symlink_to(other, target_is_directory=True)
+    (evidence / DAG_ID / rundir.safe_name(RUN_ID) / "chart.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("/api/v2/dags")</script></svg>')
+    port, token = served
+    assert get(port, f"{ui.URL_PREFIX}/runs/{DAG_ID}/manual__linked/", token)[0] == 404
+    assert get(port, f"{ui.URL_PREFIX}/runs/{DAG_ID}/manual__linked/verdict.json", token)[0] == 404
+    svg = urljoin(run_url(DAG_ID, RUN_ID), "chart.svg")
+    assert get(port, svg, token)[0] == 200 and "connect-src 'none'" in policy(port, svg, token)
+    assert get(port, urljoin(run_url(DAG_ID, RUN_ID), "verdict.json%00.html"), token)[0] == 404
 
 
 def test_a_missing_run_or_file_is_404(served):
@@ -210,6 +225,40 @@ def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_conn
     assert SECRET in (run_dir / "logs" / "app-1.0.log").read_text()
     assert '"sasl.password": "***"' in "".join(pages) and "soak_secured" in pages[0]
     assert not [page for page in pages if SECRET in page]
+
+
+NASTY = 'pa"ss\\wörd\'-€-\u00e9'  # a quote, a backslash, non-ASCII: JSON escapes each
+
+
+def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the_connection_is_gone(
+        served, evidence, broker, monkeypatch):
+    """The app prints its settings as JSON (quotes, backslashes and non-ASCII escaped): no served page holds the
+    password in any form; the run's release masks them at rest, so they stay masked once the connection is rotated
+    or deleted (the UI then has nothing to mask with)."""
+    from kafka_soak.backends import external
+
+    extra = {"bootstrap.servers": broker.bootstrap_servers, "sasl.username": "soak", "sasl.password": NASTY}
+    monkeypatch.setenv("AIRFLOW_CONN_SOAK_NASTY", json.dumps({"conn_type": "kafka", "extra": extra}))
+    run_id = "manual__2026-11-22T14:00:00+00:00"
+    run_dir = evidence / "soak_nasty" / rundir.safe_name(run_id)
+    (run_dir / "logs").mkdir(parents=True)
+    cluster = {**broker.as_dict(), "backend": "external", "conn_id": "soak_nasty"}
+    plan = soak_params.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
+    rundir.write_json(run_dir / "cluster.json", cluster)
+    instances = Instances.for_run(run_dir, cluster, plan.as_dict())
+    assert instances.runtime.exit_code(instances.start(1, 0).pid, wait_s=30) == 0
+    instances.stop_all(timeout=5)
+    log_file = run_dir / "logs" / "app-1.0.log"
+    forms = [NASTY, json.dumps(NASTY)[1:-1], json.dumps(NASTY, ensure_ascii=False)[1:-1]]
+    assert json.dumps(NASTY)[1:-1] in log_file.read_text(), "the app wrote the escaped form"
+    port, token = served
+    url = f"{ui.URL_PREFIX}/runs/soak_nasty/{quote(run_id, safe='')}/logs/app-1.0.log"
+    page = get(port, url, token)[2]
+    assert '"sasl.password": "***"' in page and not [f for f in forms if f in page]
+    assert external.scrub(run_dir, external.secret_values(external.connection_config("soak_nasty"))) == [log_file]
+    monkeypatch.delenv("AIRFLOW_CONN_SOAK_NASTY")  # rotated or deleted after the run
+    on_disk, page = log_file.read_text(), get(port, url, token)[2]
+    assert '"sasl.password": "***"' in page and not [f for f in forms if f in page + on_disk]
 
 
 def test_only_requests_with_an_airflow_token_are_served(served):

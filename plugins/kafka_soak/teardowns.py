@@ -15,7 +15,7 @@ from typing import Any
 
 from kafka_soak import backends, health, rundir
 from kafka_soak.app.worker import CRASH_EXIT_CODE
-from kafka_soak.backends import quota_meter
+from kafka_soak.backends import external, quota_meter
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.instances import Instances
 from kafka_soak.load import Load
@@ -48,8 +48,14 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
 
 
 def release(run_dir: Path, plan: dict[str, Any]) -> None:
-    """Stop the Kafka this run started (or give back what it used of an external one). The run directory is kept."""
-    backends.create(plan, run_dir).release(cluster_on_file(run_dir))
+    """Stop the Kafka this run started (or give back what it used of an external one). The run directory is kept,
+    with the secrets of a shared cluster's connection masked in every file (``external.scrub``)."""
+    cluster = cluster_on_file(run_dir)
+    backends.create(plan, run_dir).release(cluster)
+    if cluster is not None and cluster.conn_id:
+        secrets = external.secret_values(external.connection_config(cluster.conn_id))
+        for path in external.scrub(run_dir, secrets):
+            log.warning("masked the connection's secrets in %s (the app under test wrote them)", path)
     log.info("evidence kept in %s", run_dir)
 
 

@@ -8,8 +8,11 @@ A run's evidence stays where the run left it (``$SOAK_RUNS_DIR/<dag_id>/<run dir
 - ``/runs/<dag_id>/<run_id>/<path>`` — any file of that run directory (Data Docs, logs, ``verdict.json``), so
   the report's relative links work as they do on disk.
 
-Nothing outside a run directory is served: a path that resolves elsewhere (``..``, a symlink out) is a 404.
-Text served from a run on the ``external`` backend is masked with its connection's secret values.
+Nothing outside a run directory of the DAG in the path is served: a path that resolves elsewhere (``..``, a symlink
+out, a symlink to another DAG's run, a NUL byte) is a 404. Every file comes with the run pages' content-security
+policy. A run on the ``external`` backend is masked at rest when it is released (``teardowns.release``); what is
+served from it is masked again with its connection's secret values (in every form ``secret_values`` lists), streamed
+in bounded memory.
 Access is the API server's own: the JWT the UI keeps in its cookie (or a bearer token), and the user must be
 allowed to read the DAG's runs (the listing: every DAG's runs).
 """
@@ -18,11 +21,12 @@ from __future__ import annotations
 
 import json
 import mimetypes
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
 
 from kafka_soak import rundir
 
@@ -43,8 +47,6 @@ NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
 RUN_PAGE = {**NO_SNIFF, "Content-Security-Policy": "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; "
                                                    "connect-src 'none'; form-action 'none'; base-uri 'none'; "
                                                    "frame-ancestors 'self'"}
-TEXT_TYPES = ("text/", "application/json", "application/javascript")
-MASK = "***"
 
 app = FastAPI(title="kafka-soak reports", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -72,11 +74,14 @@ def readable_dags(user: Any, dag_ids: set[str]) -> set[str]:
 def run_file(dag_id: str, run_id: str, path: str) -> tuple[Path, Path]:
     """The directory of run ``run_id`` (its newest attempt; or the run directory of that name) and the file ``path``
     names in it; 404 when it is missing or resolves outside it."""
+    if "\0" in dag_id + run_id + path:
+        raise HTTPException(404, "not a file of a soak run")
     root = rundir.runs_root()
     named = root / dag_id / run_id  # a run directory's own name (the history's links: one per attempt)
     run_dir = (named if named.is_dir() and not named.is_symlink() else rundir.run_dir(dag_id, run_id)).resolve()
     target = (run_dir / (path or rundir.REPORT)).resolve()
-    if run_dir.parent.parent != root or not target.is_relative_to(run_dir):
+    # the DAG the user was allowed to read: a symlink in its folder to another DAG's run serves nothing
+    if run_dir.parent != root / dag_id or not target.is_relative_to(run_dir):
         raise HTTPException(404, "not a file of a soak run")
     if not run_dir.is_dir():
         raise HTTPException(404, f"no soak run {run_id!r} of {dag_id!r}")
@@ -118,11 +123,14 @@ def run_evidence(dag_id: str, run_id: str, path: str) -> Response:
     run_dir, target = run_file(dag_id, run_id, path)
     # Logs (.log) and alert/step records (.jsonl) have no registered type: show them as text, not a download.
     media_type = mimetypes.guess_type(target.name)[0] or "text/plain; charset=utf-8"
-    secrets = connection_secrets(run_dir) if media_type.startswith(TEXT_TYPES) else []
-    headers = RUN_PAGE if media_type.startswith("text/html") else NO_SNIFF
+    # Every file gets the run pages' policy: an SVG or XHTML file runs scripts as a page does.
+    secrets = connection_secrets(run_dir)
     if not secrets:
-        return FileResponse(target, media_type=media_type, headers=headers)
-    text = target.read_text(errors="replace")
-    for secret in secrets:
-        text = text.replace(secret, MASK)
-    return Response(text, media_type=media_type, headers=headers)
+        return FileResponse(target, media_type=media_type, headers=RUN_PAGE)
+    from kafka_soak.backends.external import masked
+
+    def stream() -> Iterator[bytes]:
+        with target.open("rb") as fh:
+            yield from masked(fh, secrets)
+
+    return StreamingResponse(stream(), media_type=media_type, headers=RUN_PAGE)

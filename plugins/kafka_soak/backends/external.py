@@ -10,12 +10,13 @@ deleted at release unless param ``keep_topics`` is set.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from kafka_soak import java_client, kafka_io
 from kafka_soak import quotas as soak_quotas
@@ -41,8 +42,9 @@ def is_secret(key: str) -> bool:
 
 def secret_values(config: dict[str, Any]) -> list[str]:
     """Every form in which the connection's secrets can show up in a log: each secret setting's value, each line of
-    a multi-line one (a PEM key printed line by line; not its BEGIN/END lines), and the secret options of a JAAS
-    config on their own (``password="..."``: a client that fails to log in quotes them)."""
+    a multi-line one (a PEM key printed line by line; not its BEGIN/END lines), the secret options of a JAAS
+    config on their own (``password="..."``: a client that fails to log in quotes them), and each of these as a JSON
+    string holds it (an app that prints its settings as JSON escapes quotes, backslashes and non-ASCII)."""
     found: list[str] = []
     for key, value in config.items():
         if not (is_secret(key) and value):
@@ -52,7 +54,73 @@ def secret_values(config: dict[str, Any]) -> list[str]:
         lines = [line.strip() for line in text.splitlines()]
         found += [line for line in lines if len(lines) > 1 and line and not line.startswith("-----")]
         found += [option for name, option in JAAS_OPTION.findall(text) if is_secret(name) and option]
-    return list(dict.fromkeys(found))
+    escaped = [json.dumps(v, ensure_ascii=ascii)[1:-1] for v in found for ascii in (True, False)]
+    return sorted(dict.fromkeys([*found, *escaped]), key=len, reverse=True)  # the longest first: a line of a PEM key
+    # inside the whole key is masked with it
+
+
+MASK = b"***"
+
+
+def holds(path: Path, secrets: list[str], chunk: int = 1 << 20) -> bool:
+    """Whether a file holds any of ``secrets`` (one straddling two chunks included)."""
+    needles = [s.encode() for s in secrets if s]
+    hold = max(map(len, needles), default=1) - 1
+    tail = b""
+    with path.open("rb") as fh:
+        while data := fh.read(chunk):
+            data = tail + data
+            if any(needle in data for needle in needles):
+                return True
+            tail = data[len(data) - hold:] if hold else b""
+    return False
+
+
+def masked(stream: BinaryIO, secrets: list[str], chunk: int = 1 << 20) -> Iterator[bytes]:
+    """``stream``'s bytes with every secret replaced by ``***`` (at each place the longest that matches), a chunk at a
+    time, so a file of any size is masked in bounded memory. Only a match that starts where every secret would still
+    fit in what was read is decided; the rest waits for the next chunk, so a secret straddling two chunks, or a longer
+    secret that begins with a shorter one, is masked whole."""
+    needles = sorted({s.encode() for s in secrets if s}, key=len, reverse=True)
+    if not needles:
+        yield from iter(lambda: stream.read(chunk), b"")
+        return
+    pattern = re.compile(b"|".join(map(re.escape, needles)))
+    hold = len(needles[0]) - 1
+    tail = b""
+    while True:
+        data = stream.read(chunk)
+        buffer, final = tail + data, not data
+        safe = len(buffer) if final else len(buffer) - hold
+        out, pos = [], 0
+        for match in pattern.finditer(buffer):
+            if match.start() >= safe:
+                break
+            out += [buffer[pos:match.start()], MASK]
+            pos = match.end()
+        keep = max(pos, safe)
+        out.append(buffer[pos:keep])
+        yield b"".join(out)
+        tail = buffer[keep:]
+        if final:
+            return
+
+
+def scrub(run_dir: Path, secrets: list[str]) -> list[Path]:
+    """Mask ``secrets`` in every file of a run directory, in place (the app under test writes its own logs and may
+    print the settings it was given): what a run keeps holds no secret once it is released, whatever becomes of its
+    connection (rotated, deleted) after. Returns the files that held one."""
+    touched = []
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file() and not p.is_symlink()):
+        if not holds(path, secrets):
+            continue
+        staging = path.with_name(f".{path.name}.scrub")
+        with path.open("rb") as src, staging.open("wb") as dst:
+            for part in masked(src, secrets):
+                dst.write(part)
+        staging.replace(path)
+        touched.append(path)
+    return touched
 
 
 def connection_config(conn_id: str) -> dict[str, Any]:
