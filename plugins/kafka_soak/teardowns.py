@@ -53,7 +53,11 @@ def release(run_dir: Path, plan: dict[str, Any]) -> None:
     cluster = cluster_on_file(run_dir)
     backends.create(plan, run_dir).release(cluster)
     if cluster is not None and cluster.conn_id:
-        secrets = external.secret_values(external.connection_config(cluster.conn_id))
+        try:
+            secrets = external.secret_values(external.connection_config(cluster.conn_id))
+        except external.KafkaConnectionError as exc:
+            log.error("could not mask the connection's secrets in the evidence: %s", exc)
+            secrets = []
         for path in external.scrub(run_dir, secrets):
             log.warning("masked the connection's secrets in %s (the app under test wrote them)", path)
     log.info("evidence kept in %s", run_dir)
