@@ -41,6 +41,38 @@ def test_kill_is_sigkill_and_idempotent(processes, tmp_path):
     assert processes.process("worker") is None
 
 
+def gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.parametrize("end", ["stop", "kill"])
+def test_a_wrappers_children_are_paused_and_end_with_it(processes, tmp_path, end):
+    """An app started through a wrapper (``sh -c``, a launcher script) runs in a process group of its own: a pause
+    stops the wrapper's child too, and a stop or a kill leaves none of them behind (they once survived, signalled by
+    the registered PID alone)."""
+    import time
+
+    child_pid = tmp_path / "child.pid"
+    wrapper = ["sh", "-c", 'sleep 600 & echo $! > "$0"; wait', str(child_pid)]
+    processes.start("wrapped", wrapper, tmp_path / "wrapped.log")
+    deadline = time.monotonic() + 20
+    while not (child_pid.exists() and child_pid.read_text().strip()):
+        assert time.monotonic() < deadline, "the wrapper did not start its child"
+        time.sleep(0.05)
+    child = int(child_pid.read_text())
+    assert processes.pause("wrapped")
+    deadline = time.monotonic() + 5
+    while psutil.Process(child).status() != psutil.STATUS_STOPPED:
+        assert time.monotonic() < deadline, "the wrapper's child was not paused"
+        time.sleep(0.01)
+    assert processes.resume("wrapped")
+    getattr(processes, end)("wrapped")
+    deadline = time.monotonic() + 10
+    while not gone(child):
+        assert time.monotonic() < deadline, f"the wrapper's child outlived its {end}"
+        time.sleep(0.05)
+
+
 def test_a_process_whose_starter_dies_right_after_the_start_is_registered_and_reaped(tmp_path):
     """The task that starts a process can be killed the moment the start returns (an interrupted `make soak` whose
     toggle step was starting an instance): the supervisor registered it already, so the run's reaper finds and stops

@@ -27,6 +27,21 @@ log = logging.getLogger(__name__)
 PLUGINS_DIR = Path(kafka_soak.__file__).resolve().parent.parent
 
 
+def signal_group(pid: int, signum: signal.Signals) -> None:
+    """``signum`` to the process group the supervisor started ``pid`` in (``spawn.launch``: its own, led by it), or
+    to ``pid`` alone when it leads no group (a process started before process groups); nothing when it is gone."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except ProcessLookupError:  # the leader is gone: its group may live on
+        try:
+            os.killpg(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def python_command(module: str, *args: str) -> list[str]:
     """A command running one of kafka_soak's modules with this interpreter."""
     return [sys.executable, "-m", module, *args]
@@ -137,27 +152,29 @@ class LocalProcesses:
         proc = self.process(name)
         if proc is None:
             return None
-        proc.send_signal(signal.SIGCONT)
-        proc.send_signal(signal.SIGTERM)
+        signal_group(proc.pid, signal.SIGCONT)
+        signal_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout)
             code = self.exit_code(proc.pid)
             log.info("stopped %s (pid %d) gracefully, exit code %s", name, proc.pid, code)
         except psutil.TimeoutExpired:
             log.warning("%s (pid %d) ignored SIGTERM for %.0f s: killing it", name, proc.pid, timeout)
-            proc.kill()
+            signal_group(proc.pid, signal.SIGKILL)
             proc.wait(10)
             code = self.exit_code(proc.pid)
+        signal_group(proc.pid, signal.SIGKILL)  # what the process started and left behind ends with it
         return code
 
     def kill(self, name: str) -> int | None:
-        """SIGKILL: no shutdown hook runs (no commit, no leave-group); returns the exit code."""
+        """SIGKILL to the process and every process of its group: no shutdown hook runs (no commit, no leave-group);
+        returns the exit code."""
         supervisor = self.no_restart(name)
         proc = self.process(name)
         if proc is None:
             self.settle(supervisor)
             return None
-        proc.kill()
+        signal_group(proc.pid, signal.SIGKILL)
         proc.wait(10)
         code = self.exit_code(proc.pid)
         log.info("killed %s (pid %d), exit code %s", name, proc.pid, code)
@@ -191,7 +208,7 @@ class LocalProcesses:
         proc = self.process(name)
         if proc is None:
             return False
-        proc.send_signal(signum)
+        signal_group(proc.pid, signum)
         deadline = time.monotonic() + timeout
         while self.is_paused(name) != paused and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -57,9 +57,11 @@ def exit_record(pid: int, code: int) -> dict[str, Any]:
 
 
 def launch(log_path: str, command: list[str], restarts: int = 0) -> subprocess.Popen:
+    """The command in a process group of its own (its PID is the group's id): a stop, kill or pause reaches the
+    processes a wrapper (``sh -c …``, a launcher script) starts as well as the wrapper."""
     with open(log_path, "ab", buffering=0) as log:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                close_fds=True, env={**os.environ, RESTART_ENV: str(restarts)})
+                                close_fds=True, start_new_session=True, env={**os.environ, RESTART_ENV: str(restarts)})
 
 
 def supervise(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None,
