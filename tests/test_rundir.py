@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -35,6 +36,38 @@ def test_run_ids_that_sanitize_alike_get_directories_of_their_own(root):
 def test_a_run_id_named_like_the_link_a_hidden_file_or_an_attempt_is_not_taken_as_one(root, run_id):
     name = rundir.safe_name(run_id)
     assert name not in ("latest", "..", ".") and not name.startswith(".") and not rundir.ATTEMPT.search(name)
+
+
+def test_make_soak_finds_its_own_run_not_the_newest_of_the_dag(root):
+    """A scheduled run of the same DAG started after ``make soak``'s: ``latest`` points at it, yet the CLI's Ctrl-C
+    and verdict are its own run's (the one whose params.json names its launch)."""
+    from kafka_soak.cli import own_run
+
+    mine = rundir.for_context(context("manual__2026-11-23T12:00:00+00:00"), create=True)
+    rundir.write_json(mine / rundir.PARAMS, {"run_id": "manual__2026-11-23T12:00:00+00:00", "launch": "abc"})
+    other = rundir.for_context(context("scheduled__2026-11-23T12:00:05+00:00"), create=True)
+    rundir.write_json(other / rundir.PARAMS, {"run_id": "scheduled__2026-11-23T12:00:05+00:00", "launch": ""})
+    assert (root / DAG / "latest").resolve() == other
+    assert own_run(root / DAG, "abc") == mine
+    assert own_run(root / DAG, "nobody") is None and own_run(root / "soak_absent", "abc") is None
+
+
+def append_many(path: str, writer: int) -> None:
+    for n in range(40):
+        rundir.append_jsonl(Path(path), {"writer": writer, "n": n, "details": ["x" * 1000] * 200})  # ~200 KB
+
+
+def test_records_appended_by_runs_side_by_side_stay_whole(root):
+    """alerts.jsonl is shared by every DAG's runs: records of ~200 KB (many writes each) from four processes at once
+    are each read back whole."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    path = root / "alerts.jsonl"
+    with ProcessPoolExecutor(4) as pool:
+        list(pool.map(append_many, [str(path)] * 4, range(4)))
+    records = rundir.read_jsonl(path)
+    assert sorted((r["writer"], r["n"]) for r in records) == [(w, n) for w in range(4) for n in range(40)]
+    assert len(path.read_text().splitlines()) == 160
 
 
 def test_the_previous_run_is_never_written_through_latest(root):

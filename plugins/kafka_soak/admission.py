@@ -168,6 +168,7 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> d
     try:
         rundir.write_json(run_dir / rundir.PARAMS, {"dag_id": dag_id, "run_id": context["run_id"],
                                                     "attempt": rundir.attempt_of(context["dag_run"]),
+                                                    "launch": os.environ.get(rundir.LAUNCH_ENV, ""),
                                                     "params": dict(context["params"]), "plan": plan.as_dict()})
     except OSError as exc:
         raise AirflowFailException(unwritable(run_dir, exc)) from None

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -86,15 +87,17 @@ def show(line: str) -> None:
 
 def run(scenario: str, conf: dict[str, Any]) -> int:
     airflow = shutil.which("airflow") or str(Path(sys.executable).parent / "airflow")
-    latest = rundir.runs_root() / scenario / "latest"
-    before = latest.resolve() if latest.exists() else None
+    launch = uuid.uuid4().hex
 
     def this_run() -> Path | None:
-        return latest.resolve() if latest.exists() and latest.resolve() != before else None
+        """The run directory this command's Airflow process made (by its ``launch``), not the newest of the DAG: a
+        scheduled or triggered run of the same DAG may run beside it."""
+        return own_run(rundir.runs_root() / scenario, launch)
 
     with tempfile.NamedTemporaryFile("w+", prefix="dags-test-", suffix=".log", delete=False) as full_log:
         proc = subprocess.Popen([airflow, "dags", "test", scenario, "-c", json.dumps(conf)], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, bufsize=1)
+                                stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                env={**os.environ, rundir.LAUNCH_ENV: launch})
         previous = signal.signal(signal.SIGTERM, interrupted)
         try:
             for line in proc.stdout:
@@ -123,10 +126,18 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
             signal.signal(signal.SIGTERM, previous)
     run_dir = this_run()
     if run_dir is None:
-        print(f"\nno run directory was created; full Airflow output: {full_log.name}")
+        print(f"\nthe run was refused or stopped before it recorded its params; full Airflow output: {full_log.name}")
         return code or 1
     shutil.move(full_log.name, run_dir / rundir.DAGS_TEST_LOG)
     return summarize(run_dir, code)
+
+
+def own_run(dag_dir: Path, launch: str) -> Path | None:
+    """The run directory under ``dag_dir`` whose params.json names ``launch`` (the newest attempt, should there be
+    several)."""
+    found = [d for d in dag_dir.glob("*") if d.is_dir() and not d.is_symlink()
+             and (rundir.read_json(d / rundir.PARAMS) or {}).get("launch") == launch] if dag_dir.is_dir() else []
+    return max(found, key=lambda d: d.stat().st_mtime, default=None)
 
 
 def interrupted(signum: int, _frame: Any) -> None:

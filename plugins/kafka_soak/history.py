@@ -109,8 +109,10 @@ def render_history(root: Path, link_prefix: str = "", only: set[str] | None = No
 
 
 def write_history(root: Path | None = None) -> Path:
-    """Rewrite ``<runs>/history.html`` (atomically: parallel runs of other scenarios may write it too)."""
+    """Rewrite ``<runs>/history.html`` (atomically, and one run at a time: parallel runs of other scenarios write it
+    too, and the last must include every run)."""
     root = root or rundir.runs_root()
     path = root / HISTORY
-    rundir.write_text(path, render_history(root))
+    with rundir.locked(path):
+        rundir.write_text(path, render_history(root))
     return path

@@ -10,6 +10,7 @@ it imports nothing of the project's and nothing outside the standard library.
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import json
@@ -17,6 +18,8 @@ import logging
 import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +53,9 @@ VERDICT, TIMELINE, DATA_DOCS, SUBJECTS = "verdict.json", "timeline.json", "data_
 FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
 REPORT = "report.html"
 DAGS_TEST_LOG = "dags-test.log"
+# Set by ``make soak`` for the Airflow process it starts; the run's params.json keeps it (``launch``), so the CLI knows
+# its own run from a scheduled or triggered one of the same DAG that runs beside it.
+LAUNCH_ENV = "SOAK_LAUNCH"
 LOGS = "logs"  # one log per process and program step
 LATEST = "latest"  # <dag_id>/latest: a link to the newest run directory
 ATTEMPT = re.compile(r"\.attempt-(\d+)$")
@@ -159,8 +165,28 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    with path.open("a") as fh:
-        fh.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+    """One record, written whole under the file's lock: runs of other DAGs append to the same ``alerts.jsonl``, and a
+    long record is more than one write."""
+    line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()
+    with path.open("ab") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fh.write(line)
+            fh.flush()
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold ``<path>.lock`` exclusively: one writer at a time of a file that every run rewrites (the history page), so
+    the last one includes what the others added."""
+    with path.with_name(f".{path.name}.lock").open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def journal(run_dir: Path, event: str, **fields: Any) -> None:
