@@ -139,6 +139,19 @@ def test_an_interrupted_runs_teardowns_remove_its_instance_and_broker_containers
     assert "broker says hi" in (run_dir / "logs" / "kafka-broker.log").read_text()
 
 
+def test_a_teardown_on_a_disk_that_refuses_the_log_still_removes_the_container(docker_engine, run_dir):
+    """The log copy comes first; a full or read-only disk fails it (here: the log's path is a directory), and the
+    container must go all the same (it once stayed behind)."""
+    containers = DockerContainers(run_dir, docker_engine.BASE_IMAGE)
+    log_path = run_dir / "logs" / "app-1.0.log"
+    containers.start("instance-1", APP, log_path)
+    wait_for_output(containers, "instance-1", "tick")
+    log_path.unlink()
+    log_path.mkdir()  # write_bytes raises IsADirectoryError, as it raises ENOSPC on a full disk
+    containers.clean_up()
+    assert docker_engine.run_containers(run_dir) == []
+
+
 def test_clear_errors_for_an_unreachable_engine_and_a_missing_image(docker_engine, run_dir):
     with pytest.raises(DockerRuntimeError, match=r"cannot reach the Docker engine at unix:///nowhere.sock "
                                                  r"\(param docker_url\)"):

@@ -24,6 +24,7 @@ from kafka_soak.runtime.docker import (
     docker_api,
     ensure_image,
     exec_in,
+    keep_log,
     remove_run_containers,
     run_labels,
 )
@@ -114,9 +115,8 @@ class DockerKafkaBackend:
         return lambda args: exec_in(self.api, container, [KAFKA_CONFIGS, *args])
 
     def copy_log(self, container: str) -> None:
-        path = self.run_dir / "logs" / "kafka-broker.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.api.logs(container, stdout=True, stderr=True))
+        keep_log(self.run_dir / "logs" / "kafka-broker.log", self.api.logs(container, stdout=True, stderr=True),
+                 "the broker")
 
     def release(self, cluster: Cluster | None) -> None:
         """Keep the broker's log, remove the container (its quotas go with it) and any other of the run's."""

@@ -142,6 +142,16 @@ def exec_in(api: Any, container: str, command: list[str]) -> str:
     return output
 
 
+def keep_log(path: Path, output: bytes, whose: str) -> None:
+    """Write a container's output to its log in the run directory; a disk that refuses it (full, read-only) is
+    logged, not raised, so a teardown still removes the container whose log it could not keep."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(output)
+    except OSError as exc:
+        log.error("could not keep the log of %s in %s (%s); the container goes all the same", whose, path, exc)
+
+
 def remove_run_containers(api: Any, run_dir: Path, role: str) -> list[str]:
     """Every container labelled with this run and ``role``, whatever its state; returns their names."""
     removed = []
@@ -241,7 +251,7 @@ class DockerContainers:
             output = self.api.logs(rec.container, stdout=True, stderr=True, timestamps=False)
         except NotFound:
             return
-        Path(rec.log).write_bytes(output)
+        keep_log(Path(rec.log), output, name)
 
     def _exit_code(self, name: str) -> int | None:
         state = self._state(name)
