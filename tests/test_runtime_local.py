@@ -73,6 +73,25 @@ def test_a_wrappers_children_are_paused_and_end_with_it(processes, tmp_path, end
         time.sleep(0.05)
 
 
+def test_a_process_whose_registration_cannot_be_written_is_not_left_running(tmp_path):
+    """A full disk when the supervisor writes the registry record: the start fails, and the command (its whole group)
+    is ended rather than left running where no teardown or reaper can find it. (The record's staging file is a
+    directory here, which refuses the write as a full disk does.)"""
+    import subprocess
+    import time
+
+    processes = LocalProcesses(tmp_path)
+    processes.registry.path.mkdir(parents=True, exist_ok=True)
+    (processes.registry.path / ".orphan.tmp").mkdir()
+    pid_file = tmp_path / "orphan.pid"
+    with pytest.raises(subprocess.CalledProcessError):
+        processes.start("orphan", ["sh", "-c", 'echo $$ > "$0"; exec sleep 600', str(pid_file)], tmp_path / "o.log")
+    deadline = time.monotonic() + 10
+    while pid_file.exists() and not gone(int(pid_file.read_text() or 0) or 1):
+        assert time.monotonic() < deadline, "the unregistered process is still running"
+        time.sleep(0.05)
+
+
 def test_a_process_whose_starter_dies_right_after_the_start_is_registered_and_reaped(tmp_path):
     """The task that starts a process can be killed the moment the start returns (an interrupted `make soak` whose
     toggle step was starting an instance): the supervisor registered it already, so the run's reaper finds and stops

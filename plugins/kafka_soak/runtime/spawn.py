@@ -82,7 +82,7 @@ def follow(name: str, log_path: str, exits_path: str, command: list[str], restar
     signal.signal(NO_RESTART, lambda *_: ending.append(True))
     run_dir = Path(exits_path).parent.parent
     proc = launch(log_path, command)
-    register(run_dir, name, log_path, proc)
+    registered(run_dir, name, log_path, proc)
     print(proc.pid, flush=True)
     os.close(sys.stdout.fileno())
     backoff = restart.backoff_s if restart else 0.0
@@ -111,12 +111,23 @@ def follow(name: str, log_path: str, exits_path: str, command: list[str], restar
             return
         restarts += 1
         proc = launch(log_path, command, restarts)
-        register(run_dir, name, log_path, proc)
+        registered(run_dir, name, log_path, proc)
         journal(run_dir, "restart", **restart.journal, pid=proc.pid, restart=restarts)
         if ending:  # the suite ended the instance while it was being restarted: end this one too
             proc.terminate()
             ended_here = True
         backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+
+def registered(run_dir: Path, name: str, log_path: str, proc: subprocess.Popen) -> None:
+    """``register`` the process just started, or end it (its whole group) when its record cannot be written (a full
+    disk): nothing may run that the run's teardowns and reaper cannot find."""
+    try:
+        register(run_dir, name, log_path, proc)
+    except OSError:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
 
 
 def register(run_dir: Path, name: str, log_path: str, proc: subprocess.Popen) -> None:
