@@ -15,7 +15,7 @@ from typing import Any
 from airflow.sdk import DAG, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import backends, rundir, subjects, teardowns
+from kafka_soak import backends, rundir, teardowns
 from kafka_soak.admission import Admission, load_scenario, open_run
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
 from kafka_soak.deadline import overdue_alert
@@ -28,8 +28,9 @@ from kafka_soak.steps import plan_steps
 NIGHTLY = "0 2 * * *"
 
 
-def _run_dir(create: bool = False) -> Path:
-    return rundir.for_context(get_current_context(), create=create)
+def _run_dir() -> Path:
+    """The attempt the task works in: the one ``check_params`` opened (a task cleared on its own works in it)."""
+    return rundir.for_context(get_current_context())
 
 
 def build_dag(scenario: dict[str, Any]) -> DAG:
@@ -64,13 +65,10 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         @task(multiple_outputs=False)
         def provision(plan: dict[str, Any]) -> dict[str, Any]:
             """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
-            run_dir = _run_dir(create=True)
-            prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
-            cluster = backends.create(plan, run_dir).provision(subjects.topics(plan), prefix,
-                                                               fixed=subjects.app_names(plan))
-            cluster.subjects = [s.as_dict() for s in subjects.build(plan, cluster.topics)]
-            rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())
-            return cluster.as_dict()
+            try:
+                return backends.provision_run(_run_dir(), plan, dag_id)
+            except backends.AttemptReleased as exc:
+                raise AirflowFailException(str(exc)) from None
 
         @task
         def plan_program(plan: dict[str, Any], cluster: dict[str, Any]) -> list[dict[str, Any]]:

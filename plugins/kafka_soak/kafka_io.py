@@ -145,7 +145,8 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
     settings = {"retention.ms": "-1", **(config or {})}
     futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=settings)
                                    for name, partitions in topics.items()], request_timeout=timeout)
-    errors = _failures(futures, timeout)
+    # a topic this attempt created before (a retried or re-run provision on the same brokers) is kept with its data
+    errors = {name: error for name, error in _failures(futures, timeout).items() if "TOPIC_ALREADY_EXISTS" not in error}
     if errors:
         raise KafkaException(f"could not create topics on {bootstrap}: {errors}")
     wait_for_leaders(admin, set(topics), timeout)

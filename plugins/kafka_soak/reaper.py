@@ -2,7 +2,9 @@
 
 A run's brokers, generator, meters and app instances are detached processes (they outlive the task that started
 them, by design), and every one is in the run's registry (``<run>/processes``). An attempt that ended without its
-teardowns (a DAG run cleared while it ran, a worker machine lost) still has some alive: ``check_params`` of the next
+teardowns (a DAG run cleared while it ran, a worker machine lost) still has some alive, or holds what no local process
+shows (a broker container, a shared cluster's topics and quotas: its journal says it provisioned and never released
+them): ``check_params`` of the next
 run of the DAG runs that attempt's teardowns from its files (``teardowns.from_files``: instances stopped, Kafka
 released, containers removed, a shared cluster's topics and quotas given back), then stops whatever is still alive,
 and notes both in the earlier attempt's ``events.jsonl``; nothing of its evidence is deleted.
@@ -14,7 +16,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_soak import rundir, teardowns
+from kafka_soak import backends, rundir, teardowns
 from kafka_soak.rundir import journal, read_json
 from kafka_soak.runtime.local import LocalProcesses
 
@@ -46,7 +48,7 @@ def reap_earlier(current: Path, this_run: str, is_over: Callable[[str], bool]) -
     ended. Returns ``{run directory name: instances and processes stopped}``."""
     reaped = {}
     for run_dir in sorted(p for p in current.parent.iterdir() if p.is_dir() and not p.is_symlink() and p != current):
-        if not leftovers(run_dir):
+        if not leftovers(run_dir) and not backends.unreleased(run_dir):  # a container, a shared cluster's topics
             continue
         run_id = (read_json(run_dir / rundir.PARAMS) or {}).get("run_id")
         if run_id is None or (run_id != this_run and not is_over(run_id)):

@@ -52,6 +52,7 @@ def release(run_dir: Path, plan: dict[str, Any]) -> None:
     with the secrets of a shared cluster's connection masked in every file (``external.scrub``)."""
     cluster = cluster_on_file(run_dir)
     backends.create(plan, run_dir).release(cluster)
+    rundir.journal(run_dir, backends.RELEASED, backend=plan["backend"])
     if cluster is not None and cluster.conn_id:
         try:
             secrets = external.secret_values(external.connection_config(cluster.conn_id))

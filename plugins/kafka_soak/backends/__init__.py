@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import quotas as soak_quotas
+from kafka_soak import rundir, subjects
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.backends.external import ExternalBackend
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
@@ -29,3 +30,45 @@ def create(plan: dict[str, Any], run_dir: Path) -> Backend:
         return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"])
     features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
     return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features)
+
+
+class AttemptReleased(RuntimeError):
+    """Provision asked again of an attempt whose Kafka data went with its release."""
+
+
+def provision_run(run_dir: Path, plan: dict[str, Any], dag_id: str) -> dict[str, Any]:
+    """Task ``provision``, in the attempt ``check_params`` opened: start the run's Kafka (or reach the external one),
+    create its topics (scoped to the attempt), set its quotas, record the apps under test (``cluster.json``). A task
+    cleared on its own runs again in that attempt (Airflow clears its setup and teardowns with it): the ``local``
+    brokers start again on their data, so ``validate`` judges the attempt's evidence again. An attempt released on
+    ``docker`` or on a shared cluster has no data left (the container is gone; the topics were deleted unless
+    ``keep_topics``): that is refused, saying to clear the whole DAG run instead."""
+    gone = plan["backend"] == "docker" or (plan["backend"] == "external" and not plan["keep_topics"])
+    if gone and released(run_dir):
+        raise AttemptReleased(f"attempt {run_dir.name} was released and its Kafka data went with it (backend "
+                              f"{plan['backend']}); clear the whole DAG run to run it again as a new attempt")
+    prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
+    cluster = create(plan, run_dir).provision(subjects.topics(plan), prefix, fixed=subjects.app_names(plan))
+    cluster.subjects = [s.as_dict() for s in subjects.build(plan, cluster.topics)]
+    rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())
+    rundir.journal(run_dir, PROVISIONED, backend=plan["backend"])
+    return cluster.as_dict()
+
+
+PROVISIONED, RELEASED = "provisioned", "released"  # events.jsonl: an attempt's Kafka set up, and given back
+
+
+def released(run_dir: Path) -> bool:
+    """Whether the attempt's Kafka was given back after it was last provisioned."""
+    return last_kafka_event(run_dir) == RELEASED
+
+
+def unreleased(run_dir: Path) -> bool:
+    """Whether the attempt provisioned a Kafka and never gave it back (its teardowns did not run)."""
+    return last_kafka_event(run_dir) == PROVISIONED
+
+
+def last_kafka_event(run_dir: Path) -> str:
+    """The attempt's last ``provisioned`` or ``released`` event ("" before either, and in runs older than both)."""
+    return next((e["event"] for e in reversed(rundir.read_jsonl(run_dir / rundir.EVENTS))
+                 if e.get("event") in (PROVISIONED, RELEASED)), "")
