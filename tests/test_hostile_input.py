@@ -110,6 +110,15 @@ MALFORMED = [
     ({"records": 20_000, "rate": 0.01}, "rate: 20000 records at 0.01 records/s take 23.1 days"),
     ({"transaction_version": 1, "backend": "external", "kafka_conn_id": "kafka_default"},
      "transaction_version: 1 is set when backend 'local' formats its brokers' storage"),
+    # integers that are not whole, booleans taken for numbers, names a little off
+    ({"instances": 2.5}, "param instances: 2.5 is not of type 'integer'"),
+    ({"phases": [{"records": 20000, "after_step": 0.5}]}, "param phases:"),
+    ({"quotas": [{"client_id": "x", "producer_byte_rate": 1.5}]}, "param quotas:"),
+    ({"records": True}, "param records: True is not of type 'integer'"),
+    ({"transaction_version": 1.5}, "param transaction_version: 1.5 is not one of"),
+    ({"kafka_version": " 4.3.1"}, "param kafka_version: ' 4.3.1' does not match"),
+    ({"app": "streams", "streams_version": "4.3"}, "param streams_version: '4.3' does not match"),
+    ({"app": "streams", "variants": [{"name": "Txn"}]}, "param variants: "),
 ]
 
 # What only the deployment sets: a trigger conf that changes it is refused, naming the param.
