@@ -115,7 +115,7 @@ MALFORMED = [
     ({"phases": [{"records": 20000, "after_step": 0.5}]}, "param phases:"),
     ({"quotas": [{"client_id": "x", "producer_byte_rate": 1.5}]}, "param quotas:"),
     ({"records": True}, "param records: True is not of type 'integer'"),
-    ({"transaction_version": 1.5}, "param transaction_version: 1.5 is not one of"),
+    ({"transaction_version": 1.5}, "param transaction_version: 1.5 is not of type 'integer', 'null'"),
     ({"kafka_version": " 4.3.1"}, "param kafka_version: ' 4.3.1' does not match"),
     ({"app": "streams", "streams_version": "4.3"}, "param streams_version: '4.3' does not match"),
     ({"app": "streams", "variants": [{"name": "Txn"}]}, "param variants: "),
