@@ -222,7 +222,7 @@ def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_
     assert [(j["name"], j["label"], j["contract"], j["executions"]) for j in judged] == [
         ("ktable-self-join", "design ktable-self-join", "workflow", "run.executions.ktable-self-join"),
         ("single-writer", "design single-writer", "workflow", "run.executions.single-writer")]
-    assert subjects.versions(plan) == ["4.3.1"]
+    assert subjects.profile(plan).versions == ["4.3.1"]
     one = params.check({"app": "streams"}).as_dict()
     [only] = subjects.build(one, {role: role for role in subjects.topics(one)})
     assert (only.name, only.args, only.topic("executions")) == ("", [], "")

@@ -96,7 +96,7 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
     versioned["versions"] = ["3.8.1", "4.3.1"]
     plan = params.check({"app_profile": versioned, "quotas": [{"client_id": "{app_id}-1", "producer_byte_rate": 1024}]
                          }, app_id="dag-app").as_dict()
-    assert subjects.matrix(plan) == ["3.8.1", "4.3.1"] and subjects.versions(plan) == ["3.8.1", "4.3.1"]
+    assert subjects.matrix(plan) == ["3.8.1", "4.3.1"] and subjects.profile(plan).versions == ["3.8.1", "4.3.1"]
     assert [q["client_id"] for q in plan["quotas"]] == ["orders-enricher-3.8.1-1", "orders-enricher-4.3.1-1"]
     roles = subjects.topics(plan)
     assert roles["input"] == 6 and "topic:orders-count.3.8.1" in roles and "topic:orders-count.4.3.1" in roles

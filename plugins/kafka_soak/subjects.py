@@ -61,11 +61,6 @@ def matrix(plan: dict[str, Any]) -> list[str]:
     return profile(plan).matrix
 
 
-def versions(plan: dict[str, Any]) -> list[str]:
-    """The versions a run's subjects run, each once ("" where the app has none)."""
-    return profile(plan).versions
-
-
 def suffix(app: profiles.Profile, name: str, member: str) -> str:
     """What tells one member's copy of a topic from another's (``.<member>``); the input is shared."""
     return f".{member}" if member and profiles.role(name, app) != "input" else ""

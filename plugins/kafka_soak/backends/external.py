@@ -62,15 +62,20 @@ def secret_values(config: dict[str, Any]) -> list[str]:
 MASK = b"***"
 
 
+def needles(secrets: list[str]) -> tuple[list[bytes], int]:
+    """The secrets as bytes, longest first, and how many bytes a secret can straddle past a chunk's end."""
+    found = sorted({s.encode() for s in secrets if s}, key=len, reverse=True)
+    return found, max(map(len, found), default=1) - 1
+
+
 def holds(path: Path, secrets: list[str], chunk: int = 1 << 20) -> bool:
     """Whether a file holds any of ``secrets`` (one straddling two chunks included)."""
-    needles = [s.encode() for s in secrets if s]
-    hold = max(map(len, needles), default=1) - 1
+    found, hold = needles(secrets)
     tail = b""
     with path.open("rb") as fh:
         while data := fh.read(chunk):
             data = tail + data
-            if any(needle in data for needle in needles):
+            if any(needle in data for needle in found):
                 return True
             tail = data[len(data) - hold:] if hold else b""
     return False
@@ -81,12 +86,11 @@ def masked(stream: BinaryIO, secrets: list[str], chunk: int = 1 << 20) -> Iterat
     time, so a file of any size is masked in bounded memory. Only a match that starts where every secret would still
     fit in what was read is decided; the rest waits for the next chunk, so a secret straddling two chunks, or a longer
     secret that begins with a shorter one, is masked whole."""
-    needles = sorted({s.encode() for s in secrets if s}, key=len, reverse=True)
-    if not needles:
+    found, hold = needles(secrets)
+    if not found:
         yield from iter(lambda: stream.read(chunk), b"")
         return
-    pattern = re.compile(b"|".join(map(re.escape, needles)))
-    hold = len(needles[0]) - 1
+    pattern = re.compile(b"|".join(map(re.escape, found)))
     tail = b""
     while True:
         data = stream.read(chunk)
