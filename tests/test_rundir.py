@@ -174,7 +174,7 @@ def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one
         event = json.loads((dirs["ended"] / "events.jsonl").read_text().splitlines()[-1])
         assert event["event"] == "reaped" and event["processes"] == ["instance-1"] and current.name in event["why"]
         events = [json.loads(line) for line in (dirs[RUN] / "events.jsonl").read_text().splitlines()]
-        assert [e["event"] for e in events] == ["start", "stop", "torn-down"], "its teardowns left nothing to reap"
+        assert [e["event"] for e in events] == ["start", "stop", "released", "torn-down"], "its teardowns left nothing to reap"
         assert events[-1]["instances"] == ["instance-1"] and current.name in events[-1]["why"]
         assert (dirs[RUN] / "health.json").exists()
         assert reaper.leftovers(dirs["running"]) == ["instance-1"]
