@@ -238,3 +238,30 @@ def listed(bootstrap: str) -> set[str]:
     from confluent_kafka.admin import AdminClient
 
     return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics)
+
+
+def test_nothing_of_an_attempt_starts_once_its_teardown_stopped_the_app(root):
+    """A task still running when its run was marked failed (the drain replacing an instance) starts nothing after the
+    teardown stopped the app; provision, run again by a task cleared on its own, opens the attempt again."""
+    from kafka_soak import params as soak_params
+    from kafka_soak import reaper, subjects, teardowns
+    from kafka_soak.instances import Instances
+
+    plan = soak_params.check({"app_command": [sys.executable, "-c", "import time; time.sleep(120)"], "instances": 1,
+                              "program": "1"}).as_dict()
+    names = {role: f"soak.test.{role}" for role in subjects.topics(plan)}
+    cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": names,
+               "subjects": [s.as_dict() for s in subjects.build(plan, names)]}
+    attempt = rundir.for_context(context(RUN), create=True)
+    instances = Instances.for_run(attempt, cluster, plan)
+    instances.start(1, 0)
+    teardowns.stop_app(attempt, plan, cluster)
+    assert not reaper.leftovers(attempt)
+    with pytest.raises(rundir.AppClosed, match=f"not starting instance 1: the teardown of {attempt.name} has stopped"):
+        instances.start(1, "drain")
+    assert not reaper.leftovers(attempt) and rundir.read_jsonl(attempt / rundir.EVENTS)[-1]["event"] == "stop"
+    rundir.reopen_app(attempt)
+    try:
+        assert instances.start(1, 1) is not None and reaper.leftovers(attempt) == ["instance-1"]
+    finally:
+        reaper.reap(attempt, "test teardown", timeout=5)

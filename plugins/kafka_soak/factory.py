@@ -49,7 +49,10 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         tags=["kafka-soak", *scenario.get("tags", [])],
         params=admission.params,
         deadline=None if admission.refusal else overdue_alert(scenario, admission.defaults, lead_s),
-        default_args={"retries": 0, "on_failure_callback": record_task_failure},
+        # No retries: a task tries again only when a Clear caught it running and it failed on its way out (its
+        # attempt torn down under it); that new try belongs to the new attempt and starts at once, not after
+        # Airflow's default retry_delay of 300 s
+        default_args={"retries": 0, "retry_delay": dt.timedelta(0), "on_failure_callback": record_task_failure},
         on_failure_callback=[SoakAlertNotifier()],
         on_success_callback=[SoakAlertNotifier(on="success")],
         user_defined_macros={"soak_run_dir": lambda dag_run: str(rundir.run_dir(dag_id, dag_run.run_id,

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import java_client, kafka_io
+from kafka_soak import java_client, kafka_io, rundir
 from kafka_soak import profile as profiles
 from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
@@ -151,9 +151,11 @@ class Instances:
         elif self.app.takes_properties:
             private = properties_file = self.write_properties(subject, instance)
         try:
-            record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,
-                                        step=str(step), extra_env=self.environment(subject, instance, step),
-                                        image=self.image(subject), restart=restart, remove_after=private, files=files)
+            with rundir.starting(self.run_dir, subject.label(instance)):
+                record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,
+                                            step=str(step), extra_env=self.environment(subject, instance, step),
+                                            image=self.image(subject), restart=restart, remove_after=private,
+                                            files=files)
         except BaseException:
             if private is not None:
                 private.unlink(missing_ok=True)

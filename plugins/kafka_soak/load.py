@@ -63,8 +63,10 @@ class Load:
         if self.running():
             log.info("generator already running")
             return self.processes.record(GENERATOR)
-        return self.processes.start(GENERATOR, self.command(start_at), self.run_dir / rundir.LOGS / f"generator.{attempt}.log",
-                                    extra_env=kafka_io.settings_env(client_settings(self.cluster)))
+        with rundir.starting(self.run_dir, "the generator"):
+            return self.processes.start(GENERATOR, self.command(start_at),
+                                        self.run_dir / rundir.LOGS / f"generator.{attempt}.log",
+                                        extra_env=kafka_io.settings_env(client_settings(self.cluster)))
 
     def expected_s(self) -> float:
         """The longest the load may take from the program's start: the program, then each phase at its rate (a

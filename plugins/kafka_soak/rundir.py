@@ -189,6 +189,37 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+APP_CLOSED = "app-closed"  # the teardown stopped the attempt's app: nothing of it starts again until provision
+
+
+class AppClosed(RuntimeError):
+    """A start asked of an attempt whose teardown has stopped its app."""
+
+
+@contextmanager
+def starting(run_dir: Path, what: str) -> Iterator[None]:
+    """Start ``what`` (an instance, the generator) of the attempt, unless its teardown has stopped the app: a task
+    still running when the run was marked failed (the drain replacing an instance, a step) would otherwise start one
+    after the teardown stopped them all, and leave it running. The lock orders the two: a start registers what it
+    started before the teardown looks for what runs, or it is refused."""
+    with locked(run_dir / APP_CLOSED):
+        if (run_dir / APP_CLOSED).exists():
+            raise AppClosed(f"not starting {what}: the teardown of {run_dir.name} has stopped its app (the run was "
+                            "marked failed, cleared or interrupted while this task ran)")
+        yield
+
+
+def close_app(run_dir: Path) -> None:
+    """The teardown stops the app for good: from now on ``starting`` refuses (until provision opens the attempt
+    again, as a task cleared on its own does)."""
+    with locked(run_dir / APP_CLOSED):
+        (run_dir / APP_CLOSED).write_text(f"{time.time()}\n")
+
+
+def reopen_app(run_dir: Path) -> None:
+    (run_dir / APP_CLOSED).unlink(missing_ok=True)
+
+
 def journal(run_dir: Path, event: str, **fields: Any) -> None:
     """Note a change of the run as it happens (an instance started or stopped, a broker down, a lag sample) in
     ``events.jsonl``: the report draws its timeline from it, including what the drain and teardown did."""

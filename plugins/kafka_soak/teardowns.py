@@ -31,7 +31,9 @@ def cluster_on_file(run_dir: Path) -> Cluster | None:
 
 def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, int | None]:
     """Stop every instance gracefully and the generator; returns their exit codes. The quotas' measurement ends with
-    the app (``quotas.json``); how the instances fared is judged (``health.json``)."""
+    the app (``quotas.json``); how the instances fared is judged (``health.json``). Nothing of the app starts again
+    after this (``rundir.close_app``), whatever task of the run still runs."""
+    rundir.close_app(run_dir)
     codes = Instances.for_run(run_dir, cluster, plan).stop_all()
     generator = Load(run_dir, cluster, plan).stop()
     log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}

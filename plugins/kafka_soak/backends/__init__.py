@@ -47,6 +47,7 @@ def provision_run(run_dir: Path, plan: dict[str, Any], dag_id: str) -> dict[str,
     if gone and released(run_dir):
         raise AttemptReleased(f"attempt {run_dir.name} was released and its Kafka data went with it (backend "
                               f"{plan['backend']}); clear the whole DAG run to run it again as a new attempt")
+    rundir.reopen_app(run_dir)  # its teardowns ran before if this is a task cleared on its own: it runs again
     prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
     cluster = create(plan, run_dir).provision(subjects.topics(plan), prefix, fixed=subjects.app_names(plan))
     cluster.subjects = [s.as_dict() for s in subjects.build(plan, cluster.topics)]
