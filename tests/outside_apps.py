@@ -10,6 +10,9 @@ with the one good copy.
 
 ``orders-py`` (``tests/apps/orders-py``) is a confluent-kafka transactional app that copies no header: the order id
 stays in its output value.
+
+``stuck-consumer`` (``tests/apps/stuck-consumer``) joins the group and never commits, an ``app_command`` that holds
+a run in its drain for as long as it runs.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ APPS = Path(__file__).resolve().parent / "apps"
 ORDERS_STREAMS = APPS / "orders-streams"
 ORDERS_MAIN_CLASS = "com.example.orders.OrdersApp"
 ORDERS_PY = APPS / "orders-py" / "orders_enricher.py"
+STUCK_CONSUMER = APPS / "stuck-consumer" / "stuck_consumer.py"
 
 
 STREAMS_VERSION = "4.3.1"  # the Kafka Streams release its pom builds on unless told another
@@ -88,3 +92,10 @@ def contract_app_profile(*worker_args: str) -> dict:
             "topics": [{"name": "ids-changelog"}, {"name": "self-check", "partitions": 1}],
             "inputs": [{"topic": "events", "value": {"encoding": "soak"}}],
             "outputs": [{"topic": "event-ids", "contract": "id-assignment", "of": "events", "assertions": "self-check"}]}
+
+
+def stuck_app_command() -> list[str]:
+    """An ``app_command`` that joins the run's group, owns its input partitions and never commits (the drain waits on
+    it until it times out); a stop makes it leave the group."""
+    return [sys.executable, str(STUCK_CONSUMER), "{bootstrap_servers}", "{app_id}", "{app_id}-{instance}",
+            "{input_topic}"]

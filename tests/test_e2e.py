@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SECRET, leaked_secret, live_processes
+from outside_apps import stuck_app_command
 from soak_runs import (
     ALERTED_RUNS,
     CRASHING_HEALTHY,
@@ -266,12 +267,8 @@ def test_a_drain_that_times_out_says_why_and_the_run_is_still_judged(runs_dir):
     """An app that joins the group and never commits: the task log, the alert and the report name the lag per
     partition, that it did not move, who owns what, and the open transactions; the run is judged on what the app
     committed (nothing): every partition stalled, every record unprocessed, none called lost."""
-    stuck = ["python", "-c", "import sys; from confluent_kafka import Consumer; "
-             "c = Consumer(dict(zip(['bootstrap.servers', 'group.id', 'client.id', 'enable.auto.commit'], "
-             "[*sys.argv[1:4], False]))); c.subscribe([sys.argv[4]]); [c.poll(0.5) for _ in iter(int, 1)]",
-             "{bootstrap_servers}", "{app_id}", "{app_id}-{instance}", "{input_topic}"]
     code, run_dir, verdict = soak(runs_dir, program="1", interval_s=3, records=2000, drain_timeout_s=10,
-                                  app_command=stuck)
+                                  app_command=stuck_app_command())
     assert code == 1 and verdict["status"] == "failed"
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"stalled": 4, "unprocessed": 2000}, verdict
     drain = json.loads((run_dir / "drain.json").read_text())

@@ -119,6 +119,39 @@ MALFORMED = [
     ({"kafka_version": " 4.3.1"}, "param kafka_version: ' 4.3.1' does not match"),
     ({"app": "streams", "streams_version": "4.3"}, "param streams_version: '4.3' does not match"),
     ({"app": "streams", "variants": [{"name": "Txn"}]}, "param variants: "),
+    # quotas: each names a client and a positive, 64-bit rate; one of the app's clients on the run's own broker
+    ({"quotas": [{"client_id": "", "producer_byte_rate": 1000}]}, "param quotas: '' should be non-empty"),
+    ({"quotas": [{"client_id": "x", "producer_byte_rate": 0}]}, "param quotas: 0 is less than the minimum of 1"),
+    ({"quotas": [{"client_id": "x"}]}, "param quotas: {'client_id': 'x'} is not valid under any of the given schemas"),
+    ({"quotas": [{"client_id": "x", "producer_byte_rate": 10**30}]},
+     "param quotas: 1000000000000000000000000000000 is greater than the maximum of 9223372036854775807"),
+    ({"quotas": [{"client_id": "x\ny", "producer_byte_rate": 1000}]},
+     "quotas: client_id 'x\\ny' is no client of the app under test"),
+    # timing: no phase before the program, none a decade away, no drain or stall that is over before it starts
+    ({"phases": [{"records": 20000, "after_step": -1}]}, "param phases: -1 is less than the minimum of 0"),
+    ({"phases": [{"records": 20000, "at_s": 10**9}]}, "param phases: 1000000000 is greater than the maximum of 604800"),
+    ({"phases": [{"records": 20000, "at_s": 0, "after_step": 1}]}, "param phases: "),
+    ({"stall_timeout_s": 10**9}, "param stall_timeout_s: 1000000000 is greater than the maximum of 86400"),
+    ({"drain_timeout_s": 0}, "param drain_timeout_s: 0 is less than the minimum of 10"),
+    ({"app": "streams", "commit_interval_ms": 10**12},
+     "param commit_interval_ms: 1000000000000 is greater than the maximum of 600000"),
+    ({"seed": 1.5}, "param seed: 1.5 is not of type 'integer'"),
+    ({"health_allowance": 1.5}, "param health_allowance: 1.5 is not of type 'integer'"),
+    ({"bug": None}, "param bug: None is not of type 'string'"),
+    ({"nope": 1}, "unknown params ['nope']; known: "),
+    ({"kafka_version": "3.9.0"}, "param kafka_version: '3.9.0' does not match"),
+    # programs: a NUL in a token, and steps that cannot happen where they stand
+    ({"program": "1 2\x00"}, "program: token '2\\x00' at position 2 is not an operation"),
+    ({"program": "1 k1 k1"}, "program: token 'k1' at position 3: cannot kill instance 1: it is stopped at that point"),
+    ({"program": "b1- b1-", "brokers": 3}, "program: token 'b1-' at position 2: broker 1 is already down at that point"),
+    ({"program": "p1 p1"}, "program: token 'p1' at position 1: cannot pause instance 1: it is stopped at that point"),
+    # controls: at most three, each named once, none taking over what the run sets
+    ({"app": "streams", "variants": [{"name": f"v{i}"} for i in range(4)]}, "is too long"),
+    ({"app": "streams", "variants": [{"name": "a"}, {"name": "a"}]}, "variants: ['a', 'a'] names a variant twice"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"bootstrap.servers": "203.0.113.5:9092"}}]},
+     "variants: x: streams_config 'bootstrap.servers' is the run's to set"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"application.id": "another-app"}}]},
+     "variants: x: streams_config 'application.id' is the run's to set"),
 ]
 
 # What only the deployment sets: a trigger conf that changes it is refused, naming the param.
@@ -190,7 +223,7 @@ def test_a_bad_app_profile_is_refused_by_the_cli_in_one_line(profile, refusal, c
 
 
 def test_enough_hostile_inputs():
-    assert len(MALFORMED) + len(DEPLOYER_ONLY) >= 55
+    assert len(MALFORMED) + len(DEPLOYER_ONLY) >= 110
 
 
 @pytest.mark.parametrize("conf, refusal", MALFORMED, ids=[json.dumps(c)[:60] for c, _ in MALFORMED])

@@ -12,6 +12,9 @@ What Airflow 3.3.2 does, and what the suite makes of it:
 - Each Clear is a fresh attempt in a directory of its own, which runs the program and load from scratch on topics of
   its own to a verdict of its own; the earlier attempts' evidence is kept beside it. (With Airflow's own queued-at
   deadline reference a Clear was an HTTP 500: kafka_soak.deadline.)
+- On a shared cluster (backend ``external``) a cleared attempt has nothing local left to find but its journal: the
+  next attempt releases it from its evidence alone (topics, quotas, consumer group), and a run marked failed
+  releases its own through its teardowns, so the cluster keeps nothing of either.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from pathlib import Path
 import httpx
 import pytest
 from airflow_stack import PROBE_DAG, AirflowStack
+from confluent_kafka.admin import AdminClient
+from outside_apps import stuck_app_command
 
-from kafka_soak import reaper, rundir, ui
+from kafka_soak import backends, quotas, reaper, rundir, ui
+from kafka_soak.backends import kafka_jars
 
 DAG_ID = "soak_cleared_probe"
 RECORDS = 3000
@@ -124,3 +130,67 @@ def test_runs_refused_cleared_while_running_or_marked_failed_are_reclaimed_alert
     report = (third / "report.html").read_text()
     assert first.name in report and second.name in report, "the report links the earlier attempts"
     assert not reaper.leftovers(third)
+
+
+EXTERNAL_DAG = "soak_cleared_external"
+STUCK_CLIENT = f"{EXTERNAL_DAG}-app-1"  # the stuck app's client id: {app_id}-{instance}
+
+
+def external_scenario(conn_id: str) -> dict:
+    """A run on a shared cluster (the deployment's scenario chooses backend, connection, app and quotas) whose app
+    joins its group and never commits: it stays in its drain, deterministically, until it is cleared or marked failed."""
+    return {"schedule": None, "description": "a run on a shared cluster cleared during its drain",
+            "params": {"backend": "external", "kafka_conn_id": conn_id, "app_command": stuck_app_command(),
+                       "program": "1", "interval_s": 3, "records": 600, "keys": 50, "partitions": 2, "instances": 1,
+                       "drain_timeout_s": 3600,
+                       "quotas": [{"client_id": STUCK_CLIENT, "consumer_byte_rate": 1_000_000}]}}
+
+
+def draining(api: httpx.Client, run_id: str, attempt: Path) -> bool:
+    """The attempt's drain task runs and has polled its group's lag at least once."""
+    ti = api.get(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}/taskInstances/drain")
+    polled = any(e.get("event") == "lag" and e.get("source") == "drain"
+                 for e in rundir.read_jsonl(attempt / rundir.EVENTS))
+    return ti.is_success and ti.json()["state"] == "running" and polled
+
+
+def on_cluster(bootstrap: str) -> dict[str, set[str]]:
+    """What the shared cluster holds of the scenario: its topics, its consumer groups, its client's quotas."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = {t for t in admin.list_topics(timeout=30).topics if t.startswith(f"soak.{EXTERNAL_DAG}.")}
+    listed = admin.list_consumer_groups(request_timeout=30).result(30)
+    groups = {g.group_id for g in listed.valid if g.group_id.startswith(EXTERNAL_DAG)}
+    described = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, kafka_jars.CONFIG_COMMAND,
+                                    quotas.describe_command(STUCK_CLIENT, bootstrap))
+    return {"topics": topics, "groups": groups, "quotas": set(quotas.parse_describe(described).get(STUCK_CLIENT, {}))}
+
+
+@pytest.mark.xdist_group("scheduler-external")
+def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it(tmp_path, kafka_connection, broker):
+    bootstrap = broker.bootstrap_servers
+    with AirflowStack(tmp_path, scenarios={EXTERNAL_DAG: external_scenario(kafka_connection)}) as stack:
+        stack.start("api-server", "scheduler", "dag-processor", "triggerer")
+        api = stack.api(stack.token())
+        run_id = stack.trigger(api, EXTERNAL_DAG)
+        first = stack.runs / EXTERNAL_DAG / rundir.safe_name(run_id)
+        second = first.with_name(f"{first.name}.attempt-2")
+        stack.wait_for("attempt 1 drains", lambda: draining(api, run_id, first), 300)
+        held = stack.wait_for("the stuck app has joined its group", lambda: (
+            cluster := on_cluster(bootstrap))["groups"] and cluster, 120)
+        assert held == {"topics": set(json.loads((first / rundir.CLUSTER).read_text())["topics"].values()),
+                        "groups": {f"{EXTERNAL_DAG}-app"}, "quotas": {"consumer_byte_rate"}}, held
+        assert reaper.leftovers(first) == ["instance-1"]
+
+        assert api.post(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}/clear", json={"dry_run": False}).is_success
+        stack.wait_for("attempt 2 drains", lambda: draining(api, run_id, second), 300)
+        assert backends.released(first) and not reaper.leftovers(first), "attempt 2 released what attempt 1 held"
+        second_topics = set(json.loads((second / rundir.CLUSTER).read_text())["topics"].values())
+        assert on_cluster(bootstrap)["topics"] == second_topics, "attempt 1's topics are gone, attempt 2's are there"
+
+        assert api.patch(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}", json={"state": "failed"}).is_success
+        stack.wait_for("the teardowns of the run marked failed ran", lambda: api.get(
+            f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}").json()["state"] == "success", 180)
+    assert backends.released(second) and not reaper.leftovers(second)
+    assert on_cluster(bootstrap) == {"topics": set(), "groups": set(), "quotas": set()}
+    released = [e for e in rundir.read_jsonl(first / rundir.EVENTS) if e["event"] == "released"]
+    assert len(released) == 1

@@ -186,8 +186,20 @@ def delete_topics(bootstrap: str, names: list[str], timeout: float = 60.0) -> di
     return _failures(admin.delete_topics(names, request_timeout=timeout), timeout)
 
 
+def delete_groups(bootstrap: str, groups: list[str], timeout: float = 60.0) -> dict[str, str]:
+    """Delete consumer groups and their committed offsets; returns ``{group: error}`` for those that could not be
+    deleted. A group that does not exist is no error: an app that never joined left nothing."""
+    from confluent_kafka.admin import AdminClient
+
+    if not groups:
+        return {}
+    admin = AdminClient(client_config(bootstrap))
+    errors = _failures(admin.delete_consumer_groups(groups, request_timeout=timeout), timeout)
+    return {group: error for group, error in errors.items() if "GROUP_ID_NOT_FOUND" not in error}
+
+
 def _failures(futures: Mapping[str, Any], timeout: float) -> dict[str, str]:
-    """``{name: error}`` of an admin call's per-topic futures that failed."""
+    """``{name: error}`` of an admin call's per-topic (or per-group) futures that failed."""
     errors = {}
     for name, future in futures.items():
         try:

@@ -27,7 +27,9 @@ def create(plan: dict[str, Any], run_dir: Path) -> Backend:
         return DockerKafkaBackend(run_dir, plan["kafka_image"], quotas, plan["docker_url"],
                                   plan["docker_conn_id"] or None)
     if plan["backend"] == "external":
-        return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"])
+        own_groups = subjects.app_ids(plan) if subjects.profile(plan).scoped else []  # a team's group is its own
+        return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"],
+                               own_groups)
     features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
     return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features)
 

@@ -5,7 +5,8 @@ client config (``bootstrap.servers`` plus SASL/SSL settings). Those settings nev
 through this project's XCom, logs or run files: every task looks them up (``client_settings``), registers
 the secret ones with Airflow's masker, and hands them to child processes in an environment variable
 (``kafka_io.SETTINGS_ENV``). Topics carry the run in their names, so parallel runs never collide, and are
-deleted at release unless param ``keep_topics`` is set.
+deleted at release unless param ``keep_topics`` is set, with the consumer groups of the suite's own apps (their
+committed offsets): a shared cluster keeps nothing of a run. A team's app keeps its group, which is its own.
 """
 
 from __future__ import annotations
@@ -179,9 +180,11 @@ class ExternalBackend:
     name = "external"
 
     def __init__(self, run_dir: Path, conn_id: str, quotas: list[soak_quotas.Quota] | None = None,
-                 keep_topics: bool = False, kafka_version: str = kafka_jars.DEFAULT_VERSION) -> None:
+                 keep_topics: bool = False, kafka_version: str = kafka_jars.DEFAULT_VERSION,
+                 groups: list[str] | None = None) -> None:
+        """``groups``: the consumer groups the run's apps use under names the suite gave them, deleted at release."""
         self.run_dir, self.conn_id, self.quotas, self.keep_topics = run_dir, conn_id, quotas or [], keep_topics
-        self.kafka_version = kafka_version
+        self.kafka_version, self.groups = kafka_version, groups or []
 
     def kafka_configs(self, settings: dict[str, Any]) -> soak_quotas.Runner:
         """kafka-configs from the project's Kafka jars; the connection's client properties reach it on its
@@ -233,8 +236,14 @@ class ExternalBackend:
             streams_apps = [s["app_id"] for s in cluster.subjects if s.get("version") or s.get("outputs")]
             names = sorted(cluster.topics.values()) + kafka_io.internal_topics(cluster.bootstrap_servers, streams_apps)
             if self.keep_topics:
-                log.info("keeping the run's topics (param keep_topics): %s", names)
+                log.info("keeping the run's topics and consumer groups (param keep_topics): %s, %s", names, self.groups)
                 return
             errors = kafka_io.delete_topics(cluster.bootstrap_servers, names)
+            # after its topics: an instance stopped a moment ago has left its group (a killed one holds it until its
+            # session times out, and Kafka removes the group once it is empty and its offsets are gone)
+            groups = kafka_io.delete_groups(cluster.bootstrap_servers, self.groups)
         for name, error in errors.items():
             log.error("could not delete topic %s: %s; delete it by hand", name, error)
+        for group, error in groups.items():
+            log.error("could not delete consumer group %s: %s; delete it by hand (kafka-consumer-groups --delete)",
+                      group, error)
