@@ -42,6 +42,12 @@ def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     backend = backends.create(plan, tmp_path)
     assert isinstance(backend, ExternalBackend) and backend.conn_id == "x" and backend.keep_topics
     assert backend.quotas[0].producer_byte_rate == 35000
+    assert backend.groups == ["app"], "the suite's own app: its group is the run's to delete"
+    team = {"name": "t", "group_id": "team-group", "command": ["app"],
+            "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
+            "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}
+    assert backends.create({**plan, "app_profile": soak_params.check({"app_profile": team}).app_profile},
+                           tmp_path).groups == [], "a team's group is its own"
     assert isinstance(backends.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
     local = backends.create(soak_params.check({"brokers": 3, "kafka_version": "4.1.1"}).as_dict(), tmp_path)
     assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version, local.features) == (3, "4.1.1", {})
@@ -135,6 +141,29 @@ def test_secrets_reach_instances_only_through_their_environment(kafka_connection
     assert SECRET not in json.dumps(cluster)
     files = [p for p in run_dir.rglob("*") if p.is_file()]
     assert files and not [p for p in files if SECRET in p.read_text(errors="replace")]
+
+
+def test_a_shared_cluster_s_consumer_groups_are_deleted_once_their_members_left(broker):
+    """What release does with the suite's groups: one that never existed is no error; one whose member still runs is
+    asked again while it may be leaving, then named; once its member left, it goes with its committed offsets."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap, group = broker.bootstrap_servers, f"{broker.topics['input']}.group"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.subscribe([broker.topics["input"]])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer got no partitions"
+            consumer.poll(0.2)
+        errors = kafka_io.delete_groups(bootstrap, [group, f"{group}.never-joined"], leaving_s=1)
+        assert list(errors) == [group] and "NON_EMPTY_GROUP" in errors[group], errors
+    finally:
+        consumer.close()
+    assert kafka_io.delete_groups(bootstrap, [group]) == {}
+    listed = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups(request_timeout=30).result(30)
+    assert group not in {g.group_id for g in listed.valid}
 
 
 def test_cluster_ids_are_what_kafka_storage_accepts():

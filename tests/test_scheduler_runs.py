@@ -185,12 +185,14 @@ def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it
         stack.wait_for("attempt 2 drains", lambda: draining(api, run_id, second), 300)
         assert backends.released(first) and not reaper.leftovers(first), "attempt 2 released what attempt 1 held"
         second_topics = set(json.loads((second / rundir.CLUSTER).read_text())["topics"].values())
-        assert on_cluster(bootstrap)["topics"] == second_topics, "attempt 1's topics are gone, attempt 2's are there"
+        stack.wait_for("attempt 1's topics are gone from the cluster's metadata, attempt 2's are there",
+                       lambda: on_cluster(bootstrap)["topics"] == second_topics, 60)
 
         assert api.patch(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}", json={"state": "failed"}).is_success
         stack.wait_for("the teardowns of the run marked failed ran", lambda: api.get(
             f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}").json()["state"] == "success", 180)
     assert backends.released(second) and not reaper.leftovers(second)
-    assert on_cluster(bootstrap) == {"topics": set(), "groups": set(), "quotas": set()}
+    nothing = {"topics": set(), "groups": set(), "quotas": set()}
+    stack.wait_for("the cluster's metadata holds nothing of the run", lambda: on_cluster(bootstrap) == nothing, 60)
     released = [e for e in rundir.read_jsonl(first / rundir.EVENTS) if e["event"] == "released"]
     assert len(released) == 1

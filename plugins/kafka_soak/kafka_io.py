@@ -186,16 +186,27 @@ def delete_topics(bootstrap: str, names: list[str], timeout: float = 60.0) -> di
     return _failures(admin.delete_topics(names, request_timeout=timeout), timeout)
 
 
-def delete_groups(bootstrap: str, groups: list[str], timeout: float = 60.0) -> dict[str, str]:
+def delete_groups(bootstrap: str, groups: list[str], timeout: float = 60.0, leaving_s: float = 15.0) -> dict[str, str]:
     """Delete consumer groups and their committed offsets; returns ``{group: error}`` for those that could not be
-    deleted. A group that does not exist is no error: an app that never joined left nothing."""
+    deleted. A group that does not exist is no error (an app that never joined left nothing); one that still has
+    members is asked again for ``leaving_s``, as an instance stopped a moment ago may still be leaving it."""
     from confluent_kafka.admin import AdminClient
 
-    if not groups:
-        return {}
     admin = AdminClient(client_config(bootstrap))
-    errors = _failures(admin.delete_consumer_groups(groups, request_timeout=timeout), timeout)
-    return {group: error for group, error in errors.items() if "GROUP_ID_NOT_FOUND" not in error}
+    errors: dict[str, str] = {}
+    pending, deadline = list(groups), time.monotonic() + leaving_s
+    while pending:
+        failed = {group: error for group, error in _failures(
+            admin.delete_consumer_groups(pending, request_timeout=timeout), timeout).items()
+            if "GROUP_ID_NOT_FOUND" not in error}
+        for group in pending:
+            errors.pop(group, None)
+        errors.update(failed)
+        pending = [group for group, error in failed.items() if "NON_EMPTY_GROUP" in error]
+        if pending and time.monotonic() > deadline:
+            break
+        time.sleep(0.5 if pending else 0)
+    return errors
 
 
 def _failures(futures: Mapping[str, Any], timeout: float) -> dict[str, str]:
