@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 
 from kafka_soak import encodings, generator, kafka_io, params
@@ -54,6 +55,21 @@ def test_records_follow_the_contract(broker):
         by_key.setdefault(r["key"], []).append(r["seq"])
     assert len(by_key) == 7
     assert all(seqs == list(range(1, len(seqs) + 1)) for seqs in by_key.values())
+
+
+def test_the_largest_payload_a_run_admits_makes_records_kafka_takes_and_one_byte_more_is_refused(broker):
+    """payload_bytes is bounded by the record it makes (payload, JSON fields, key), not on its own: the largest a run
+    admits is written by the generator's own producer to a real broker; one byte more is refused before anything
+    starts, naming payload_bytes (the producer once refused it with MSG_SIZE_TOO_LARGE after provisioning)."""
+    records = 3
+    largest = generator.MESSAGE_MAX_BYTES - generator.FRAMING_BYTES - generator.largest_record_bytes(records, 1, 0)
+    params.check({"records": records, "keys": 1, "payload_bytes": largest})
+    with pytest.raises(params.ParamsError, match=f"payload_bytes: {largest + 1} makes the input's largest record "):
+        params.check({"records": records, "keys": 1, "payload_bytes": largest + 1})
+    spec = generator.LoadSpec(broker.bootstrap_servers, broker.topics["input"], records=records, keys=1,
+                              payload_bytes=largest)
+    assert generator.produce(spec) == records
+    assert [len(r["payload"]) for r in read_all(broker.bootstrap_servers, broker.topics["input"])] == [largest] * 3
 
 
 def test_a_profile_input_is_written_in_the_apps_own_format_with_the_soak_headers(broker):

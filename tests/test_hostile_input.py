@@ -127,6 +127,8 @@ MALFORMED = [
      "param quotas: 1000000000000000000000000000000 is greater than the maximum of 9223372036854775807"),
     ({"quotas": [{"client_id": "x\ny", "producer_byte_rate": 1000}]},
      "quotas: client_id 'x\\ny' is no client of the app under test"),
+    ({"payload_bytes": 1_000_000, "records": 1000}, "payload_bytes: 1000000 makes the input's largest record 1,000,089 "
+     "bytes; Kafka's clients take at most 1,000,000 bytes a record"),
     # timing: no phase before the program, none a decade away, no drain or stall that is over before it starts
     ({"phases": [{"records": 20000, "after_step": -1}]}, "param phases: -1 is less than the minimum of 0"),
     ({"phases": [{"records": 20000, "at_s": 10**9}]}, "param phases: 1000000000 is greater than the maximum of 604800"),

@@ -104,6 +104,22 @@ def seq_of(record_id: int, keys: int) -> int:
     return (record_id - 1) // keys + 1
 
 
+# The most one record may take: librdkafka's default message.max.bytes (the brokers' default max.message.bytes,
+# 1,048,588, is higher), with room for a record's framing. A larger one is refused by the producer
+# (MSG_SIZE_TOO_LARGE), after the run's Kafka was provisioned.
+MESSAGE_MAX_BYTES, FRAMING_BYTES = 1_000_000, 200
+
+
+def largest_record_bytes(records: int, keys: int, payload_bytes: int, key_template: str = "{key}",
+                         value: Mapping[str, Any] | None = None, partitions: int = 1) -> int:
+    """Key, value and header bytes of the load's longest record (its last id): its payload is in it as many times as
+    the input's format writes it."""
+    spec = LoadSpec("", "", records, keys, payload_bytes=payload_bytes, key_template=key_template, value=value)
+    key, _partition, body, headers = records_for(spec, partitions).chunk([records], int(time.time() * 1000))[0]
+    return sum(len(part.encode() if isinstance(part, str) else part)
+               for part in (key, body, *(text for header in headers or () for text in header)))
+
+
 def partition_of(key: str, partitions: int) -> int:
     """CRC32 of the key, like librdkafka's ``consistent`` partitioner; fixed so a resume can recompute it."""
     return zlib.crc32(key.encode()) % partitions

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_soak import generator, subjects
 from kafka_soak import profile as profiles
 from kafka_soak import program as programs
-from kafka_soak import subjects
 from kafka_soak.app import reference
 from kafka_soak.app.streams import DEFAULT_VERSION as DEFAULT_STREAMS_VERSION
 from kafka_soak.app.streams import VERSION_PATTERN as STREAMS_VERSION_PATTERN
@@ -191,7 +191,8 @@ PARAMS: dict[str, Declared] = {
                        "last at most 7 days."}),
     "payload_bytes": Declared(0, {
         "type": "integer", "minimum": 0, "maximum": 1_000_000,
-        "description": "Size of each record's payload field."}),
+        "description": "Size of each record's payload field; a record, payload included, must stay within the "
+                       "1,000,000 bytes Kafka's clients take by default."}),
     "bug": Declared("none", reference=True, schema={
         "type": "string", "enum": list(BUGS),
         "description": "A bug switch of the reference app, to prove the checker catches it."}),
@@ -413,6 +414,7 @@ def check(params: dict[str, Any], app_id: str | None = None) -> RunPlan:
         raise ParamsError("; ".join(errors))
     if not values["app_profile"]:  # from here on the run knows its app by its profile alone
         values["app_profile"] = reference.profile(values, app_id or UNNAMED_APP_ID).as_dict()
+    errors.extend(record_size_errors(values))
     if app_id:
         values["quotas"] = expand_quotas(values)
         errors.extend(quota_errors(values))
@@ -444,6 +446,20 @@ def load_errors(values: dict[str, Any], phases: list[dict[str, Any]], program_s:
                       f"bytes (payload_bytes {values['payload_bytes']}) make {written / 2**30:.1f} GiB of input; a run "
                       f"writes at most {MAX_INPUT_BYTES // 2**30} GiB (lower records or payload_bytes)")
     return errors
+
+
+def record_size_errors(values: dict[str, Any]) -> list[str]:
+    """One input record, in the app's input format, must be one Kafka takes by default."""
+    if not values["payload_bytes"]:
+        return []
+    app = profiles.Profile.of(values["app_profile"])
+    size = generator.largest_record_bytes(values["records"], values["keys"], values["payload_bytes"], app.input.key,
+                                          app.input.value, values["partitions"])
+    if size + generator.FRAMING_BYTES <= generator.MESSAGE_MAX_BYTES:
+        return []
+    return [f"payload_bytes: {values['payload_bytes']} makes the input's largest record {size:,} bytes; Kafka's "
+            f"clients take at most {generator.MESSAGE_MAX_BYTES:,} bytes a record, framing included (librdkafka's "
+            "message.max.bytes; the brokers' max.message.bytes is 1,048,588): lower payload_bytes"]
 
 
 def input_bytes(values: dict[str, Any]) -> int:
