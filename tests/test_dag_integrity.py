@@ -14,7 +14,8 @@ def dagbag():
     return DagBag(str(DAGS))
 
 
-SCENARIOS = {"soak_eos_id_assignment", "soak_stale_state_standby", "soak_id_assignment_rebalance"}
+SCENARIOS = {"soak_eos_id_assignment", "soak_stale_state_standby", "soak_id_assignment_rebalance",
+             "soak_newest_protocols"}
 
 
 def test_no_import_errors(dagbag):
@@ -47,6 +48,10 @@ def test_scenario_defaults_follow_the_originals(dagbag):
     assert dagbag.dags["soak_eos_id_assignment"].params["app"] == "worker"
     assert [(p["records"], p.get("at_s"), p.get("after_step")) for p in ids["phases"]] == \
         [(3000, 0, None), (60_000, None, 1)]
+    newest = dagbag.dags["soak_newest_protocols"].params
+    assert (newest["group_protocol"], newest["transaction_version"], newest["brokers"]) == ("streams", 2, 3)
+    assert newest["streams_version"] == newest["kafka_version"] == "4.3.1"
+    assert {"k1", "p2", "r2", "b2-", "b2+"} <= set(newest["program"].split())
 
 
 def test_scenario_dags_are_nightly_single_run_and_tagged(dagbag):

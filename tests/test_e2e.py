@@ -234,20 +234,34 @@ def test_the_workflow_self_join_rolls_executions_back_and_the_single_writer_does
 
 
 def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected_crash(runs_dir):
-    """The Kafka Streams app under "1 2 k1 1": the program's kill -9 is expected; a crash injected from outside (the
-    test SIGKILLs instance 2 while it runs) is nobody's. The data stays intact (EOS), the verdict is conclusive and
-    fails on app_health alone, with the crash named."""
+    """The Kafka Streams app under "1 2 k1 1" on the streams rebalance protocol (group_protocol streams, KIP-1071:
+    the brokers list its group as a streams group) with a setting of the run's own (streams_config): the program's
+    kill -9 is expected; a crash injected from outside (the test SIGKILLs instance 2 while it runs) is nobody's. The
+    data stays intact (EOS), the verdict is conclusive and fails on app_health alone, with the crash named."""
+    from kafka_soak.backends import kafka_jars
+
+    groups: list[list[str]] = []
+
     def crash_instance_2(run_dir: Path) -> None:
         record = run_dir / "processes" / "instance-2.json"
         deadline = time.monotonic() + 300
         while not record.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
+        # the app's group as the brokers list it once instance 1 joined (Kafka's kafka-groups: GROUP TYPE PROTOCOL)
+        bootstrap = json.loads((run_dir / "cluster.json").read_text())["bootstrap_servers"]
+        while not groups and time.monotonic() < deadline:
+            output = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, "org.apache.kafka.tools.GroupsCommand",
+                                         ["--bootstrap-server", bootstrap, "--list"], timeout=60)
+            groups.extend(line.split() for line in output.splitlines() if line.startswith(f"{DAG_ID}-app "))
         time.sleep(4)
         os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
 
-    code, run_dir, verdict = soak(runs_dir, app="streams", program="1 2 k1 1", session_timeout_ms=6000,
-                                  during=crash_instance_2)
+    code, run_dir, verdict = soak(runs_dir, app="streams", program="1 2 k1 1", group_protocol="streams",
+                                  streams_config={"producer.transaction.timeout.ms": 30000}, during=crash_instance_2)
     assert code == 1 and verdict["status"] == "failed", (run_dir / "dags-test.log").read_text()[-3000:]
+    assert [group[:2] for group in groups] == [[f"{DAG_ID}-app", "Streams"]], groups
+    assert "config=producer.transaction.timeout.ms=30000;group.protocol=streams" in \
+        (run_dir / "logs" / f"{DAG_ID}-app-1.0.log").read_text()
     assert {k for k, v in verdict["anomalies"].items() if v} == {"app_health"}
     assert verdict["records"]["output"] == SHORT["records"]
     health = json.loads((run_dir / "health.json").read_text())

@@ -175,6 +175,44 @@ def test_controls_run_beside_each_version_with_settings_of_their_own(tmp_path):
     assert validate_soak.label(subjects.judged(cluster.as_dict())[1]) == "Kafka Streams 3.8.1 (txn-60s)"
 
 
+def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_before_a_control_s_own():
+    """streams_config and group_protocol apply to every version and control of the Kafka Streams app; a control's own
+    settings come after them (the app applies --config last, so its value wins)."""
+    from kafka_soak import subjects
+
+    plan = params.check({"app": "streams", "streams_versions": ["4.2.2", "4.3.1"], "group_protocol": "streams",
+                         "streams_config": {"producer.transaction.timeout.ms": 30000,
+                                            "__state.updater.enabled__": False},
+                         "variants": [{"name": "txn-60s", "streams_config": {"producer.transaction.timeout.ms": 60000}}],
+                         "instances": 1, "program": "1"}, app_id="q").as_dict()
+    topics = {role: f"t.{role}" for role in subjects.topics(plan)}
+    configs = {s.name: s.args[s.args.index("--config") + 1] for s in subjects.build(plan, topics)}
+    run = "producer.transaction.timeout.ms=30000;__state.updater.enabled__=false;group.protocol=streams"
+    control = "producer.transaction.timeout.ms=60000;__state.updater.enabled__=false;group.protocol=streams"
+    assert configs == {"4.2.2": run, "4.2.2-txn-60s": control, "4.3.1": run, "4.3.1-txn-60s": control}
+
+
+@pytest.mark.parametrize("conf, fragment", [
+    ({"app": "streams", "group_protocol": "streams", "streams_versions": ["4.1.2", "4.3.1"]},
+     "group_protocol: 'streams' needs Kafka Streams 4.2 or later (KIP-1071 is generally available from 4.2; 4.1 had "
+     "it as early access only): not 4.1.2"),
+    ({"app": "streams", "group_protocol": "streams", "kafka_version": "4.1.1"},
+     "group_protocol: 'streams' needs brokers of Apache Kafka 4.2 or later, whose streams.version feature is 1: "
+     "kafka_version 4.1.1 has not"),
+    ({"group_protocol": "streams"}, "group_protocol: a setting of the Kafka Streams reference app"),
+    ({"streams_config": {"commit.interval.ms": 50}}, "streams_config: a setting of the Kafka Streams reference app"),
+    ({"app": "streams", "streams_config": {"group.protocol": "streams"}},
+     "streams_config: 'group.protocol' is the run's to set (allowed: any other Kafka Streams setting; the rebalance "
+     "protocol is param group_protocol)"),
+    ({"app": "streams", "streams_config": {"bootstrap.servers": "203.0.113.5:9092"}},
+     "streams_config: 'bootstrap.servers' is the run's to set"),
+])
+def test_streams_settings_and_a_rebalance_protocol_that_cannot_run_are_refused(conf, fragment):
+    with pytest.raises(params.ParamsError) as err:
+        params.check(conf)
+    assert fragment in str(err.value)
+
+
 @pytest.mark.parametrize("conf, fragment", [
     ({"app": "worker", "variants": [{"name": "x"}]}, "variants: run beside the Kafka Streams reference app"),
     ({"app": "streams", "variants": [{"name": "x"}, {"name": "x"}]}, "variants: ['x', 'x'] names a variant twice"),

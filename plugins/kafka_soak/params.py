@@ -58,6 +58,13 @@ class Declared:
     reference: bool = False
 
 
+# Kafka Streams settings as a control or param streams_config gives them: a few names, each a scalar.
+STREAMS_CONFIG_SCHEMA = {"type": "object", "maxProperties": 20,
+                         "propertyNames": {"pattern": r"^[_a-z][a-z0-9._-]{0,99}(?![\s\S])"},
+                         "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}}
+GROUP_PROTOCOLS = ("classic", "streams")
+STREAMS_PROTOCOL_SINCE = (4, 2)  # KIP-1071 generally available: Kafka Streams and brokers
+
 PARAMS: dict[str, Declared] = {
     "program": Declared("1 2 1", {
         "type": ["string", "array"], "items": {"type": ["integer", "string"]}, "maxItems": MAX_STEPS,
@@ -117,14 +124,23 @@ PARAMS: dict[str, Declared] = {
         "type": "array", "maxItems": 3, "items": {
             "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
                 "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}(?![\s\S])"},
-                "streams_config": {"type": "object", "maxProperties": 20,
-                                   "propertyNames": {"pattern": r"^[a-z][a-z0-9._-]{0,99}(?![\s\S])"},
-                                   "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}},
+                "streams_config": STREAMS_CONFIG_SCHEMA,
                 "quotas": {"type": "boolean"}}},
         "description": "app=streams: controls that run side by side with each version, on the same input "
                        "and program: each {name, streams_config (Kafka Streams settings of its own, e.g. "
                        "producer.transaction.timeout.ms), quotas (false: the run's {app_id} quotas skip "
                        "it)}, with its own application id (<app_id>-<version>-<name>) and verdict."}),
+    "streams_config": Declared({}, reference=True, schema={
+        **STREAMS_CONFIG_SCHEMA,
+        "description": "app=streams: Kafka Streams settings of every version and control, applied after the "
+                       "app's own (e.g. producer.transaction.timeout.ms, or __state.updater.enabled__ on 3.8-4.1); "
+                       "a control's streams_config comes after them. What the run sets (application.id, "
+                       "bootstrap.servers, client.id, state.dir, processing.guarantee, group.protocol) is refused."}),
+    "group_protocol": Declared("classic", reference=True, schema={
+        "type": "string", "enum": list(GROUP_PROTOCOLS),
+        "description": "app=streams: the rebalance protocol of its groups. classic, or streams (KIP-1071: the "
+                       "brokers assign the tasks; generally available from Apache Kafka 4.2, so Kafka Streams "
+                       "4.2 or later on brokers of 4.2 or later, whose streams.version feature is 1)."}),
     "topology": Declared("id-assignment", reference=True, schema={
         "type": "string", "enum": list(TOPOLOGIES),
         "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
@@ -496,7 +512,49 @@ def split(conf: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str,
 
 
 # Kafka Streams settings the run decides for every app it runs (a variant may not change them).
-RUN_STREAMS_CONFIG = ("application.id", "bootstrap.servers", "client.id", "state.dir", "processing.guarantee")
+RUN_STREAMS_CONFIG = ("application.id", "bootstrap.servers", "client.id", "state.dir", "processing.guarantee",
+                      "group.protocol")
+
+
+def streams_config_errors(where: str, config: dict[str, Any]) -> list[str]:
+    """Kafka Streams settings of the run's (param streams_config) or a control's: any but the run's own, each a value
+    the app's ``--config`` can carry."""
+    errors = []
+    for key, value in config.items():
+        if key in RUN_STREAMS_CONFIG:
+            errors.append(f"{where} {key!r} is the run's to set (allowed: any other Kafka Streams setting"
+                          + ("; the rebalance protocol is param group_protocol)" if key == "group.protocol" else ")"))
+        elif any(c in str(value) for c in ";\n="):
+            errors.append(f"{where} {key!r}: {value!r} holds ';', '=' or a line break")
+    return errors
+
+
+def release_of(version: str) -> tuple[int, int]:
+    """A release's major and minor number (``4.3.1`` -> (4, 3))."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def streams_app_errors(values: dict[str, Any]) -> list[str]:
+    """Params of the Kafka Streams reference app only: its own settings, and the streams rebalance protocol where
+    both the app and the brokers can speak it."""
+    streams = values["app"] == "streams" and not values["app_command"]
+    if (values["streams_config"] or values["group_protocol"] != "classic") and not streams:
+        name = "streams_config" if values["streams_config"] else "group_protocol"
+        return [f"{name}: a setting of the Kafka Streams reference app (set app to 'streams' and leave app_command "
+                "empty)"]
+    errors = streams_config_errors("streams_config:", values["streams_config"])
+    if values["group_protocol"] == "streams":
+        since = ".".join(map(str, STREAMS_PROTOCOL_SINCE))
+        old = [v for v in values["streams_versions"] or [values["streams_version"]]
+               if release_of(v) < STREAMS_PROTOCOL_SINCE]
+        if old:
+            errors.append(f"group_protocol: 'streams' needs Kafka Streams {since} or later (KIP-1071 is generally "
+                          f"available from {since}; 4.1 had it as early access only): not {', '.join(old)}")
+        if values["backend"] == "local" and release_of(values["kafka_version"]) < STREAMS_PROTOCOL_SINCE:
+            errors.append(f"group_protocol: 'streams' needs brokers of Apache Kafka {since} or later, whose "
+                          f"streams.version feature is 1: kafka_version {values['kafka_version']} has not")
+    return errors
 
 
 def variant_errors(values: dict[str, Any]) -> list[str]:
@@ -509,13 +567,7 @@ def variant_errors(values: dict[str, Any]) -> list[str]:
     names = [v["name"] for v in values["variants"]]
     errors = [f"variants: {names} names a variant twice"] if len(set(names)) != len(names) else []
     for variant in values["variants"]:
-        for key, value in variant.get("streams_config", {}).items():
-            if key in RUN_STREAMS_CONFIG:
-                errors.append(f"variants: {variant['name']}: streams_config {key!r} is the run's to set (allowed: any "
-                              f"other Kafka Streams setting)")
-            elif any(c in str(value) for c in ";\n="):
-                errors.append(f"variants: {variant['name']}: streams_config {key!r}: {value!r} holds ';', '=' or a line "
-                              "break")
+        errors.extend(streams_config_errors(f"variants: {variant['name']}: streams_config", variant.get("streams_config", {})))
     return errors
 
 
@@ -526,10 +578,9 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["streams_versions"] and (values["app"] != "streams" or values["app_command"]):
         return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
                 "leave app_command empty)"]
-    if values["variants"]:
-        errors = variant_errors(values)
-        if errors:
-            return errors
+    errors = streams_app_errors(values) + (variant_errors(values) if values["variants"] else [])
+    if errors:
+        return errors
     if values["topology"] != "id-assignment" and (values["app"] != "streams" or values["app_command"]):
         return [f"topology: {values['topology']!r} is a topology of the Kafka Streams reference app (set app to "
                 "'streams' and leave app_command empty)"]

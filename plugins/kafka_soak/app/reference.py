@@ -107,20 +107,25 @@ def image_source(values: dict[str, Any], param: str = "app_image", make: str = "
 
 def streams_members(values: dict[str, Any]) -> list[Member]:
     """The Kafka Streams apps a run compares: its workflow designs (on one version), each version with its
-    controls (param variants), or its versions; else the one app."""
+    controls (param variants), or its versions; else the one app. Each gets the run's Kafka Streams settings (param
+    streams_config, the rebalance protocol), then a control's own."""
     versions = list(values["streams_versions"]) or [values["streams_version"]]
     workflow = values["topology"] == "workflow"
     designs = list(values["workflow_designs"]) if workflow else [""]
+    run_config = {**values["streams_config"],
+                  **({"group.protocol": "streams"} if values["group_protocol"] == "streams" else {})}
 
-    def design(name: str) -> list[str]:
-        return ["--design", literal(name), "--parallel-tasks", str(values["parallel_tasks"])] if name else []
+    def design(name: str, own: dict[str, Any] | None = None) -> list[str]:
+        settings = {**run_config, **(own or {})}
+        return [*(["--design", literal(name), "--parallel-tasks", str(values["parallel_tasks"])] if name else []),
+                *(["--config", literal(config(settings))] if settings else [])]
 
     if len(designs) > 1:
         return [Member(d, versions[0], design(d), label=f"design {d}") for d in designs]
     if values["variants"]:
         return [member for version in versions for member in (
             Member(version, version, design(designs[0]), label=f"Kafka Streams {version}"),
-            *(Member(f"{version}-{v['name']}", version, [*design(designs[0]), "--config", literal(config(v))],
+            *(Member(f"{version}-{v['name']}", version, design(designs[0], v.get("streams_config", {})),
                      quoted=v.get("quotas", True), label=f"Kafka Streams {version} ({v['name']})")
               for v in values["variants"]))]
     if len(versions) > 1:
@@ -128,10 +133,9 @@ def streams_members(values: dict[str, Any]) -> list[Member]:
     return [Member("", versions[0], design(designs[0]), label=f"Kafka Streams {versions[0]}")]
 
 
-def config(variant: dict[str, Any]) -> str:
-    """A control's own Kafka Streams settings as the app's ``--config`` takes them (applied after its own)."""
-    return ";".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                    for k, v in variant.get("streams_config", {}).items())
+def config(settings: dict[str, Any]) -> str:
+    """Kafka Streams settings as the app's ``--config`` takes them (applied after its own)."""
+    return ";".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in settings.items())
 
 
 def streams_title(values: dict[str, Any]) -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kafka_soak import java_client, rundir, subjects
 from kafka_soak import quotas as soak_quotas
-from kafka_soak import rundir, subjects
+from kafka_soak.backends import kafka_jars
+from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
-from kafka_soak.backends.external import ExternalBackend
-from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.backends.external import ExternalBackend, client_settings
+from kafka_soak.backends.local_kafka import LocalKafkaBackend, finalized_features
 
 Backend = LocalKafkaBackend | DockerKafkaBackend | ExternalBackend
 NAMES = ("local", "docker", "external")
@@ -51,11 +53,40 @@ def provision_run(run_dir: Path, plan: dict[str, Any], dag_id: str) -> dict[str,
                               f"{plan['backend']}); clear the whole DAG run to run it again as a new attempt")
     rundir.reopen_app(run_dir)  # its teardowns ran before if this is a task cleared on its own: it runs again
     prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
-    cluster = create(plan, run_dir).provision(subjects.topics(plan), prefix, fixed=subjects.app_names(plan))
+    backend = create(plan, run_dir)
+    cluster = backend.provision(subjects.topics(plan), prefix, fixed=subjects.app_names(plan))
+    if plan.get("group_protocol") == "streams":
+        try:
+            require_streams_groups(cluster, plan["kafka_version"])
+        except Exception:
+            backend.release(cluster)  # a failed setup's teardowns may not run: give back what it made
+            raise
     cluster.subjects = [s.as_dict() for s in subjects.build(plan, cluster.topics)]
     rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())
     rundir.journal(run_dir, PROVISIONED, backend=plan["backend"])
     return cluster.as_dict()
+
+
+class FeatureMissing(RuntimeError):
+    """The cluster lacks a feature a param needs."""
+
+
+def require_streams_groups(cluster: Cluster, kafka_version: str) -> int:
+    """Param group_protocol streams needs the cluster's ``streams.version`` feature finalized at 1 or more (KIP-1071),
+    which any backend's cluster is asked with Kafka's ``kafka-features describe`` (a secured cluster's settings on its
+    standard input); returns the level."""
+    settings = client_settings(cluster)
+    output = kafka_jars.run_tool(kafka_version, kafka_jars.FEATURES_COMMAND, [
+        "--bootstrap-server", cluster.bootstrap_servers,
+        *(["--command-config", kafka_jars.STDIN_CONFIG] if settings else []), "describe"],
+        stdin=java_client.tool_config(settings) if settings else None)
+    level = finalized_features(output).get("streams.version", 0)
+    if level < 1:
+        raise FeatureMissing(f"group_protocol: 'streams' needs the cluster's streams.version feature at 1 or more "
+                             f"(KIP-1071; brokers of Apache Kafka 4.2 or later finalize it by default); the "
+                             f"{cluster.backend} cluster at {cluster.bootstrap_servers} has {level}: use group_protocol "
+                             "'classic', or upgrade the feature (kafka-features upgrade --feature streams.version=1)")
+    return level
 
 
 PROVISIONED, RELEASED = "provisioned", "released"  # events.jsonl: an attempt's Kafka set up, and given back
