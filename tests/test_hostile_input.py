@@ -154,6 +154,12 @@ MALFORMED = [
      "variants: x: streams_config 'bootstrap.servers' is the run's to set"),
     ({"app": "streams", "variants": [{"name": "x", "streams_config": {"application.id": "another-app"}}]},
      "variants: x: streams_config 'application.id' is the run's to set"),
+    # the run's own Kafka Streams settings and rebalance protocol
+    ({"app": "streams", "group_protocol": "eager"}, "param group_protocol: 'eager' is not one of ['classic', 'streams']"),
+    ({"app": "streams", "streams_config": {"State.Dir": "/"}}, "param streams_config: "),
+    ({"app": "streams", "streams_config": {"state.dir": "/"}}, "streams_config: 'state.dir' is the run's to set"),
+    ({"app": "streams", "group_protocol": "streams", "streams_version": "3.4.0"},
+     "group_protocol: 'streams' needs Kafka Streams 4.2 or later"),
 ]
 
 # What only the deployment sets: a trigger conf that changes it is refused, naming the param.
