@@ -200,6 +200,10 @@ def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_be
      "group_protocol: 'streams' needs brokers of Apache Kafka 4.2 or later, whose streams.version feature is 1: "
      "kafka_version 4.1.1 has not"),
     ({"group_protocol": "streams"}, "group_protocol: a setting of the Kafka Streams reference app"),
+    ({"app": "streams", "group_protocol": "streams", "standbys": 1, "session_timeout_ms": 6000},
+     "group_protocol: under 'streams' the brokers, not the app, set standbys and session_timeout_ms (the group's "
+     "streams.num.standby.replicas and streams.session.timeout.ms): leave standbys and session_timeout_ms at the "
+     "default, or use group_protocol 'classic'"),
     ({"streams_config": {"commit.interval.ms": 50}}, "streams_config: a setting of the Kafka Streams reference app"),
     ({"app": "streams", "streams_config": {"group.protocol": "streams"}},
      "streams_config: 'group.protocol' is the run's to set (allowed: any other Kafka Streams setting; the rebalance "

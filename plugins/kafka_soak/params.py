@@ -140,7 +140,9 @@ PARAMS: dict[str, Declared] = {
         "type": "string", "enum": list(GROUP_PROTOCOLS),
         "description": "app=streams: the rebalance protocol of its groups. classic, or streams (KIP-1071: the "
                        "brokers assign the tasks; generally available from Apache Kafka 4.2, so Kafka Streams "
-                       "4.2 or later on brokers of 4.2 or later, whose streams.version feature is 1)."}),
+                       "4.2 or later on brokers of 4.2 or later, whose streams.version feature is 1). Under "
+                       "streams the brokers set standbys and the session (group configs): leave those params at "
+                       "their defaults."}),
     "topology": Declared("id-assignment", reference=True, schema={
         "type": "string", "enum": list(TOPOLOGIES),
         "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
@@ -554,6 +556,11 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
         if values["backend"] == "local" and release_of(values["kafka_version"]) < STREAMS_PROTOCOL_SINCE:
             errors.append(f"group_protocol: 'streams' needs brokers of Apache Kafka {since} or later, whose "
                           f"streams.version feature is 1: kafka_version {values['kafka_version']} has not")
+        brokers_set = [name for name in ("standbys", "session_timeout_ms") if values[name] != DEFAULTS[name]]
+        if brokers_set:  # the app's num.standby.replicas and session.timeout.ms would be ignored without a word
+            errors.append(f"group_protocol: under 'streams' the brokers, not the app, set {' and '.join(brokers_set)} "
+                          "(the group's streams.num.standby.replicas and streams.session.timeout.ms): leave "
+                          f"{' and '.join(brokers_set)} at the default, or use group_protocol 'classic'")
     return errors
 
 
