@@ -63,7 +63,8 @@ def runs_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def alerted_runs(tmp_path_factory) -> SimpleNamespace:
     """The default scenario twice in a runs directory of its own, alerted to a real SMTP server and webhook: with
-    the drop switch (a broken run), then healthy through every fault at once on three brokers (it recovers). The
+    the drop switch on KIP-848's consumer rebalance protocol (a broken run), then healthy through every fault at once
+    on three brokers (it recovers). The
     end-to-end, alert and report tests read these two runs rather than each running its own; they share the
     pytest-xdist group ``soak_runs.ALERTED_RUNS``."""
     from alert_channels import connections, smtp_server, webhook_server
@@ -72,7 +73,7 @@ def alerted_runs(tmp_path_factory) -> SimpleNamespace:
     runs = tmp_path_factory.mktemp("alerted-runs")
     with smtp_server() as (inbox, smtp_port), webhook_server() as (posts, http_port):
         env = {**connections(smtp_port, http_port), "AIRFLOW__API__BASE_URL": "http://127.0.0.1:8080"}
-        broken = soak(runs, env=env, bug="drop")
+        broken = soak(runs, env=env, bug="drop", group_protocol="consumer")
         broken_alerts = (list(inbox.messages), list(posts))
         passed = soak(runs, env=env, **FAULTS)
         return SimpleNamespace(runs_dir=runs, broken=broken, broken_alerts=broken_alerts, passed=passed,

@@ -180,8 +180,8 @@ def test_cluster_ids_are_what_kafka_storage_accepts():
 def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_version_the_run_sets(tmp_path):
     """kafka_version picks the release: its jars are fetched on first use (Maven Central) and its broker serves;
     transaction_version is formatted into its storage and the cluster finalizes it (4.x's default is 2). A 4.1
-    cluster has no streams.version: the streams rebalance protocol is refused by what the cluster reports, naming
-    the param (as on any backend's cluster at provision)."""
+    cluster has KIP-848's group.version and no streams.version: the streams rebalance protocol is refused by what the
+    cluster reports, naming the param (as on any backend's cluster at provision)."""
     from kafka_soak.backends import kafka_jars
 
     backend = backends.create(soak_params.check({"kafka_version": "4.1.1", "transaction_version": 1}).as_dict(),
@@ -194,7 +194,8 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
         assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
         with pytest.raises(backends.FeatureMissing, match=r"^group_protocol: 'streams' needs the cluster's "
                            r"streams.version feature at 1 or more .* the local cluster at 127.0.0.1:\d+ has 0"):
-            backends.require_streams_groups(cluster, "4.1.1")
+            backends.require_group_protocol(cluster, "4.1.1", "streams")
+        assert backends.require_group_protocol(cluster, "4.1.1", "consumer") == 1, "KIP-848's groups: 4.0 on"
     finally:
         backend.release(cluster)
     assert not backend.processes.is_alive("kafka-1")

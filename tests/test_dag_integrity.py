@@ -50,7 +50,7 @@ def test_scenario_defaults_follow_the_originals(dagbag):
         [(3000, 0, None), (60_000, None, 1)]
     newest = dagbag.dags["soak_newest_protocols"].params
     assert (newest["group_protocol"], newest["transaction_version"], newest["brokers"]) == ("streams", 2, 3)
-    assert newest["streams_version"] == newest["kafka_version"] == "4.3.1"
+    assert newest["streams_version"] == newest["kafka_version"] == "4.4.0"
     assert {"k1", "p2", "r2", "b2-", "b2+"} <= set(newest["program"].split())
 
 

@@ -92,7 +92,12 @@ def assert_caught_exactly(runs_dir: Path, run: tuple[int, Path, dict | None], an
 
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
 def test_the_drop_switch_loses_exactly_the_records_it_drops(alerted_runs):
+    """The worker on KIP-848's consumer rebalance protocol (group_protocol consumer: the brokers assign the partitions,
+    each revocation incremental) through "1 2 1": EOS holds, so exactly the dropped records are lost."""
     assert_caught_exactly(alerted_runs.runs_dir, alerted_runs.broken, "lost", SHORT["records"] // 1000)
+    run_dir = alerted_runs.broken[1]
+    logs = [(run_dir / "logs" / f"{DAG_ID}-app-{n}.{step}.log").read_text() for n, step in ((1, 0), (2, 1))]
+    assert all("group_protocol=consumer)" in log for log in logs)
 
 
 def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs_dir):

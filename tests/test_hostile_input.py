@@ -155,7 +155,8 @@ MALFORMED = [
     ({"app": "streams", "variants": [{"name": "x", "streams_config": {"application.id": "another-app"}}]},
      "variants: x: streams_config 'application.id' is the run's to set"),
     # the run's own Kafka Streams settings and rebalance protocol
-    ({"app": "streams", "group_protocol": "eager"}, "param group_protocol: 'eager' is not one of ['classic', 'streams']"),
+    ({"app": "streams", "group_protocol": "eager"},
+     "param group_protocol: 'eager' is not one of ['classic', 'consumer', 'streams']"),
     ({"app": "streams", "streams_config": {"State.Dir": "/"}}, "param streams_config: "),
     ({"app": "streams", "streams_config": {"state.dir": "/"}}, "streams_config: 'state.dir' is the run's to set"),
     ({"app": "streams", "group_protocol": "streams", "streams_version": "3.4.0"},

@@ -200,6 +200,9 @@ def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_be
      "group_protocol: 'streams' needs brokers of Apache Kafka 4.2 or later, whose streams.version feature is 1: "
      "kafka_version 4.1.1 has not"),
     ({"group_protocol": "streams"}, "group_protocol: a setting of the Kafka Streams reference app"),
+    ({"app": "streams", "group_protocol": "consumer"}, "group_protocol: 'consumer' (KIP-848) is the reference worker's"),
+    ({"group_protocol": "consumer", "session_timeout_ms": 6000},
+     "group_protocol: under 'consumer' the brokers, not the app, set session_timeout_ms"),
     ({"app": "streams", "group_protocol": "streams", "standbys": 1, "session_timeout_ms": 6000},
      "group_protocol: under 'streams' the brokers, not the app, set standbys and session_timeout_ms (the group's "
      "streams.num.standby.replicas and streams.session.timeout.ms): leave standbys and session_timeout_ms at the "

@@ -62,7 +62,7 @@ class Declared:
 STREAMS_CONFIG_SCHEMA = {"type": "object", "maxProperties": 20,
                          "propertyNames": {"pattern": r"^[_a-z][a-z0-9._-]{0,99}(?![\s\S])"},
                          "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}}
-GROUP_PROTOCOLS = ("classic", "streams")
+GROUP_PROTOCOLS = ("classic", "consumer", "streams")
 STREAMS_PROTOCOL_SINCE = (4, 2)  # KIP-1071 generally available: Kafka Streams and brokers
 
 PARAMS: dict[str, Declared] = {
@@ -138,11 +138,12 @@ PARAMS: dict[str, Declared] = {
                        "bootstrap.servers, client.id, state.dir, processing.guarantee, group.protocol) is refused."}),
     "group_protocol": Declared("classic", reference=True, schema={
         "type": "string", "enum": list(GROUP_PROTOCOLS),
-        "description": "app=streams: the rebalance protocol of its groups. classic, or streams (KIP-1071: the "
-                       "brokers assign the tasks; generally available from Apache Kafka 4.2, so Kafka Streams "
-                       "4.2 or later on brokers of 4.2 or later, whose streams.version feature is 1). Under "
-                       "streams the brokers set standbys and the session (group configs): leave those params at "
-                       "their defaults."}),
+        "description": "The rebalance protocol of the reference app's groups: classic; consumer (app=worker, "
+                       "KIP-848: the brokers assign the partitions; brokers whose group.version feature is 1, the "
+                       "default from Apache Kafka 4.0); or streams (app=streams, KIP-1071: the brokers assign the "
+                       "tasks; Kafka Streams 4.2 or later on brokers whose streams.version feature is 1, the "
+                       "default from 4.2). Under either the brokers set the session (and, for streams, the "
+                       "standbys) as group configs: leave session_timeout_ms (and standbys) at their defaults."}),
     "topology": Declared("id-assignment", reference=True, schema={
         "type": "string", "enum": list(TOPOLOGIES),
         "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
@@ -541,11 +542,19 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
     """Params of the Kafka Streams reference app only: its own settings, and the streams rebalance protocol where
     both the app and the brokers can speak it."""
     streams = values["app"] == "streams" and not values["app_command"]
-    if (values["streams_config"] or values["group_protocol"] != "classic") and not streams:
+    protocol = values["group_protocol"]
+    if (values["streams_config"] or protocol == "streams") and not streams:
         name = "streams_config" if values["streams_config"] else "group_protocol"
         return [f"{name}: a setting of the Kafka Streams reference app (set app to 'streams' and leave app_command "
                 "empty)"]
+    if protocol == "consumer" and (values["app"] != "worker" or values["app_command"]):
+        return ["group_protocol: 'consumer' (KIP-848) is the reference worker's (app 'worker', no app_command); "
+                "Kafka Streams takes 'streams'"]
     errors = streams_config_errors("streams_config:", values["streams_config"])
+    if protocol == "consumer" and values["session_timeout_ms"] != DEFAULTS["session_timeout_ms"]:
+        errors.append("group_protocol: under 'consumer' the brokers, not the app, set session_timeout_ms (the "
+                      "group's consumer session timeout): leave session_timeout_ms at the default, or use "
+                      "group_protocol 'classic'")
     if values["group_protocol"] == "streams":
         since = ".".join(map(str, STREAMS_PROTOCOL_SINCE))
         old = [v for v in values["streams_versions"] or [values["streams_version"]]

@@ -59,7 +59,8 @@ def worker(values: dict[str, Any], group_id: str) -> Profile:
                            "--bug", values["bug"], "--bug-every", str(values["bug_every"]),
                            "--commit-interval-ms", str(values["commit_interval_ms"]),
                            "--crash-probability", repr(float(values["crash_probability"])),
-                           "--session-timeout-ms", str(values["session_timeout_ms"]), "--seed", str(values["seed"])])]
+                           "--session-timeout-ms", str(values["session_timeout_ms"]), "--seed", str(values["seed"]),
+                           *(["--group-protocol", "consumer"] if values["group_protocol"] == "consumer" else [])])]
     docker = values["runtime"] == "docker"
     command = args if docker else [*map(literal, python_command("kafka_soak.app.worker")), *args]
     return contract_profile(values, group_id, "worker", command, values["app_image"] or IMAGE if docker else "",

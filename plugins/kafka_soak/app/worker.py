@@ -79,6 +79,7 @@ class WorkerConfig:
     commit_interval_ms: int = 100
     crash_probability: float = 0.0
     session_timeout_ms: int = 45_000
+    group_protocol: str = "classic"  # consumer: KIP-848, the brokers assign and keep the session
     seed: int = 0
     restart: int = 0  # how often the runtime restarted this instance since its step started it
 
@@ -122,10 +123,11 @@ class Worker:
         self.txn_began: float | None = None
         self.chaos = chaos(config.seed, config.instance, config.step, config.restart)
         common = kafka_io.client_config(config.bootstrap)
+        session = {"group.protocol": "consumer"} if config.group_protocol == "consumer" else \
+            {"session.timeout.ms": config.session_timeout_ms}  # KIP-848: the brokers set the session
         self.consumer = Consumer({
             **common, "group.id": config.app_id,
-            "client.id": f"{config.app_id}-{config.instance}", "isolation.level": "read_committed",
-            "session.timeout.ms": config.session_timeout_ms,
+            "client.id": f"{config.app_id}-{config.instance}", "isolation.level": "read_committed", **session,
             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
         self.producer = Producer({
             **common, "transactional.id": f"{config.app_id}-{config.instance}",
@@ -315,9 +317,9 @@ class Worker:
         self.producer.init_transactions()
         self.consumer.subscribe([cfg.input_topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
         log.info("instance %d of %s started at step %s, restart %d (standbys=%d, cache_entries=%d, "
-                 "commit_interval_ms=%d, crash_probability=%g, seed=%d, bug=%s)", cfg.instance, cfg.app_id, cfg.step,
-                 cfg.restart, cfg.standbys, cfg.cache_entries, cfg.commit_interval_ms, cfg.crash_probability, cfg.seed,
-                 cfg.bug)
+                 "commit_interval_ms=%d, crash_probability=%g, seed=%d, bug=%s, group_protocol=%s)", cfg.instance,
+                 cfg.app_id, cfg.step, cfg.restart, cfg.standbys, cfg.cache_entries, cfg.commit_interval_ms,
+                 cfg.crash_probability, cfg.seed, cfg.bug, cfg.group_protocol)
         last_report, last_processed = time.monotonic(), 0
         while not self.stopping:
             messages = [m for m in self.consumer.consume(BATCH, timeout=0.1) if not self._error(m)]
@@ -360,13 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-probability", type=float, default=0.0)
     parser.add_argument("--session-timeout-ms", type=int, default=45_000)
     parser.add_argument("--seed", type=int, default=0, help="seeds the crash draws (with instance, step, restart)")
+    parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format=f"%(asctime)s %(levelname)s [instance {args.instance}] %(message)s")
     worker = Worker(WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
                                  args.changelog_topic, args.assertions_topic, args.step, args.standbys,
                                  args.cache_entries, args.bug, args.bug_every, args.commit_interval_ms,
-                                 args.crash_probability, args.session_timeout_ms, args.seed,
+                                 args.crash_probability, args.session_timeout_ms, args.group_protocol, args.seed,
                                  int(os.environ.get(RESTART_ENV, "0"))))
 
     def stop(signum: int, _frame) -> None:

@@ -55,9 +55,9 @@ def provision_run(run_dir: Path, plan: dict[str, Any], dag_id: str) -> dict[str,
     prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
     backend = create(plan, run_dir)
     cluster = backend.provision(subjects.topics(plan), prefix, fixed=subjects.app_names(plan))
-    if plan.get("group_protocol") == "streams":
+    if plan.get("group_protocol", "classic") != "classic":
         try:
-            require_streams_groups(cluster, plan["kafka_version"])
+            require_group_protocol(cluster, plan["kafka_version"], plan["group_protocol"])
         except Exception:
             backend.release(cluster)  # a failed setup's teardowns may not run: give back what it made
             raise
@@ -71,21 +71,26 @@ class FeatureMissing(RuntimeError):
     """The cluster lacks a feature a param needs."""
 
 
-def require_streams_groups(cluster: Cluster, kafka_version: str) -> int:
-    """Param group_protocol streams needs the cluster's ``streams.version`` feature finalized at 1 or more (KIP-1071),
-    which any backend's cluster is asked with Kafka's ``kafka-features describe`` (a secured cluster's settings on its
-    standard input); returns the level."""
+# The broker feature each rebalance protocol needs, the KIP that brought it and the release that finalizes it by default.
+PROTOCOL_FEATURES = {"consumer": ("group.version", "KIP-848", "4.0"), "streams": ("streams.version", "KIP-1071", "4.2")}
+
+
+def require_group_protocol(cluster: Cluster, kafka_version: str, protocol: str) -> int:
+    """Param group_protocol ``consumer`` or ``streams`` needs its feature finalized at 1 or more on the cluster, which any
+    backend's cluster is asked with Kafka's ``kafka-features describe`` (a secured cluster's settings on its standard
+    input); returns the level."""
+    feature, kip, since = PROTOCOL_FEATURES[protocol]
     settings = client_settings(cluster)
     output = kafka_jars.run_tool(kafka_version, kafka_jars.FEATURES_COMMAND, [
         "--bootstrap-server", cluster.bootstrap_servers,
         *(["--command-config", kafka_jars.STDIN_CONFIG] if settings else []), "describe"],
         stdin=java_client.tool_config(settings) if settings else None)
-    level = finalized_features(output).get("streams.version", 0)
+    level = finalized_features(output).get(feature, 0)
     if level < 1:
-        raise FeatureMissing(f"group_protocol: 'streams' needs the cluster's streams.version feature at 1 or more "
-                             f"(KIP-1071; brokers of Apache Kafka 4.2 or later finalize it by default); the "
-                             f"{cluster.backend} cluster at {cluster.bootstrap_servers} has {level}: use group_protocol "
-                             "'classic', or upgrade the feature (kafka-features upgrade --feature streams.version=1)")
+        raise FeatureMissing(f"group_protocol: {protocol!r} needs the cluster's {feature} feature at 1 or more ({kip}; "
+                             f"brokers of Apache Kafka {since} or later finalize it by default); the {cluster.backend} "
+                             f"cluster at {cluster.bootstrap_servers} has {level}: use group_protocol 'classic', or "
+                             f"upgrade the feature (kafka-features upgrade --feature {feature}=1)")
     return level
 
 

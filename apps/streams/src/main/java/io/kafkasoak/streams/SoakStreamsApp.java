@@ -81,7 +81,7 @@ public final class SoakStreamsApp {
         }, "soak-shutdown"));
 
         LOG.info("instance {} of {} started at step {}: Kafka Streams {}, {}", instance, env("SOAK_APP_ID"), step,
-            org.apache.kafka.common.utils.AppInfoParser.getVersion(), options);
+            kafkaVersion(), options);
         streams.start();
         long lastCount = 0;
         long lastAt = System.currentTimeMillis();
@@ -185,6 +185,21 @@ public final class SoakStreamsApp {
             options.put(name, args[i + 1]);
         }
         return options;
+    }
+
+    /** The Kafka release on the classpath, from the properties file every kafka-clients jar carries (the class that
+     *  reads it, AppInfoParser, moved to an internal package in 4.4). */
+    static String kafkaVersion() {
+        try (java.io.InputStream in = SoakStreamsApp.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in == null) {
+                return "unknown";
+            }
+            Properties version = new Properties();
+            version.load(in);
+            return version.getProperty("version", "unknown");
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
     }
 
     static String env(String name) {
