@@ -539,8 +539,8 @@ def release_of(version: str) -> tuple[int, int]:
 
 
 def streams_app_errors(values: dict[str, Any]) -> list[str]:
-    """Params of the Kafka Streams reference app only: its own settings, and the streams rebalance protocol where
-    both the app and the brokers can speak it."""
+    """The reference apps' client settings: the Kafka Streams app's own (streams_config), and a rebalance protocol
+    only where both the app and the brokers speak it (consumer for the worker, streams for Kafka Streams)."""
     streams = values["app"] == "streams" and not values["app_command"]
     protocol = values["group_protocol"]
     if (values["streams_config"] or protocol == "streams") and not streams:
@@ -555,7 +555,7 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
         errors.append("group_protocol: under 'consumer' the brokers, not the app, set session_timeout_ms (the "
                       "group's consumer session timeout): leave session_timeout_ms at the default, or use "
                       "group_protocol 'classic'")
-    if values["group_protocol"] == "streams":
+    if protocol == "streams":
         since = ".".join(map(str, STREAMS_PROTOCOL_SINCE))
         old = [v for v in values["streams_versions"] or [values["streams_version"]]
                if release_of(v) < STREAMS_PROTOCOL_SINCE]
