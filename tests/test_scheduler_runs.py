@@ -168,31 +168,36 @@ def on_cluster(bootstrap: str) -> dict[str, set[str]]:
 @pytest.mark.xdist_group("scheduler-external")
 def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it(tmp_path, kafka_connection, broker):
     bootstrap = broker.bootstrap_servers
-    with AirflowStack(tmp_path, scenarios={EXTERNAL_DAG: external_scenario(kafka_connection)}) as stack:
-        stack.start("api-server", "scheduler", "dag-processor", "triggerer")
-        api = stack.api(stack.token())
-        run_id = stack.trigger(api, EXTERNAL_DAG)
-        first = stack.runs / EXTERNAL_DAG / rundir.safe_name(run_id)
-        second = first.with_name(f"{first.name}.attempt-2")
-        stack.wait_for("attempt 1 drains", lambda: draining(api, run_id, first), 300)
-        held = stack.wait_for("the stuck app has joined its group", lambda: (
-            cluster := on_cluster(bootstrap))["groups"] and cluster, 120)
-        assert held == {"topics": set(json.loads((first / rundir.CLUSTER).read_text())["topics"].values()),
-                        "groups": {f"{EXTERNAL_DAG}-app"}, "quotas": {"consumer_byte_rate"}}, held
-        assert reaper.leftovers(first) == ["instance-1"]
+    try:
+        with AirflowStack(tmp_path, scenarios={EXTERNAL_DAG: external_scenario(kafka_connection)}) as stack:
+            stack.start("api-server", "scheduler", "dag-processor", "triggerer")
+            api = stack.api(stack.token())
+            run_id = stack.trigger(api, EXTERNAL_DAG)
+            first = stack.runs / EXTERNAL_DAG / rundir.safe_name(run_id)
+            second = first.with_name(f"{first.name}.attempt-2")
+            stack.wait_for("attempt 1 drains", lambda: draining(api, run_id, first), 300)
+            held = stack.wait_for("the stuck app has joined its group", lambda: (
+                cluster := on_cluster(bootstrap))["groups"] and cluster, 120)
+            assert held == {"topics": set(json.loads((first / rundir.CLUSTER).read_text())["topics"].values()),
+                            "groups": {f"{EXTERNAL_DAG}-app"}, "quotas": {"consumer_byte_rate"}}, held
+            assert reaper.leftovers(first) == ["instance-1"]
 
-        assert api.post(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}/clear", json={"dry_run": False}).is_success
-        stack.wait_for("attempt 2 drains", lambda: draining(api, run_id, second), 300)
-        assert backends.released(first) and not reaper.leftovers(first), "attempt 2 released what attempt 1 held"
-        second_topics = set(json.loads((second / rundir.CLUSTER).read_text())["topics"].values())
-        stack.wait_for("attempt 1's topics are gone from the cluster's metadata, attempt 2's are there",
-                       lambda: on_cluster(bootstrap)["topics"] == second_topics, 60)
+            assert api.post(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}/clear", json={"dry_run": False}).is_success
+            stack.wait_for("attempt 2 drains", lambda: draining(api, run_id, second), 300)
+            assert backends.released(first) and not reaper.leftovers(first), "attempt 2 released what attempt 1 held"
+            second_topics = set(json.loads((second / rundir.CLUSTER).read_text())["topics"].values())
+            stack.wait_for("attempt 1's topics are gone from the cluster's metadata, attempt 2's are there",
+                           lambda: on_cluster(bootstrap)["topics"] == second_topics, 60)
 
-        assert api.patch(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}", json={"state": "failed"}).is_success
-        stack.wait_for("the teardowns of the run marked failed ran", lambda: api.get(
-            f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}").json()["state"] == "success", 180)
-    assert backends.released(second) and not reaper.leftovers(second)
-    nothing = {"topics": set(), "groups": set(), "quotas": set()}
-    stack.wait_for("the cluster's metadata holds nothing of the run", lambda: on_cluster(bootstrap) == nothing, 60)
-    released = [e for e in rundir.read_jsonl(first / rundir.EVENTS) if e["event"] == "released"]
-    assert len(released) == 1
+            assert api.patch(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}", json={"state": "failed"}).is_success
+            stack.wait_for("the teardowns of the run marked failed ran", lambda: api.get(
+                f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}").json()["state"] == "success", 180)
+        assert backends.released(second) and not reaper.leftovers(second)
+        nothing = {"topics": set(), "groups": set(), "quotas": set()}
+        stack.wait_for("the cluster's metadata holds nothing of the run", lambda: on_cluster(bootstrap) == nothing, 60)
+        released = [e for e in rundir.read_jsonl(first / rundir.EVENTS) if e["event"] == "released"]
+        assert len(released) == 1
+    finally:  # a failing run leaves its instances to the next attempt's reaper, which never comes here
+        for attempt in (tmp_path / "runs" / EXTERNAL_DAG).glob("*"):
+            if attempt.is_dir() and not attempt.is_symlink():
+                reaper.reap(attempt, "test teardown", timeout=5)
