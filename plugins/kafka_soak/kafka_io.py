@@ -203,9 +203,9 @@ def delete_groups(bootstrap: str, groups: list[str], timeout: float = 60.0, leav
             errors.pop(group, None)
         errors.update(failed)
         pending = [group for group, error in failed.items() if "NON_EMPTY_GROUP" in error]
-        if pending and time.monotonic() > deadline:
+        if not pending or time.monotonic() > deadline:
             break
-        time.sleep(0.5 if pending else 0)
+        time.sleep(0.5)
     return errors
 
 

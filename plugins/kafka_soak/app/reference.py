@@ -116,22 +116,24 @@ def streams_members(values: dict[str, Any]) -> list[Member]:
     run_config = {**values["streams_config"],
                   **({"group.protocol": "streams"} if values["group_protocol"] == "streams" else {})}
 
-    def design(name: str, own: dict[str, Any] | None = None) -> list[str]:
+    def member_args(name: str, own: dict[str, Any] | None = None) -> list[str]:
+        """A member's own options: its workflow design, if any, and its Kafka Streams settings (the run's, then a
+        control's ``own``)."""
         settings = {**run_config, **(own or {})}
         return [*(["--design", literal(name), "--parallel-tasks", str(values["parallel_tasks"])] if name else []),
                 *(["--config", literal(config(settings))] if settings else [])]
 
     if len(designs) > 1:
-        return [Member(d, versions[0], design(d), label=f"design {d}") for d in designs]
+        return [Member(d, versions[0], member_args(d), label=f"design {d}") for d in designs]
     if values["variants"]:
         return [member for version in versions for member in (
-            Member(version, version, design(designs[0]), label=f"Kafka Streams {version}"),
-            *(Member(f"{version}-{v['name']}", version, design(designs[0], v.get("streams_config", {})),
+            Member(version, version, member_args(designs[0]), label=f"Kafka Streams {version}"),
+            *(Member(f"{version}-{v['name']}", version, member_args(designs[0], v.get("streams_config", {})),
                      quoted=v.get("quotas", True), label=f"Kafka Streams {version} ({v['name']})")
               for v in values["variants"]))]
     if len(versions) > 1:
-        return [Member(v, v, design(designs[0]), label=f"Kafka Streams {v}") for v in versions]
-    return [Member("", versions[0], design(designs[0]), label=f"Kafka Streams {versions[0]}")]
+        return [Member(v, v, member_args(designs[0]), label=f"Kafka Streams {v}") for v in versions]
+    return [Member("", versions[0], member_args(designs[0]), label=f"Kafka Streams {versions[0]}")]
 
 
 def config(settings: dict[str, Any]) -> str:
