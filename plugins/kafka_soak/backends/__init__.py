@@ -10,13 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import java_client, rundir, subjects
 from kafka_soak import quotas as soak_quotas
-from kafka_soak.backends import kafka_jars
+from kafka_soak import rundir, subjects
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.backends.external import ExternalBackend, client_settings
-from kafka_soak.backends.local_kafka import LocalKafkaBackend, finalized_features
+from kafka_soak.backends.local_kafka import LocalKafkaBackend, cluster_features
 
 Backend = LocalKafkaBackend | DockerKafkaBackend | ExternalBackend
 NAMES = ("local", "docker", "external")
@@ -80,12 +79,7 @@ def require_group_protocol(cluster: Cluster, kafka_version: str, protocol: str) 
     backend's cluster is asked with Kafka's ``kafka-features describe`` (a secured cluster's settings on its standard
     input); returns the level."""
     feature, kip, since = PROTOCOL_FEATURES[protocol]
-    settings = client_settings(cluster)
-    output = kafka_jars.run_tool(kafka_version, kafka_jars.FEATURES_COMMAND, [
-        "--bootstrap-server", cluster.bootstrap_servers,
-        *(["--command-config", kafka_jars.STDIN_CONFIG] if settings else []), "describe"],
-        stdin=java_client.tool_config(settings) if settings else None)
-    level = finalized_features(output).get(feature, 0)
+    level = cluster_features(kafka_version, cluster.bootstrap_servers, client_settings(cluster)).get(feature, 0)
     if level < 1:
         raise FeatureMissing(f"group_protocol: {protocol!r} needs the cluster's {feature} feature at 1 or more ({kip}; "
                              f"brokers of Apache Kafka {since} or later finalize it by default); the {cluster.backend} "

@@ -22,8 +22,9 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from kafka_soak import kafka_io, rundir
+from kafka_soak import java_client, kafka_io, rundir
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars, quota_meter
 from kafka_soak.backends.cluster import Cluster, topic_names
@@ -247,9 +248,7 @@ class LocalKafkaBackend:
         start error naming the param."""
         if not self.features:
             return {}
-        output = kafka_jars.run_tool(layout.version, kafka_jars.FEATURES_COMMAND,
-                                     ["--bootstrap-server", layout.bootstrap_servers, "describe"])
-        found = finalized_features(output)
+        found = cluster_features(layout.version, layout.bootstrap_servers)
         wrong = {name: level for name, level in self.features.items() if found.get(name, 0) != level}
         if wrong:
             raise BrokerStartError(f"param transaction_version: the cluster finalized {found} after its storage was "
@@ -336,6 +335,15 @@ def tail(path: Path, lines: int = 15) -> str:
 
 
 FEATURE_LINE = re.compile(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)")
+
+
+def cluster_features(version: str, bootstrap: str, settings: dict[str, Any] | None = None) -> dict[str, int]:
+    """A cluster's finalized feature levels, as Kafka's ``kafka-features describe`` reports them (confluent-kafka has no
+    DescribeFeatures); a secured cluster's ``settings`` reach the tool on its standard input."""
+    output = kafka_jars.run_tool(version, kafka_jars.FEATURES_COMMAND, [
+        "--bootstrap-server", bootstrap, *(["--command-config", kafka_jars.STDIN_CONFIG] if settings else []),
+        "describe"], stdin=java_client.tool_config(settings) if settings else None)
+    return finalized_features(output)
 
 
 def finalized_features(output: str) -> dict[str, int]:
