@@ -64,6 +64,8 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
      "quotas: client_id 'soak_eos_id_assignment-app-StreamThread-1-producer' is no client of the app under test "
      "(worker, 3 instances); its clients are soak_eos_id_assignment-app-1, soak_eos_id_assignment-app-1-producer"),
     ({"app": "worker", "state_write_bytes": 1024}, "state_write_bytes: is a setting of the Kafka Streams app"),
+    ({"rocksdb_write_buffer_bytes": 65536}, "rocksdb_write_buffer_bytes: is a setting of the Kafka Streams app"),
+    ({"topology": "repartition"}, "topology: 'repartition' is a topology of the Kafka Streams reference app"),
     ({"app": "streams", "topology": "workflow", "workflow_designs": ["shared-table"]},
      "param workflow_designs: 'shared-table' is not one of ['ktable-self-join', 'single-writer']"),
     ({"topology": "workflow"}, "topology: 'workflow' is a topology of the Kafka Streams reference app (set app to "
@@ -241,6 +243,8 @@ def test_controls_that_cannot_run_are_refused(conf, fragment):
       "workflow_designs": ["ktable-self-join", "single-writer"]},
      "workflow_designs: a run compares either designs or Kafka Streams versions (streams_versions), not both"),
     ({"topology": "workflow", "state_write_bytes": 1024}, "state_write_bytes: is a store of the id-assignment topology"),
+    ({"topology": "aggregate", "state_write_bytes": 1024},
+     "state_write_bytes: is a store of the id-assignment topology; the aggregate topology has none"),
 ])
 def test_workflow_params_that_contradict_each_other_are_refused(conf, fragment):
     with pytest.raises(params.ParamsError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
@@ -273,3 +277,23 @@ def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_
     assert (only.name, only.args, only.topic("executions")) == ("", [], "")
     assert [(j["name"], j["label"], j["contract"]) for j in subjects.judged({"subjects": [only.as_dict()]})] == [
         ("", "Kafka Streams 4.3.1", "id-assignment")]
+
+
+@pytest.mark.parametrize("topology", ["aggregate", "repartition"])
+def test_an_aggregation_s_count_and_sum_tables_are_judged_by_the_aggregate_contract(topology):
+    """Each Kafka Streams version's counts and sums, against the input's records per key and their amounts: input in
+    JSON with the suite's headers (the contract's), no self-check topic."""
+    from kafka_soak import subjects
+
+    plan = params.check({"app": "streams", "topology": topology, "streams_versions": ["4.2.2", "4.3.1"]},
+                        app_id="agg").as_dict()
+    profile = subjects.profile(plan)
+    assert [i.value["encoding"] for i in profile.inputs] == ["json"]
+    assert set(subjects.topics(plan)) == {"input", "counts.4.2.2", "sums.4.2.2", "counts.4.3.1", "sums.4.3.1"}
+    built = subjects.build(plan, {role: f"run.{role}" for role in subjects.topics(plan)})
+    judged = subjects.judged({"subjects": [s.as_dict() for s in built]})
+    assert [(j["app_id"], j["output"], j["contract"], j["function"], j.get("field", "")) for j in judged] == [
+        ("agg-4.2.2", "run.counts.4.2.2", "aggregate", "count", ""),
+        ("agg-4.2.2", "run.sums.4.2.2", "aggregate", "sum", "amount"),
+        ("agg-4.3.1", "run.counts.4.3.1", "aggregate", "count", ""),
+        ("agg-4.3.1", "run.sums.4.3.1", "aggregate", "sum", "amount")]

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 # Where a profile's app finds its properties file in a container (put there before it starts, gone with it).
 CONTAINER_PROPERTIES = "/etc/kafka-soak/app.properties"
 # The topics of the suite's data contract an app learns by name (SOAK_<NAME>_TOPIC, {<name>_topic}).
-CONTRACT_TOPICS = ("output", "changelog", "assertions", "executions", "tasks", "results")
+CONTRACT_TOPICS = ("output", "changelog", "assertions", "executions", "tasks", "results", "counts", "sums")
 
 
 

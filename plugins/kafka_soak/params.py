@@ -29,7 +29,7 @@ from kafka_soak.program import MAX_STEPS
 from kafka_soak.runtime.docker import DEFAULT_URL as DEFAULT_DOCKER_URL
 
 APPS = ("worker", "streams")
-TOPOLOGIES = ("id-assignment", "workflow")
+TOPOLOGIES = ("id-assignment", "workflow", "aggregate", "repartition")
 WORKFLOW_DESIGNS = ("ktable-self-join", "single-writer")
 RESTART_POLICIES = ("never", "on-failure")
 SHARED = "external"  # a param only the deployment sets on a shared cluster (Declared.deployer)
@@ -148,7 +148,9 @@ PARAMS: dict[str, Declared] = {
         "type": "string", "enum": list(TOPOLOGIES),
         "description": "app=streams: what the Kafka Streams app does. id-assignment: a stable id per key "
                        "(the KAFKA-14172/14624 reproductions); workflow: a workflow engine whose executions "
-                       "run parallel tasks through a worker role (the workflow-rollback reproduction)."}),
+                       "run parallel tasks through a worker role (the workflow-rollback reproduction); "
+                       "aggregate: a count and a sum per key in a RocksDB store (tables judged by the aggregate "
+                       "contract); repartition: the same aggregation behind an internal repartition topic."}),
     "workflow_designs": Declared(["ktable-self-join"], reference=True, schema={
         "type": "array", "items": {"type": "string", "enum": list(WORKFLOW_DESIGNS)},
         "minItems": 1, "uniqueItems": True,
@@ -182,6 +184,11 @@ PARAMS: dict[str, Declared] = {
                        "uncached, changelogged store of its own, as the quota reproduction's "
                        "topology does (its Streams producer then writes about this many bytes per "
                        "record); 0 = no such store."}),
+    "rocksdb_write_buffer_bytes": Declared(0, reference=True, schema={
+        "type": "integer", "minimum": 0, "maximum": 1 << 30,
+        "description": "app=streams: the write buffer (memtable) of every RocksDB store, in bytes; a small one "
+                       "flushes a store's writes to its files within a few records. 0: Kafka Streams' default "
+                       "(16 MiB)."}),
     "standbys": Declared(0, reference=True, schema={
         "type": "integer", "minimum": 0, "maximum": 8,
         "description": "Standby replicas: Kafka Streams' num.standby.replicas with app=streams; the reference "
@@ -515,6 +522,7 @@ def split(conf: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str,
 
 
 # Kafka Streams settings the run decides for every app it runs (a variant may not change them).
+STREAMS_ONLY = ("state_write_bytes", "rocksdb_write_buffer_bytes")  # stores of the Kafka Streams app alone
 RUN_STREAMS_CONFIG = ("application.id", "bootstrap.servers", "client.id", "state.dir", "processing.guarantee",
                       "group.protocol")
 
@@ -605,8 +613,9 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if len(values["workflow_designs"]) > 1 and values["streams_versions"]:
         return ["workflow_designs: a run compares either designs or Kafka Streams versions (streams_versions), not "
                 "both: leave one of them with a single value"]
-    if values["topology"] == "workflow" and values["state_write_bytes"]:
-        return ["state_write_bytes: is a store of the id-assignment topology; the workflow topology has none"]
+    if values["topology"] != "id-assignment" and values["state_write_bytes"]:
+        return [f"state_write_bytes: is a store of the id-assignment topology; the {values['topology']} topology has "
+                "none"]
     if values["crash_probability"] and (values["app"] != "worker" or values["app_command"]):
         return [f"crash_probability: {values['crash_probability']:g} makes the reference worker crash itself (app "
                 "'worker', no app_command); another app has no such switch: crash it with the program's kN steps"]
@@ -618,8 +627,8 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["app"] == "streams" and values["bug"] != "none":
         return [f"bug: {values['bug']!r} is a switch of the reference worker (app=worker); app=streams runs Kafka "
                 "Streams as released (leave bug at 'none')"]
-    if values["app"] == "worker" and values["state_write_bytes"]:
-        return ["state_write_bytes: is a setting of the Kafka Streams app (app=streams); the reference worker has no "
+    if values["app"] == "worker" and (setting := next((name for name in STREAMS_ONLY if values[name]), "")):
+        return [f"{setting}: is a setting of the Kafka Streams app (app=streams); the reference worker has no "
                 "such store"]
     return []
 

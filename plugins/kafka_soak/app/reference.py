@@ -22,6 +22,11 @@ from kafka_soak.runtime.local import python_command
 IMAGE = "kafka-soak-worker:latest"  # make worker-image: the worker, and the default image of an app_command
 INPUT, OUTPUT, ASSERTIONS, CHANGELOG = "input", "output", "assertions", "changelog"
 WORKFLOW_TOPICS = ("executions", "tasks", "results")
+COUNTS, SUMS = "counts", "sums"  # the aggregation topologies' tables
+AGGREGATIONS = ("aggregate", "repartition")
+# The aggregation topologies' input: the suite's headers (soak.id, soak.seq) and an amount per record to sum.
+AGGREGATION_VALUE = {"encoding": "json",
+                     "template": {"id": "{id}", "seq": "{seq}", "amount": "{random_int:1:1000}", "payload": "{payload}"}}
 THE_APP = "the app"  # how a verdict names a run's only app when it has no version
 
 
@@ -80,10 +85,8 @@ def streams_app(values: dict[str, Any], group_id: str) -> Profile:
     """The Kafka Streams app: one member per version, workflow design or control (each ``<version>-<control>``) of
     the run, built against its version before the run; its clients are each stream thread's producer, consumer
     and restore consumer and the instance's admin client. It does not leave its group when it closes."""
-    parts, workflow = values["partitions"], values["topology"] == "workflow"
-    topics = {ASSERTIONS: 1, **({name: parts for name in WORKFLOW_TOPICS} if workflow else {})}
-    output = Output(OUTPUT, parts, contracts.WORKFLOW, INPUT, assertions=ASSERTIONS, executions="executions") \
-        if workflow else Output(OUTPUT, parts, contracts.ID_ASSIGNMENT, INPUT, assertions=ASSERTIONS)
+    parts = values["partitions"]
+    topics, inputs, outputs = streams_topics(values["topology"], parts)
     options = [*map(literal, streams.options(values)), "--state-dir", f"{{{STATE_DIR}}}"]
     docker = values["runtime"] == "docker"
     command = options if docker else [*map(literal, streams.jvm()), "-cp", streams.classpath(f"{{{VERSION}}}"),
@@ -91,11 +94,26 @@ def streams_app(values: dict[str, Any], group_id: str) -> Profile:
     threads = [f"-StreamThread-{t}-{role}" for t in range(1, values["threads"] + 1)
                for role in ("producer", "consumer", "restore-consumer")]
     return Profile(name="streams", command=command, group_id=group_id, client_properties={}, topics=topics,
-                   inputs=[soak_input(parts)], outputs=[output],
+                   inputs=inputs, outputs=outputs,
                    image=values["app_image"] or streams.image(f"{{{VERSION}}}") if docker else "",
                    members=streams_members(values), scoped=True, clients=[*threads, "-admin"], build="streams",
                    title=streams_title(values), **image_source(values, "streams_version",
                                                                f"make streams-image STREAMS_VERSION={{{VERSION}}}"))
+
+
+def streams_topics(topology: str, parts: int) -> tuple[dict[str, int], list[Input], list[Output]]:
+    """A topology's topics of its own, its input and its judged outputs: the id assignment's output and self-check,
+    the workflow engine's executions, the aggregations' count and sum tables (``aggregate`` contract)."""
+    if topology in AGGREGATIONS:
+        tables = [Output(COUNTS, parts, contracts.AGGREGATE, INPUT, function="count", value={"encoding": "string"}),
+                  Output(SUMS, parts, contracts.AGGREGATE, INPUT, function="sum", field="amount",
+                         value={"encoding": "string"})]
+        return {}, [Input(INPUT, parts, "{key}", AGGREGATION_VALUE)], tables
+    if topology == "workflow":
+        return ({ASSERTIONS: 1, **{name: parts for name in WORKFLOW_TOPICS}}, [soak_input(parts)],
+                [Output(OUTPUT, parts, contracts.WORKFLOW, INPUT, assertions=ASSERTIONS, executions="executions")])
+    return ({ASSERTIONS: 1}, [soak_input(parts)],
+            [Output(OUTPUT, parts, contracts.ID_ASSIGNMENT, INPUT, assertions=ASSERTIONS)])
 
 
 def image_source(values: dict[str, Any], param: str = "app_image", make: str = "make worker-image") -> dict[str, str]:

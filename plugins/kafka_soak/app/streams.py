@@ -70,7 +70,8 @@ def options(plan: dict[str, Any]) -> list[str]:
               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
               "partitions": plan["partitions"], "blob-bytes": plan["state_write_bytes"],
-              "session-timeout-ms": plan["session_timeout_ms"], "topology": plan["topology"]}
+              "session-timeout-ms": plan["session_timeout_ms"], "topology": plan["topology"],
+              "write-buffer-bytes": plan["rocksdb_write_buffer_bytes"]}
     return [part for name, value in values.items() for part in (f"--{name}", str(value))]
 
 

@@ -22,10 +22,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The Kafka Streams reference app of kafka-soak, under exactly_once_v2, in whatever Kafka Streams version it was built
- * against, with one of two topologies ({@code --topology}): the id assignment of the KAFKA-14172 and KAFKA-14624
- * reproductions ({@link IdAssigner}), or the workflow engine of the rollback reproduction ({@link WorkflowTopology},
+ * against, with one of four topologies ({@code --topology}): the id assignment of the KAFKA-14172 and KAFKA-14624
+ * reproductions ({@link IdAssigner}), the workflow engine of the rollback reproduction ({@link WorkflowTopology},
  * in the design {@code --design} names, with its topics in {@code SOAK_EXECUTIONS_TOPIC}, {@code SOAK_TASKS_TOPIC}
- * and {@code SOAK_RESULTS_TOPIC}).
+ * and {@code SOAK_RESULTS_TOPIC}), or a count and sum per key ({@link AggregateTopology}: {@code aggregate}, or
+ * {@code repartition} through an internal repartition topic; its tables in {@code SOAK_COUNTS_TOPIC} and
+ * {@code SOAK_SUMS_TOPIC}).
  *
  * <p>The run's names come from the data contract's environment ({@code SOAK_BOOTSTRAP_SERVERS}, {@code SOAK_APP_ID},
  * {@code SOAK_INSTANCE}, {@code SOAK_STEP}, {@code SOAK_INPUT_TOPIC}, {@code SOAK_OUTPUT_TOPIC},
@@ -42,7 +44,8 @@ public final class SoakStreamsApp {
         Map.entry("acceptable-recovery-lag", "10000"), Map.entry("max-warmup-replicas", "2"),
         Map.entry("commit-interval-ms", "100"), Map.entry("partitions", "1"), Map.entry("state-dir", "state"),
         Map.entry("blob-bytes", "0"), Map.entry("session-timeout-ms", "45000"), Map.entry("topology", "id-assignment"),
-        Map.entry("design", WorkflowTopology.SELF_JOIN), Map.entry("parallel-tasks", "3"), Map.entry("config", ""));
+        Map.entry("design", WorkflowTopology.SELF_JOIN), Map.entry("parallel-tasks", "3"),
+        Map.entry("write-buffer-bytes", "0"), Map.entry("config", ""));
     static final AtomicLong PROCESSED = new AtomicLong();
     static final AtomicLong BROKEN = new AtomicLong();
 
@@ -105,10 +108,14 @@ public final class SoakStreamsApp {
             return new WorkflowTopology(instance, Integer.parseInt(options.get("parallel-tasks")), partitions)
                 .build(options.get("design"));
         }
-        if (!"id-assignment".equals(kind)) {
-            throw new IllegalArgumentException("unknown topology " + kind + "; topologies: id-assignment, workflow");
-        }
         boolean cached = Long.parseLong(options.get("cache-max-bytes")) > 0;
+        if ("aggregate".equals(kind) || "repartition".equals(kind)) {
+            return AggregateTopology.build("repartition".equals(kind), cached);
+        }
+        if (!"id-assignment".equals(kind)) {
+            throw new IllegalArgumentException("unknown topology " + kind
+                + "; topologies: id-assignment, workflow, aggregate, repartition");
+        }
         Topology topology = new Topology();
         topology.addSource("input", Serdes.String().deserializer(), Serdes.String().deserializer(),
             env("SOAK_INPUT_TOPIC"));
@@ -150,6 +157,10 @@ public final class SoakStreamsApp {
             ? "statestore.cache.max.bytes" : "cache.max.bytes.buffering";
         props.put(cacheConfig, options.get("cache-max-bytes"));
         props.put("consumer.auto.offset.reset", "earliest");
+        if (Long.parseLong(options.get("write-buffer-bytes")) > 0) {
+            props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, WriteBufferSetter.class.getName());
+            props.put(WriteBufferSetter.BYTES, options.get("write-buffer-bytes"));
+        }
         // The group consumer's session, and a heartbeat every third of it (Kafka's own advice for the two).
         int session = Integer.parseInt(options.get("session-timeout-ms"));
         props.put("main.consumer.session.timeout.ms", String.valueOf(session));
