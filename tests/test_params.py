@@ -282,7 +282,7 @@ def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_
 @pytest.mark.parametrize("topology", ["aggregate", "repartition"])
 def test_an_aggregation_s_count_and_sum_tables_are_judged_by_the_aggregate_contract(topology):
     """Each Kafka Streams version's counts and sums, against the input's records per key and their amounts: input in
-    JSON with the suite's headers (the contract's), no self-check topic."""
+    JSON with the suite's headers (the contract's), no self-check topic; each table a verdict of its own."""
     from kafka_soak import subjects
 
     plan = params.check({"app": "streams", "topology": topology, "streams_versions": ["4.2.2", "4.3.1"]},
@@ -292,8 +292,13 @@ def test_an_aggregation_s_count_and_sum_tables_are_judged_by_the_aggregate_contr
     assert set(subjects.topics(plan)) == {"input", "counts.4.2.2", "sums.4.2.2", "counts.4.3.1", "sums.4.3.1"}
     built = subjects.build(plan, {role: f"run.{role}" for role in subjects.topics(plan)})
     judged = subjects.judged({"subjects": [s.as_dict() for s in built]})
-    assert [(j["app_id"], j["output"], j["contract"], j["function"], j.get("field", "")) for j in judged] == [
-        ("agg-4.2.2", "run.counts.4.2.2", "aggregate", "count", ""),
-        ("agg-4.2.2", "run.sums.4.2.2", "aggregate", "sum", "amount"),
-        ("agg-4.3.1", "run.counts.4.3.1", "aggregate", "count", ""),
-        ("agg-4.3.1", "run.sums.4.3.1", "aggregate", "sum", "amount")]
+    assert [(j["name"], j["label"], j["app_id"], j["output"], j["contract"], j["function"], j["field"])
+            for j in judged] == [
+        ("counts@4.2.2", "Kafka Streams 4.2.2: counts", "agg-4.2.2", "run.counts.4.2.2", "aggregate", "count", ""),
+        ("sums@4.2.2", "Kafka Streams 4.2.2: sums", "agg-4.2.2", "run.sums.4.2.2", "aggregate", "sum", "amount"),
+        ("counts@4.3.1", "Kafka Streams 4.3.1: counts", "agg-4.3.1", "run.counts.4.3.1", "aggregate", "count", ""),
+        ("sums@4.3.1", "Kafka Streams 4.3.1: sums", "agg-4.3.1", "run.sums.4.3.1", "aggregate", "sum", "amount")]
+    alone = params.check({"app": "streams", "topology": topology}, app_id="agg").as_dict()
+    [one] = subjects.build(alone, {role: role for role in subjects.topics(alone)})
+    assert [(j["name"], j["label"]) for j in subjects.judged({"subjects": [one.as_dict()]})] == [
+        ("counts", "Kafka Streams 4.3.1: counts"), ("sums", "Kafka Streams 4.3.1: sums")]

@@ -100,11 +100,13 @@ def build(plan: dict[str, Any], names: dict[str, str]) -> list[Subject]:
         own = {name: names[profiles.role(name, app) + suffix(app, name, member.name)] for name in app.names()}
 
         def output(o: profiles.Output) -> dict[str, Any]:
-            # a member the suite names (its own apps judge one output) names its verdict; a team's app's verdicts are
-            # named by their output
-            name = member.name if member.label else f"{o.topic}@{member.name}" if member.name else o.topic
+            # a member the suite names names its verdict when it judges one output; a team's app's verdicts, and each
+            # of several outputs of a member the suite names (the aggregations' counts and sums), by their output
+            named = member.label and len(judged) == 1
+            name = member.name if named else f"{o.topic}@{member.name}" if member.name else o.topic
+            label = f"{member.label}: {o.topic}" if member.label and not named else member.label
             return {**{k: v for k, v in asdict(o).items() if k not in ("topic", "assertions", "executions")},
-                    "name": name, "label": member.label, "output": own[o.topic], "assertions": own.get(o.assertions, ""),
+                    "name": name, "label": label, "output": own[o.topic], "assertions": own.get(o.assertions, ""),
                     "executions": own.get(o.executions, ""), "input_value": inputs[o.of]}
 
         return Subject(member.name, member_app_id(app.group_id, member.name), member.version, own,
