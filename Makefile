@@ -21,7 +21,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench reproduction quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test bench reproduction bugs quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
@@ -48,6 +48,13 @@ bench: setup
 # scenario, about 30 minutes; SIZE=large: 10, about 55 minutes). Written to docs/benchmarks.md and quoted in docs/scenarios.md.
 reproduction: setup
 	$(PY) bench/reproduction.py --size $(SIZE)
+	$(PY) bench/report.py
+
+# How often each known-bug scenario (dags/scenarios/bug_kafka_<n>.yaml) catches its bug on the affected Kafka Streams
+# release and passes the fixed one (quick: 5 runs per scenario, about 35 minutes; SIZE=large: 10). Into
+# docs/benchmarks.md and quoted in docs/bugs.md. BUGS="bug_kafka_<n> ..." measures only those again.
+bugs: setup
+	$(PY) bench/bugs.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # What soak_quota_eos shows on Kafka Streams 3.8.1 and the newest release over a 35 KB/s producer quota (quick: 3 runs

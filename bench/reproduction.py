@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from common import DagsTest, figure, parse_size, runs_dir, write_results
+from common import DagsTest, parse_size, runs_dir, side_by_side, write_results
 
 from kafka_soak.app.streams import DEFAULT_VERSION
 from kafka_soak.history import HISTORY, rates, scenarios
@@ -46,10 +46,6 @@ def caught(row: dict[str, Any]) -> bool:
     return found.get("status") == "failed" and any(found.get(a) for a in BUG_ANOMALIES)
 
 
-def passed(row: dict[str, Any]) -> bool:
-    return row["versions"].get(DEFAULT_VERSION, {}).get("status") == "passed"
-
-
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
     shared = runs_dir("reproduction")
@@ -57,23 +53,9 @@ def main() -> None:
     figures, lines = [], []
     history = scenarios(shared)
     for dag_id, rows in runs.items():
-        judged = [r for r in rows if r["versions"]]
-        hits, clean = sum(map(caught, judged)), sum(map(passed, judged))
-        figures.append(figure(f"{dag_id}: Kafka Streams {BUGGY} caught", hits / max(1, len(judged)), "of runs", None,
-                              "most runs (> 0.5)", hits / max(1, len(judged)) > 0.5,
-                              f"{hits} of {len(judged)} runs with a verdict"))
-        figures.append(figure(f"{dag_id}: Kafka Streams {DEFAULT_VERSION} passed", clean / max(1, len(judged)),
-                              "of runs", None, "every run (1.0)", clean == len(judged) and bool(judged),
-                              f"{clean} of {len(judged)} runs with a verdict"))
-        lines.append(f"### {dag_id}\n\n| run | wall | Kafka Streams {BUGGY} | Kafka Streams {DEFAULT_VERSION} |\n"
-                     "|---|---|---|---|")
-        for n, r in enumerate(rows, start=1):
-            cells = []
-            for version in (BUGGY, DEFAULT_VERSION):
-                v = r["versions"].get(version)
-                found = {a: c for a, c in (v or {}).items() if a != "status" and c}
-                cells.append(f"{v['status']} {found or ''}".strip() if v else f"no verdict ({r['outcome']})")
-            lines.append(f"| {n} | {r['wall_s']:.0f} s | {cells[0]} | {cells[1]} |")
+        found, table = side_by_side(dag_id, rows, BUGGY, DEFAULT_VERSION, caught)
+        figures += found
+        lines += table
         lines.append(f"\nIts history page ({shared / HISTORY}):\n\n| app | runs | caught (failed) | passed | stalled | "
                      "inconclusive | no verdict |\n|---|---|---|---|---|---|---|")
         lines += [f"| {r.app} | {r.runs} | {r.caught} | {r.passed} | {r.stalled} | {r.inconclusive} | {r.no_verdict} |"

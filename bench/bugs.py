@@ -1,0 +1,81 @@
+"""How often each known-bug scenario catches its bug on the affected release and passes the fixed one.
+
+Every scenario ``dags/scenarios/bug_kafka_<n>.yaml`` compares an affected Kafka Streams release with a fixed one in
+its defaults (``streams_versions: [affected, fixed]``): both side by side on the same input and the same program, so
+each run measures both rates under identical conditions. Each run is one DAG run of the scenario's defaults; quick:
+5 runs per scenario, large: 10. caught = the affected release failed with the anomalies its bug makes; passed = the
+fixed release passed. The runs share one runs directory per scenario, as a deployment's nightly runs do.
+``BUGS="bug_kafka_18943 ..."`` measures those scenarios again and keeps the other scenarios' last runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import yaml
+from common import RESULTS_DIR, ROOT, DagsTest, parse_size, runs_dir, side_by_side, write_results
+
+SCENARIOS = ROOT / "dags" / "scenarios"
+RUNS = {"quick": 5, "large": 10}
+# What each bug does to the data, as the checker names it (the affected release may show app_health besides).
+SIGNS = {"bug_kafka_20685": ("wrong_aggregate",), "bug_kafka_18943": ("wrong_aggregate",)}
+RUN_TIMEOUT_S = 1200
+
+
+def one_run(dag_id: str, runs: Path) -> dict[str, Any]:
+    """One run of the scenario's defaults: per release, its status and anomaly counts (over its judged outputs)."""
+    test = DagsTest(dag_id, {}, runs)
+    run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
+    verdict_file = run_dir / "verdict.json"
+    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+    versions: dict[str, dict[str, Any]] = {}
+    for row in verdict.get("matrix", []):  # one row per judged output: counts@4.2.1, sums@4.2.1
+        version = versions.setdefault(row["version"].rpartition("@")[2], {"status": "passed"})
+        if row["status"] != "passed":
+            version["status"] = row["status"] if version["status"] == "passed" else version["status"]
+        for anomaly, count in row["anomalies"].items():
+            version[anomaly] = version.get(anomaly, 0) + count
+    row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code), "versions": versions}
+    print(f"{dag_id}: {json.dumps(row)}", flush=True)
+    return row
+
+
+def caught(run: dict[str, Any], affected: str, signs: tuple[str, ...]) -> bool:
+    """The affected release failed with its bug's anomalies."""
+    found = run["versions"].get(affected, {})
+    return found.get("status") == "failed" and any(found.get(anomaly) for anomaly in signs)
+
+
+def main() -> None:
+    size = parse_size(__doc__.splitlines()[0])
+    chosen = os.environ.get("BUGS", "").split() or list(SIGNS)
+    unknown = sorted(set(chosen) - set(SIGNS))
+    if unknown:
+        raise SystemExit(f"BUGS: {unknown} are no known-bug scenarios; known: {', '.join(SIGNS)}")
+    earlier = RESULTS_DIR / "bugs.json"
+    results = json.loads(earlier.read_text())["runs"] if earlier.exists() else {}
+    for dag_id in chosen:
+        shared = runs_dir(f"bugs-{dag_id}")
+        results[dag_id] = [one_run(dag_id, shared) for _ in range(RUNS[size])]
+    figures, lines = [], []
+    for dag_id, signs in SIGNS.items():
+        if dag_id not in results:
+            continue
+        affected, fixed = yaml.safe_load((SCENARIOS / f"{dag_id}.yaml").read_text())["params"]["streams_versions"]
+        found, table = side_by_side(dag_id, results[dag_id], affected, fixed,
+                                    partial(caught, affected=affected, signs=signs))
+        figures += found
+        lines += [*table, ""]
+    body = ("Each run: the scenario's defaults (`make soak SCENARIO=<dag_id>`); caught = the affected release failed "
+            "with its bug's anomalies; passed = the fixed release's verdict passed. No baseline: the rate is the "
+            "figure.\n\n" + "\n".join(lines))
+    write_results("bugs", "Known Kafka Streams bugs: how often each scenario catches its bug", size, figures, body,
+                  {"runs": results})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Known Kafka Streams bugs caught as released: each scenario ``bug_kafka_<n>`` runs with its own defaults, an affected
+release beside a fixed one on the same input and program (docs/bugs.md has their measured rates).
+
+Each stays deterministic by ordering its fault far from the events it must fall between, not by luck: the
+scenarios' commit intervals are long (90 s, 120 s), so the kill -9 lands tens of seconds after what arms the bug
+(the task running and its store flushed; a rebalance's revocation) and tens of seconds before the first commit
+that would disarm it; a run takes about three minutes.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from soak_runs import last_alert, soak
+
+pytestmark = pytest.mark.xdist_group("known-bugs")
+TABLES = ("counts", "sums")
+
+
+def by_output(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The matrix's rows by name (``counts@4.2.1``: each release's tables are judged one by one)."""
+    return {row["version"]: row for row in verdict["matrix"]}
+
+
+def assert_counted_twice(verdict: dict[str, Any], affected: str, fixed: str) -> None:
+    """The affected release's tables hold too much for some keys, and nothing else is wrong; the fixed one's are
+    exact."""
+    rows = by_output(verdict)
+    assert verdict["status"] == "failed"
+    for table in TABLES:
+        assert rows[f"{table}@{fixed}"]["status"] == "passed", rows
+        bad = rows[f"{table}@{affected}"]
+        assert bad["status"] == "failed" and {k for k, v in bad["anomalies"].items() if v} == {"wrong_aggregate"}, rows
+    samples = [s for s in verdict["samples"]["wrong_aggregate"] if s["version"].endswith(f"@{affected}")]
+    assert samples and all(Decimal(s["found"]) > Decimal(s["expected"]) for s in samples), samples
+
+
+def app_log(run_dir: Path, dag_id: str, version: str, step: int) -> str:
+    return (run_dir / "logs" / f"{dag_id}-app-{version}-1.{step}.log").read_text()
+
+
+def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2_1_and_4_2_2_restores(runs_dir):
+    """"1 k1 1": the one instance is killed 30 s after its start, every record of the load in its open transaction.
+    4.2.1's restart finds the checkpoint its state updater wrote and keeps what RocksDB flushed of the aborted
+    transaction: those keys are counted twice. 4.2.2 finds none, wipes the store and restores it from the changelog."""
+    dag_id = "bug_kafka_20685"
+    code, run_dir, verdict = soak(runs_dir, dag_id)
+    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert_counted_twice(verdict, "4.2.1", "4.2.2")
+    assert "State store totals initialized from checkpoint" in app_log(run_dir, dag_id, "4.2.1", 2)
+    fixed = app_log(run_dir, dag_id, "4.2.2", 2)
+    assert "State store totals did not find checkpoint offsets while stores are not empty" in fixed
+    assert "initialized from checkpoint" not in fixed
+    details = last_alert(runs_dir)["details"]
+    assert "Kafka Streams 4.2.2: counts: passed" in details, details
+    assert any(d.startswith("Kafka Streams 4.2.1: counts: failed (wrong_aggregate=") for d in details), details
+
+
+def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offsets_on_3_9_0(runs_dir):
+    """"1 2 k1 1": instance 2 joins and takes idle tasks while instance 1 keeps the busy one, then instance 1 is
+    killed before its first commit. 3.9.0 committed the busy task's updates at the revocation without its input
+    offsets, so its next owner counts that input again; 3.9.1 committed nothing and counts every record once."""
+    dag_id = "bug_kafka_18943"
+    code, run_dir, verdict = soak(runs_dir, dag_id)
+    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert_counted_twice(verdict, "3.9.0", "3.9.1")
+    rows = by_output(verdict)
+    assert rows["counts@3.9.1"]["records"]["keys"] == rows["counts@3.9.0"]["records"]["keys"] == 1
+    health = json.loads((run_dir / "health.json").read_text())
+    for version in ("3.9.0", "3.9.1"):
+        killed = [e for e in health["instances"][f"1@{version}"]["exits"] if e["signal"] == "SIGKILL"]
+        assert [(e["step"], e["expected"], e["by"]) for e in killed] == [("0", True, "kill -9")]
