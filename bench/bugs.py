@@ -22,7 +22,8 @@ from common import RESULTS_DIR, ROOT, DagsTest, parse_size, runs_dir, side_by_si
 SCENARIOS = ROOT / "dags" / "scenarios"
 RUNS = {"quick": 5, "large": 10}
 # What each bug does to the data, as the checker names it (the affected release may show app_health besides).
-SIGNS = {"bug_kafka_20685": ("wrong_aggregate",), "bug_kafka_18943": ("wrong_aggregate",)}
+SIGNS = {"bug_kafka_20685": ("wrong_aggregate",), "bug_kafka_18943": ("wrong_aggregate",),
+         "bug_kafka_17635": ("wrong_aggregate",)}
 RUN_TIMEOUT_S = 1200
 
 

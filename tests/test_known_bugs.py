@@ -1,10 +1,11 @@
 """Known Kafka Streams bugs caught as released: each scenario ``bug_kafka_<n>`` runs with its own defaults, an affected
 release beside a fixed one on the same input and program (docs/bugs.md has their measured rates).
 
-Each stays deterministic by ordering its fault far from the events it must fall between, not by luck: the
-scenarios' commit intervals are long (90 s, 120 s), so the kill -9 lands tens of seconds after what arms the bug
-(the task running and its store flushed; a rebalance's revocation) and tens of seconds before the first commit
-that would disarm it; a run takes about three minutes.
+Each stays deterministic by placing its fault far from the events it must fall between, not by luck. KAFKA-20685 and
+KAFKA-18943 commit every 90 s: the kill -9 lands about 25 s after what arms the bug (the task running with its store
+flushed; a rebalance's revocation) and about 30 s before the first commit that would disarm it. KAFKA-17635 needs no
+race: a rebalance held open by a paused member for up to 30 s, with the kill in its middle, and the records at stake
+are those of the last commit before it, which exist whenever load flows. A run takes two to three and a half minutes.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pytest
 from soak_runs import last_alert, soak
 
-pytestmark = pytest.mark.xdist_group("known-bugs")
 TABLES = ("counts", "sums")
 
 
@@ -26,9 +25,9 @@ def by_output(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["version"]: row for row in verdict["matrix"]}
 
 
-def assert_counted_twice(verdict: dict[str, Any], affected: str, fixed: str) -> None:
-    """The affected release's tables hold too much for some keys, and nothing else is wrong; the fixed one's are
-    exact."""
+def assert_caught(verdict: dict[str, Any], affected: str, fixed: str, too_high: bool) -> None:
+    """The affected release's tables hold too much (``too_high``: inputs counted twice) or too little (inputs lost)
+    for some keys, and nothing else is wrong; the fixed one's are exact."""
     rows = by_output(verdict)
     assert verdict["status"] == "failed"
     for table in TABLES:
@@ -36,7 +35,7 @@ def assert_counted_twice(verdict: dict[str, Any], affected: str, fixed: str) -> 
         bad = rows[f"{table}@{affected}"]
         assert bad["status"] == "failed" and {k for k, v in bad["anomalies"].items() if v} == {"wrong_aggregate"}, rows
     samples = [s for s in verdict["samples"]["wrong_aggregate"] if s["version"].endswith(f"@{affected}")]
-    assert samples and all(Decimal(s["found"]) > Decimal(s["expected"]) for s in samples), samples
+    assert samples and all((Decimal(s["found"]) > Decimal(s["expected"])) == too_high for s in samples), samples
 
 
 def app_log(run_dir: Path, dag_id: str, version: str, step: int) -> str:
@@ -50,7 +49,7 @@ def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2
     dag_id = "bug_kafka_20685"
     code, run_dir, verdict = soak(runs_dir, dag_id)
     assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert_counted_twice(verdict, "4.2.1", "4.2.2")
+    assert_caught(verdict, "4.2.1", "4.2.2", too_high=True)
     assert "State store totals initialized from checkpoint" in app_log(run_dir, dag_id, "4.2.1", 2)
     fixed = app_log(run_dir, dag_id, "4.2.2", 2)
     assert "State store totals did not find checkpoint offsets while stores are not empty" in fixed
@@ -62,15 +61,30 @@ def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2
 
 def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offsets_on_3_9_0(runs_dir):
     """"1 2 k1 1": instance 2 joins and takes idle tasks while instance 1 keeps the busy one, then instance 1 is
-    killed before its first commit. 3.9.0 committed the busy task's updates at the revocation without its input
+    killed 25 s later, 30 s before its first commit. 3.9.0 committed the busy task's updates at the revocation without its input
     offsets, so its next owner counts that input again; 3.9.1 committed nothing and counts every record once."""
     dag_id = "bug_kafka_18943"
     code, run_dir, verdict = soak(runs_dir, dag_id)
     assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert_counted_twice(verdict, "3.9.0", "3.9.1")
+    assert_caught(verdict, "3.9.0", "3.9.1", too_high=True)
     rows = by_output(verdict)
     assert rows["counts@3.9.1"]["records"]["keys"] == rows["counts@3.9.0"]["records"]["keys"] == 1
     health = json.loads((run_dir / "health.json").read_text())
     for version in ("3.9.0", "3.9.1"):
         killed = [e for e in health["instances"][f"1@{version}"]["exits"] if e["signal"] == "SIGKILL"]
         assert [(e["step"], e["expected"], e["by"]) for e in killed] == [("0", True, "kill -9")]
+
+
+def test_kafka_17635_a_purge_while_a_rebalance_waits_deletes_uncommitted_repartition_records_on_3_9_0(runs_dir):
+    """Instance 2 paused, instance 3 joins: the rebalance waits for 2's session while instance 1 goes on processing
+    without committing, and 1 is killed in the middle of the wait. 3.9.0 purged the repartition records it processed,
+    committed or not: its successor starts past them and they are never counted (counts too low). 3.9.1 purges only
+    what was committed. What is at stake is the last transaction's repartition records that instance 1 read once
+    they were committed, before the wait: while load flows there always are some (a commit every 100 ms)."""
+    dag_id = "bug_kafka_17635"
+    code, run_dir, verdict = soak(runs_dir, dag_id)
+    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert_caught(verdict, "3.9.0", "3.9.1", too_high=False)
+    rows = by_output(verdict)
+    assert rows["counts@3.9.0"]["records"]["input"] == rows["counts@3.9.1"]["records"]["input"] == 20_000
+    assert "topology=repartition" in app_log(run_dir, dag_id, "3.9.0", 0)

@@ -521,8 +521,8 @@ def split(conf: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str,
     return deployment, {k: v for k, v in conf.items() if k not in deployment}
 
 
-# Kafka Streams settings the run decides for every app it runs (a variant may not change them).
 STREAMS_ONLY = ("state_write_bytes", "rocksdb_write_buffer_bytes")  # stores of the Kafka Streams app alone
+# Kafka Streams settings the run decides for every app it runs (a variant may not change them).
 RUN_STREAMS_CONFIG = ("application.id", "bootstrap.servers", "client.id", "state.dir", "processing.guarantee",
                       "group.protocol")
 
