@@ -9,7 +9,8 @@ reference worker's errors likewise.
 
 ``health.json`` is written by the ``stop_instances`` teardown; the checker turns its ``incidents`` (unexpected
 exits, stream thread deaths and error-level log events, except those made only of exceptions Kafka Streams
-recovers from by design) into anomaly ``app_health``, which fails the run beyond param ``health_allowance``.
+recovers from by design and a client's moot failure to leave a group it was already removed from) into anomaly
+``app_health``, which fails the run beyond param ``health_allowance``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ SELF_CHECK = "!!! BROKEN !!!"  # the app's self-check: a data anomaly (stale_sta
 # them is not an incident.
 RECOVERED_BY_STREAMS = frozenset({"TaskMigratedException", "InvalidProducerEpochException", "ProducerFencedException",
                                   "TransactionAbortedException", "TaskCorruptedException"})
+# Error-level lines of Kafka's clients that say nothing went wrong for the app: a member whose session ended while it
+# was paused or stalled, already removed from its group, failing to leave it as it rejoins (UNKNOWN_MEMBER_ID).
+MOOT = re.compile(r"LeaveGroup request .* failed with error: The coordinator is not aware of this member")
 TRACE_LINES = 30
 
 
@@ -138,8 +142,8 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
                     seen["first"] = {"at": event.at, "instance": start["instance"],
                                      "subject": start.get("subject", ""), "log": start["log"],
                                      "level": event.level, "trace": event.lines[:TRACE_LINES]}
-            if event.level in ("ERROR", "FATAL") and (death or not event.classes
-                                                      or not set(event.classes) <= RECOVERED_BY_STREAMS):
+            if event.level in ("ERROR", "FATAL") and not MOOT.search(event.lines[0]) and (
+                    death or not event.classes or not set(event.classes) <= RECOVERED_BY_STREAMS):
                 incidents.append({"kind": "thread_death" if death else "error", "instance": start["instance"],
                                   "subject": start.get("subject", ""), "at": event.at, "what": event.lines[0][:300],
                                   "log": start["log"]})

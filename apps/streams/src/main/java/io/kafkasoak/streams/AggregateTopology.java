@@ -17,8 +17,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 /**
  * A count and a sum per key in one DSL aggregation, a RocksDB store with its changelog: the state that KAFKA-20685
  * (aborted writes surviving in RocksDB after a crash) and KAFKA-17635 (repartition records purged before their
- * commit) corrupt. Each input is the JSON {@code {"id", "seq", "amount"}} the generator writes; each update of a key
- * goes out as its count (decimal text) to {@code SOAK_COUNTS_TOPIC} and its sum of {@code amount} to
+ * commit) corrupt. Each input is the JSON {@code {"id", "seq", "amount", "payload"}} the generator writes; each
+ * update of a key goes out as its count (decimal text) to {@code SOAK_COUNTS_TOPIC} and its sum of {@code amount} to
  * {@code SOAK_SUMS_TOPIC}, tables the checker judges with the {@code aggregate} contract.
  *
  * <p>With {@code repartition}, the stream is re-keyed (to the same key) before it is grouped, so every record goes

@@ -6,8 +6,8 @@ import org.rocksdb.Options;
 
 /**
  * Sizes every RocksDB store's write buffer (memtable) to {@code soak.rocksdb.write.buffer.bytes}: a small one flushes
- * what the store was given to its files within a few records instead of keeping it in memory until a commit, the
- * condition under which KAFKA-20685's aborted writes outlive a crash.
+ * what the store was given to its files every few hundred records, open transaction or not, the condition under
+ * which KAFKA-20685's aborted writes outlive a crash.
  */
 public final class WriteBufferSetter implements RocksDBConfigSetter {
     static final String BYTES = "soak.rocksdb.write.buffer.bytes";
