@@ -13,11 +13,9 @@ from __future__ import annotations
 import json
 import os
 from functools import partial
-from pathlib import Path
-from typing import Any
 
 import yaml
-from common import RESULTS_DIR, ROOT, DagsTest, parse_size, runs_dir, side_by_side, write_results
+from common import RESULTS_DIR, ROOT, caught, matrix_run, parse_size, runs_dir, side_by_side, write_results
 
 SCENARIOS = ROOT / "dags" / "scenarios"
 RUNS = {"quick": 5, "large": 10}
@@ -25,30 +23,6 @@ RUNS = {"quick": 5, "large": 10}
 SIGNS = {"bug_kafka_20685": ("wrong_aggregate",), "bug_kafka_18943": ("wrong_aggregate",),
          "bug_kafka_17635": ("wrong_aggregate",)}
 RUN_TIMEOUT_S = 1200
-
-
-def one_run(dag_id: str, runs: Path) -> dict[str, Any]:
-    """One run of the scenario's defaults: per release, its status and anomaly counts (over its judged outputs)."""
-    test = DagsTest(dag_id, {}, runs)
-    run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
-    verdict_file = run_dir / "verdict.json"
-    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
-    versions: dict[str, dict[str, Any]] = {}
-    for row in verdict.get("matrix", []):  # one row per judged output: counts@4.2.1, sums@4.2.1
-        version = versions.setdefault(row["version"].rpartition("@")[2], {"status": "passed"})
-        if row["status"] != "passed":
-            version["status"] = row["status"] if version["status"] == "passed" else version["status"]
-        for anomaly, count in row["anomalies"].items():
-            version[anomaly] = version.get(anomaly, 0) + count
-    row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code), "versions": versions}
-    print(f"{dag_id}: {json.dumps(row)}", flush=True)
-    return row
-
-
-def caught(run: dict[str, Any], affected: str, signs: tuple[str, ...]) -> bool:
-    """The affected release failed with its bug's anomalies."""
-    found = run["versions"].get(affected, {})
-    return found.get("status") == "failed" and any(found.get(anomaly) for anomaly in signs)
 
 
 def main() -> None:
@@ -61,7 +35,7 @@ def main() -> None:
     results = json.loads(earlier.read_text())["runs"] if earlier.exists() else {}
     for dag_id in chosen:
         shared = runs_dir(f"bugs-{dag_id}")
-        results[dag_id] = [one_run(dag_id, shared) for _ in range(RUNS[size])]
+        results[dag_id] = [matrix_run(dag_id, {}, shared, RUN_TIMEOUT_S) for _ in range(RUNS[size])]
     figures, lines = [], []
     for dag_id, signs in SIGNS.items():
         if dag_id not in results:

@@ -95,6 +95,34 @@ def figure(name: str, value: float, unit: str, baseline: float | None, target: s
             "met": met, "note": note}
 
 
+STATUS_ORDER = ("failed", "inconclusive", "passed")  # a release is as bad as its worst judged output
+
+
+def matrix_run(dag_id: str, conf: dict[str, Any], runs: Path, timeout: float) -> dict[str, Any]:
+    """One run of a scenario that compares releases (in the benchmark's ``runs`` directory): per release its worst
+    status and its anomaly counts over its judged outputs (``counts@4.2.1`` and ``sums@4.2.1`` are 4.2.1's), plus
+    the run's outcome."""
+    test = DagsTest(dag_id, conf, runs)
+    run_dir, _, code, wall = test.run(lambda _: None, timeout)
+    verdict_file = run_dir / "verdict.json"
+    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+    versions: dict[str, dict[str, Any]] = {}
+    for row in verdict.get("matrix", []):
+        version = versions.setdefault(row["version"].rpartition("@")[2], {"status": "passed"})
+        version["status"] = min(version["status"], row["status"], key=STATUS_ORDER.index)
+        for anomaly, count in row["anomalies"].items():
+            version[anomaly] = version.get(anomaly, 0) + count
+    row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code), "versions": versions}
+    print(f"{dag_id}: {json.dumps(row)}", flush=True)
+    return row
+
+
+def caught(run: dict[str, Any], affected: str, signs: tuple[str, ...]) -> bool:
+    """The affected release failed with its bug's anomalies (``signs``)."""
+    found = run["versions"].get(affected, {})
+    return found.get("status") == "failed" and any(found.get(anomaly) for anomaly in signs)
+
+
 def side_by_side(dag_id: str, rows: list[dict[str, Any]], affected: str, fixed: str,
                  caught: Callable[[dict[str, Any]], bool]) -> tuple[list[dict[str, Any]], list[str]]:
     """The figures and the per-run table of a scenario that runs a release with a bug beside one without it, each

@@ -11,11 +11,9 @@ table of rates below is that page's.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
+from functools import partial
 
-from common import DagsTest, parse_size, runs_dir, side_by_side, write_results
+from common import caught, matrix_run, parse_size, runs_dir, side_by_side, write_results
 
 from kafka_soak.app.streams import DEFAULT_VERSION
 from kafka_soak.history import HISTORY, rates, scenarios
@@ -27,33 +25,16 @@ BUG_ANOMALIES = ("stale_state", "id_reuse")
 RUN_TIMEOUT_S = 1200
 
 
-def one_run(dag_id: str, runs: Path) -> dict[str, Any]:
-    """One matrix run (in the benchmark's ``runs`` directory): per version its status and anomaly counts, plus the run's
-    outcome."""
-    test = DagsTest(dag_id, {"streams_versions": [BUGGY, DEFAULT_VERSION]}, runs)
-    run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
-    verdict_file = run_dir / "verdict.json"
-    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
-    versions = {m["version"]: {"status": m["status"], **{a: m["anomalies"].get(a, 0) for a in m["anomalies"]}}
-                for m in verdict.get("matrix", [])}
-    row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code), "versions": versions}
-    print(f"{dag_id}: {json.dumps(row)}", flush=True)
-    return row
-
-
-def caught(row: dict[str, Any]) -> bool:
-    found = row["versions"].get(BUGGY, {})
-    return found.get("status") == "failed" and any(found.get(a) for a in BUG_ANOMALIES)
-
-
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
     shared = runs_dir("reproduction")
-    runs = {dag_id: [one_run(dag_id, shared) for _ in range(RUNS[size])] for dag_id in SCENARIOS}
+    conf = {"streams_versions": [BUGGY, DEFAULT_VERSION]}
+    runs = {dag_id: [matrix_run(dag_id, conf, shared, RUN_TIMEOUT_S) for _ in range(RUNS[size])] for dag_id in SCENARIOS}
     figures, lines = [], []
     history = scenarios(shared)
     for dag_id, rows in runs.items():
-        found, table = side_by_side(dag_id, rows, BUGGY, DEFAULT_VERSION, caught)
+        found, table = side_by_side(dag_id, rows, BUGGY, DEFAULT_VERSION,
+                                    partial(caught, affected=BUGGY, signs=BUG_ANOMALIES))
         figures += found
         lines += table
         lines.append(f"\nIts history page ({shared / HISTORY}):\n\n| app | runs | caught (failed) | passed | stalled | "
