@@ -5,9 +5,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,14 +24,23 @@ sys.path.insert(0, str(ROOT / "spark_jobs"))
 sys.path.append(str(ROOT / "plugins" / "kafka_soak"))
 
 
+def private_airflow(home: str | Path, copy: Path) -> dict[str, str]:
+    """A copy of the Airflow home ``make setup`` made (its config and SQLite database) at ``copy``, and the environment
+    that points Airflow at it. The config names its database by absolute path: the copy's names the copy."""
+    shutil.copytree(home, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns("logs"))
+    config = copy / "airflow.cfg"
+    config.write_text(re.sub(r"(?m)^sql_alchemy_conn = .*$", f"sql_alchemy_conn = sqlite:///{copy / 'airflow.db'}",
+                             config.read_text()))
+    return {"AIRFLOW_HOME": str(copy)}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist every worker runs ``airflow dags test`` on its own copy of Airflow's SQLite database
     (made by ``make setup``): two runs writing one file would lock each other out."""
     worker, home = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("AIRFLOW_HOME")
     if worker and home and Path(home, "airflow.db").exists():
         private = Path(tempfile.mkdtemp(prefix=f"kafka-soak-airflow-{worker}-"))
-        shutil.copytree(home, private, dirs_exist_ok=True, ignore=shutil.ignore_patterns("logs"))
-        os.environ["AIRFLOW_HOME"] = str(private)
+        os.environ.update(private_airflow(home, private))
         config.stash[PRIVATE_HOME] = private
 
 
@@ -78,6 +89,35 @@ def alerted_runs(tmp_path_factory) -> SimpleNamespace:
         passed = soak(runs, env=env, **FAULTS)
         return SimpleNamespace(runs_dir=runs, broken=broken, broken_alerts=broken_alerts, passed=passed,
                                mails=list(inbox.messages), posts=list(posts))
+
+
+@pytest.fixture(scope="session")
+def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
+    """Every known-bug scenario (``dags/scenarios/bug_kafka_<n>.yaml``) once at its defaults, the runs at once: each
+    keeps its faults far enough from the events they must fall between for a machine two to three times slower than
+    a quiet one (test_known_bugs says how), so their programs may share the clock and the three cost about one run's
+    time. Each run has its own Airflow database and runs directory; the Kafka Streams versions are built first, so
+    no Maven build competes with a program. The tests that read them share the pytest-xdist group ``known-bugs``."""
+    import yaml
+    from soak_runs import soak
+
+    from kafka_soak.app import streams
+
+    scenarios = {path.stem: yaml.safe_load(path.read_text())["params"]
+                 for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))}
+    for version in sorted({v for params in scenarios.values() for v in params["streams_versions"]}):
+        streams.build(version)
+
+    # Made here, not in the threads: the first mktemp of a session makes its base directory, and three at once make three.
+    places = {dag_id: (tmp_path_factory.mktemp(dag_id), tmp_path_factory.mktemp(f"{dag_id}-airflow")) for dag_id in scenarios}
+
+    def run(dag_id: str) -> SimpleNamespace:
+        runs, home = places[dag_id]
+        code, run_dir, verdict = soak(runs, dag_id, env=private_airflow(os.environ["AIRFLOW_HOME"], home))
+        return SimpleNamespace(runs_dir=runs, code=code, run_dir=run_dir, verdict=verdict)
+
+    with ThreadPoolExecutor(len(scenarios)) as pool:
+        return dict(zip(scenarios, pool.map(run, scenarios), strict=True))
 
 
 @pytest.fixture(scope="session")

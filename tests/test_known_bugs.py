@@ -1,0 +1,103 @@
+"""Known Kafka Streams bugs caught as released: each scenario ``bug_kafka_<n>`` runs with its own defaults, an affected
+release beside a fixed one on the same input and program (docs/bugs.md has their measured rates).
+
+Each stays deterministic by placing its fault far from the events it must fall between, with room for a machine two to
+three times slower than a quiet one, not by luck. The steps fire on the clock within milliseconds; what a slow machine
+delays is an app's start, its join and its processing, and a commit can only come later, never earlier:
+- KAFKA-20685 commits every 90 s. The kill lands 45 s after the instance's start: its load is done and flushed ~35 s
+  before on a quiet machine (~15 s on a saturated one), and its first commit is at least 45 s after.
+- KAFKA-18943 commits every 90 s. The kill lands 30 s after the join whose revocation arms the bug (a join takes about
+  5 s, 15 s on a saturated machine) and at least 30 s before the first commit that would disarm it.
+- KAFKA-17635 needs no race: a rebalance held open by a paused member for its 45 s session. The joining instance has
+  20 s to join before the kill, which is 15 s before the wait ends; the records at stake are the last commit's before
+  the wait, which exist whenever load flows.
+The three runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions) and take about
+one run's time, three to five minutes; the tests that read them share one pytest-xdist group.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from soak_runs import last_alert
+
+TABLES = ("counts", "sums")
+pytestmark = pytest.mark.xdist_group(name="known-bugs")
+
+
+def by_output(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The matrix's rows by name (``counts@4.2.1``: each release's tables are judged one by one)."""
+    return {row["version"]: row for row in verdict["matrix"]}
+
+
+def assert_caught(verdict: dict[str, Any], affected: str, fixed: str, too_high: bool) -> None:
+    """The affected release's tables hold too much (``too_high``: inputs counted twice) or too little (inputs lost)
+    for some keys, and nothing else is wrong; the fixed one's are exact."""
+    rows = by_output(verdict)
+    assert verdict["status"] == "failed"
+    for table in TABLES:
+        assert rows[f"{table}@{fixed}"]["status"] == "passed", rows
+        bad = rows[f"{table}@{affected}"]
+        assert bad["status"] == "failed" and {k for k, v in bad["anomalies"].items() if v} == {"wrong_aggregate"}, rows
+    samples = [s for s in verdict["samples"]["wrong_aggregate"] if s["version"].endswith(f"@{affected}")]
+    assert samples and all((Decimal(s["found"]) > Decimal(s["expected"])) == too_high for s in samples), samples
+
+
+def app_log(run_dir: Path, dag_id: str, version: str, step: int) -> str:
+    return (run_dir / "logs" / f"{dag_id}-app-{version}-1.{step}.log").read_text()
+
+
+def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2_1_and_4_2_2_restores(known_bug_runs):
+    """"1 0 0 k1 1": the one instance is killed 45 s after its start, every record of the load in its open transaction.
+    4.2.1's restart finds the checkpoint its state updater wrote and keeps what RocksDB flushed of the aborted
+    transaction: those keys are counted twice. 4.2.2 finds none, wipes the store and restores it from the changelog."""
+    dag_id = "bug_kafka_20685"
+    run = known_bug_runs[dag_id]
+    code, run_dir, verdict = run.code, run.run_dir, run.verdict
+    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert_caught(verdict, "4.2.1", "4.2.2", too_high=True)
+    assert "State store totals initialized from checkpoint" in app_log(run_dir, dag_id, "4.2.1", 4)
+    fixed = app_log(run_dir, dag_id, "4.2.2", 4)
+    assert "State store totals did not find checkpoint offsets while stores are not empty" in fixed
+    assert "initialized from checkpoint" not in fixed
+    details = last_alert(run.runs_dir)["details"]
+    assert "Kafka Streams 4.2.2: counts: passed" in details, details
+    assert any(d.startswith("Kafka Streams 4.2.1: counts: failed (wrong_aggregate=") for d in details), details
+
+
+def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offsets_on_3_9_0(known_bug_runs):
+    """"1 2 k1 1": instance 2 joins and takes idle tasks while instance 1 keeps the busy one, then instance 1 is
+    killed 25 s later, 30 s before its first commit. 3.9.0 committed the busy task's updates at the revocation without
+    its input offsets, so its next owner counts that input again; 3.9.1 committed nothing and counts every record
+    once."""
+    dag_id = "bug_kafka_18943"
+    run = known_bug_runs[dag_id]
+    code, run_dir, verdict = run.code, run.run_dir, run.verdict
+    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert_caught(verdict, "3.9.0", "3.9.1", too_high=True)
+    rows = by_output(verdict)
+    assert rows["counts@3.9.1"]["records"]["keys"] == rows["counts@3.9.0"]["records"]["keys"] == 1
+    health = json.loads((run_dir / "health.json").read_text())
+    for version in ("3.9.0", "3.9.1"):
+        killed = [e for e in health["instances"][f"1@{version}"]["exits"] if e["signal"] == "SIGKILL"]
+        assert [(e["step"], e["expected"], e["by"]) for e in killed] == [("0", True, "kill -9")]
+
+
+def test_kafka_17635_a_purge_while_a_rebalance_waits_deletes_uncommitted_repartition_records_on_3_9_0(known_bug_runs):
+    """Instance 2 paused, instance 3 joins: the rebalance waits for 2's 45 s session while instance 1 goes on
+    processing without committing, and 1 is killed in the middle of the wait. 3.9.0 purged the repartition records it processed,
+    committed or not: its successor starts past them and they are never counted (counts too low). 3.9.1 purges only
+    what was committed. What is at stake is the last transaction's repartition records that instance 1 read once
+    they were committed, before the wait: while load flows there always are some (a commit every 100 ms)."""
+    dag_id = "bug_kafka_17635"
+    run = known_bug_runs[dag_id]
+    code, run_dir, verdict = run.code, run.run_dir, run.verdict
+    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
+    assert_caught(verdict, "3.9.0", "3.9.1", too_high=False)
+    rows = by_output(verdict)
+    assert rows["counts@3.9.0"]["records"]["input"] == rows["counts@3.9.1"]["records"]["input"] == 20_000
+    assert "topology=repartition" in app_log(run_dir, dag_id, "3.9.0", 0)
