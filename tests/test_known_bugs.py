@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -34,9 +35,12 @@ def by_output(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["version"]: row for row in verdict["matrix"]}
 
 
-def assert_caught(verdict: dict[str, Any], affected: str, fixed: str, too_high: bool) -> None:
-    """The affected release's tables hold too much (``too_high``: inputs counted twice) or too little (inputs lost)
-    for some keys, and nothing else is wrong; the fixed one's are exact."""
+def assert_caught(run: SimpleNamespace, affected: str, fixed: str, too_high: bool) -> dict[str, dict[str, Any]]:
+    """The run failed on its verdict; the affected release's tables hold too much (``too_high``: inputs counted twice)
+    or too little (inputs lost) for some keys, and nothing else is wrong; the fixed one's are exact. Returns the
+    matrix's rows."""
+    verdict = run.verdict
+    assert run.code == 1 and verdict, (run.run_dir / "dags-test.log").read_text()[-3000:]
     rows = by_output(verdict)
     assert verdict["status"] == "failed"
     for table in TABLES:
@@ -45,6 +49,7 @@ def assert_caught(verdict: dict[str, Any], affected: str, fixed: str, too_high: 
         assert bad["status"] == "failed" and {k for k, v in bad["anomalies"].items() if v} == {"wrong_aggregate"}, rows
     samples = [s for s in verdict["samples"]["wrong_aggregate"] if s["version"].endswith(f"@{affected}")]
     assert samples and all((Decimal(s["found"]) > Decimal(s["expected"])) == too_high for s in samples), samples
+    return rows
 
 
 def app_log(run_dir: Path, dag_id: str, version: str, step: int) -> str:
@@ -57,11 +62,9 @@ def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2
     transaction: those keys are counted twice. 4.2.2 finds none, wipes the store and restores it from the changelog."""
     dag_id = "bug_kafka_20685"
     run = known_bug_runs[dag_id]
-    code, run_dir, verdict = run.code, run.run_dir, run.verdict
-    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert_caught(verdict, "4.2.1", "4.2.2", too_high=True)
-    assert "State store totals initialized from checkpoint" in app_log(run_dir, dag_id, "4.2.1", 4)
-    fixed = app_log(run_dir, dag_id, "4.2.2", 4)
+    assert_caught(run, "4.2.1", "4.2.2", too_high=True)
+    assert "State store totals initialized from checkpoint" in app_log(run.run_dir, dag_id, "4.2.1", 4)
+    fixed = app_log(run.run_dir, dag_id, "4.2.2", 4)
     assert "State store totals did not find checkpoint offsets while stores are not empty" in fixed
     assert "initialized from checkpoint" not in fixed
     details = last_alert(run.runs_dir)["details"]
@@ -76,12 +79,9 @@ def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offse
     once."""
     dag_id = "bug_kafka_18943"
     run = known_bug_runs[dag_id]
-    code, run_dir, verdict = run.code, run.run_dir, run.verdict
-    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert_caught(verdict, "3.9.0", "3.9.1", too_high=True)
-    rows = by_output(verdict)
+    rows = assert_caught(run, "3.9.0", "3.9.1", too_high=True)
     assert rows["counts@3.9.1"]["records"]["keys"] == rows["counts@3.9.0"]["records"]["keys"] == 1
-    health = json.loads((run_dir / "health.json").read_text())
+    health = json.loads((run.run_dir / "health.json").read_text())
     for version in ("3.9.0", "3.9.1"):
         killed = [e for e in health["instances"][f"1@{version}"]["exits"] if e["signal"] == "SIGKILL"]
         assert [(e["step"], e["expected"], e["by"]) for e in killed] == [("0", True, "kill -9")]
@@ -89,15 +89,12 @@ def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offse
 
 def test_kafka_17635_a_purge_while_a_rebalance_waits_deletes_uncommitted_repartition_records_on_3_9_0(known_bug_runs):
     """Instance 2 paused, instance 3 joins: the rebalance waits for 2's 45 s session while instance 1 goes on
-    processing without committing, and 1 is killed in the middle of the wait. 3.9.0 purged the repartition records it processed,
-    committed or not: its successor starts past them and they are never counted (counts too low). 3.9.1 purges only
-    what was committed. What is at stake is the last transaction's repartition records that instance 1 read once
+    processing without committing, and 1 is killed in the middle of the wait. 3.9.0 purged the repartition records it
+    processed, committed or not: its successor starts past them and they are never counted (counts too low). 3.9.1
+    purges only what was committed. What is at stake is the last transaction's repartition records that instance 1 read once
     they were committed, before the wait: while load flows there always are some (a commit every 100 ms)."""
     dag_id = "bug_kafka_17635"
     run = known_bug_runs[dag_id]
-    code, run_dir, verdict = run.code, run.run_dir, run.verdict
-    assert code == 1 and verdict, (run_dir / "dags-test.log").read_text()[-3000:]
-    assert_caught(verdict, "3.9.0", "3.9.1", too_high=False)
-    rows = by_output(verdict)
+    rows = assert_caught(run, "3.9.0", "3.9.1", too_high=False)
     assert rows["counts@3.9.0"]["records"]["input"] == rows["counts@3.9.1"]["records"]["input"] == 20_000
-    assert "topology=repartition" in app_log(run_dir, dag_id, "3.9.0", 0)
+    assert "topology=repartition" in app_log(run.run_dir, dag_id, "3.9.0", 0)
