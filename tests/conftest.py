@@ -54,8 +54,8 @@ PRIVATE_HOME = pytest.StashKey[Path]()
 
 # The modules whose tests run whole soaks (minutes each), most expensive first. pytest-xdist hands out tests in
 # collection order: with these first, no worker draws a five-minute run while the other has nothing left to do.
-LONG_FIRST = ("test_scheduler_runs.py", "test_e2e.py", "test_own_app.py", "test_e2e_docker.py", "test_report.py",
-              "test_alerts.py", "test_deadline.py")
+LONG_FIRST = ("test_known_bugs.py", "test_scheduler_runs.py", "test_e2e.py", "test_own_app.py", "test_e2e_docker.py",
+              "test_report.py", "test_alerts.py", "test_deadline.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -37,6 +37,7 @@ from soak_runs import (
     last_alert,
     soak,
 )
+from spark_cluster import SparkStandalone
 
 from kafka_soak.app.worker import CRASH_EXIT_CODE
 
@@ -98,6 +99,27 @@ def test_the_drop_switch_loses_exactly_the_records_it_drops(alerted_runs):
     run_dir = alerted_runs.broken[1]
     logs = [(run_dir / "logs" / f"{DAG_ID}-app-{n}.{step}.log").read_text() for n, step in ((1, 0), (2, 1))]
     assert all("group_protocol=consumer)" in log for log in logs)
+
+
+def test_on_a_spark_standalone_cluster_the_checker_counts_planted_duplicates_exactly(runs_dir, tmp_path):
+    """The validate task on a Spark standalone cluster (a master and two one-core workers started from the installed
+    pyspark's ``spark-class``, on loopback) that ``spark_default`` points at: the worker's duplicate switch is counted
+    exactly, as on ``local[2]``. The job's Python modules and Spark's Kafka source reach the executors the way a
+    cluster user ships them (``--py-files``, ``--jars``): the executors fetch them from the driver."""
+    with SparkStandalone(tmp_path) as spark:
+        run = soak(runs_dir, bug="duplicate", env=spark.connection())
+        state = spark.state()
+    assert_caught_exactly(runs_dir, run, "duplicated", SHORT["records"] // 1000)
+    assert run[2]["records"]["input"] == SHORT["records"]
+    [app] = state["completedapps"]
+    assert app["state"] == "FINISHED" and not state["activeapps"], state
+    executors = [d for n in (1, 2) for d in spark.work_dir(n).glob(f"{app['id']}/*") if d.is_dir()]
+    assert len(executors) == 2, executors  # one on each worker: the app took both workers' cores
+    worked = [d for d in executors if "Finished task" in (d / "stderr").read_text()]
+    assert worked, "the job's tasks ran in the cluster's executors"
+    for executor in worked:
+        fetched = {p.name for p in executor.iterdir()}
+        assert any(name.startswith("spark-sql-kafka") for name in fetched) and "anomalies.py" in fetched, fetched
 
 
 def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs_dir):

@@ -28,11 +28,14 @@ MODULES = (SPARK_JOBS / "kafka_topics.py", SPARK_JOBS / "anomalies.py", SPARK_JO
 # The job's own settings; a ``spark_default`` connection's master and a deployment's spark-defaults.conf add to them.
 # The job reads each topic partition once: Spark's Kafka source would keep each partition's consumer and the records of
 # its last poll for minutes to reuse them, which at 10M records (167 partitions a topic) exhausted a 1 GiB driver.
-CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": sys.executable,
+CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.pyspark.python": sys.executable,
         **{f"spark.kafka.consumer.{pool}.{key}": "1s" for pool in ("cache", "fetchedData.cache")
            for key in ("timeout", "evictorThreadRunInterval")}}
-ENV = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+ENV = {"PYSPARK_PYTHON": sys.executable}
+# A local master's driver and executors are one JVM on this machine: it listens on loopback. A cluster's executors
+# must reach the driver, whose address is then the deployment's (SPARK_LOCAL_IP, or spark.driver.host in its
+# spark-defaults.conf), not loopback.
+LOCAL_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
 # Up to this many records the job ends within a minute, and the driver JVM's C2 compiler spends more CPU than it
 # saves: such a run's checker compiles with C1 alone (docs/benchmarks.md: "The checker's JIT"). Past it, Spark's hot
 # loops want C2 (at 1M records C1 alone was the slower of one pair; `bench/checker_jit.py --size large` measures it).
@@ -78,6 +81,8 @@ class ValidateOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         self.application_args = job_args(self.cluster, self.out_dir, self.expected_records)
         master, given = self._get_hook()._connection["master"], self.properties_file
+        if master.startswith("local"):
+            self.env_vars = {**LOCAL_ENV, **(self.env_vars or {})}
         self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
         archive = driver_archive(master, [Path(jar) for jar in self.jars.split(",")])
         self.conf = {**sized_conf(int(self.expected_records), archive), **(self.conf or {})}
