@@ -4,7 +4,8 @@ The validation benchmark must not wait for a real soak of 10M records (the app p
 records/s), and its checkers must have something to find: so the input is produced as the generator does
 (same keys, seqs and partitions), the outputs as the reference app would commit them, and a known set of
 records is lost, duplicated, reordered, given a second id or made up; a few assertion records are added.
-Both checkers must report exactly ``History.planted``.
+Both checkers must report exactly ``History.planted``. The app's group has committed the whole input, as after a
+drain.
 
 ``ProfileHistory`` is the same run of a team's app (docs/own-app.md's orders example, ``PROFILE``): the input in
 the profile's own format with the soak's headers, as the generator writes it; a one-to-one output that carries the
@@ -21,9 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_soak import contracts, encodings, kafka_io
+from kafka_soak import contracts, encodings, kafka_io, params, subjects
 from kafka_soak import profile as profiles
 from kafka_soak.generator import key_of, partition_of, seq_of
 
@@ -72,6 +73,10 @@ class History:
         """Each topic's records by role, produced at ``ts`` (ms); ``planted`` is filled once they are all drawn."""
         return {"input": _inputs(self, ts), "output": _outputs(self), "assertions": _assertions()}
 
+    def group(self) -> tuple[str, str]:
+        """The app's consumer group, as ``provision`` names it, and the role of the input it commits."""
+        return subjects.app_ids(params.check({}).as_dict())[0], "input"
+
 
 @dataclass
 class ProfileHistory(History):
@@ -91,6 +96,10 @@ class ProfileHistory(History):
                                           partial(partition_of, partitions=self.partitions), "", 0)
         return {app.input.topic: _orders(self, orders, ts), "orders-enriched": _enriched(self, orders, ts),
                 "orders-count": _counts(self, orders)}
+
+    def group(self) -> tuple[str, str]:
+        app = self.profile
+        return app.group_id, app.input.topic
 
 
 def _producer(bootstrap: str) -> Producer:
@@ -239,4 +248,17 @@ def write(bootstrap: str, topics: dict[str, str], h: History) -> dict[str, int]:
         if kept or held != sent[role]:
             raise RuntimeError(f"{topic}: the broker did not keep the whole history (low watermarks above 0: "
                                f"{kept}; {held} of {sent[role]} records); use more partitions")
+    commit_input(bootstrap, *h.group(), topics)
     return sent
+
+
+def commit_input(bootstrap: str, group: str, role: str, topics: dict[str, str]) -> None:
+    """Commit ``group``'s offsets at the end of its input, as the app's group stands after a drain: the checker judges
+    the input its group committed, and counts the rest as ``unprocessed``."""
+    topic = topics[role]
+    consumer = Consumer(kafka_io.client_config(bootstrap, {"group.id": group, "enable.auto.commit": False}))
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, high) for p, (_low, high) in
+                                 kafka_io.watermarks(bootstrap, topic).items()], asynchronous=False)
+    finally:
+        consumer.close()
