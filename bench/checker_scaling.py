@@ -58,7 +58,8 @@ BODY = (f"Medians of {PAIRS} pairs per size, alternating on the same history and
 
 
 def main() -> None:
-    common.run_sizes("checker_scaling", "The checker from one core to two", __doc__, SIZES, measure, figures, BODY)
+    common.run_sizes("checker_scaling", "The checker from one core to two, and on a standalone cluster", __doc__, SIZES,
+                     measure, figures, BODY)
 
 
 if __name__ == "__main__":
