@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,8 @@ class SparkStandalone:
         host, port = self.master.rsplit(":", 1)
         return {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": host, "port": int(port)})}
 
-    def wait_until(self, ready: Any, what: str, timeout_s: float = 120) -> None:
+    def wait_until(self, ready: Callable[[dict[str, Any]], bool], what: str, timeout_s: float = 120) -> None:
+        """Poll the master's state until ``ready``; fails at once if a Spark process of the cluster exited."""
         deadline = time.monotonic() + timeout_s
         while True:
             for proc in self.procs:
