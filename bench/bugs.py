@@ -14,8 +14,9 @@ import json
 import os
 from functools import partial
 
-import yaml
 from common import RESULTS_DIR, ROOT, caught, matrix_run, parse_size, runs_dir, side_by_side, write_results
+
+from kafka_soak.admission import load_scenario
 
 SCENARIOS = ROOT / "dags" / "scenarios"
 RUNS = {"quick": 5, "large": 10}
@@ -40,7 +41,7 @@ def main() -> None:
     for dag_id, signs in SIGNS.items():
         if dag_id not in results:
             continue
-        affected, fixed = yaml.safe_load((SCENARIOS / f"{dag_id}.yaml").read_text())["params"]["streams_versions"]
+        affected, fixed = load_scenario(SCENARIOS / f"{dag_id}.yaml")["params"]["streams_versions"]
         found, table = side_by_side(dag_id, results[dag_id], affected, fixed,
                                     partial(caught, affected=affected, signs=signs))
         figures += found

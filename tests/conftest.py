@@ -98,12 +98,12 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     a quiet one (test_known_bugs says how), so their programs may share the clock and the three cost about one run's
     time. Each run has its own Airflow database and runs directory; the Kafka Streams versions are built first, so
     no Maven build competes with a program. The tests that read them share the pytest-xdist group ``known-bugs``."""
-    import yaml
     from soak_runs import soak
 
+    from kafka_soak.admission import load_scenario
     from kafka_soak.app import streams
 
-    scenarios = {path.stem: yaml.safe_load(path.read_text())["params"]
+    scenarios = {path.stem: load_scenario(path)["params"]
                  for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))}
     for version in sorted({v for params in scenarios.values() for v in params["streams_versions"]}):
         streams.build(version)

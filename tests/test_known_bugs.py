@@ -4,8 +4,8 @@ release beside a fixed one on the same input and program (docs/bugs.md has their
 Each stays deterministic by placing its fault far from the events it must fall between, with room for a machine two to
 three times slower than a quiet one, not by luck. The steps fire on the clock within milliseconds; what a slow machine
 delays is an app's start, its join and its processing, and a commit can only come later, never earlier:
-- KAFKA-20685 commits every 90 s. The kill lands 45 s after the instance's start: its load is done and flushed ~35 s
-  before on a quiet machine (~15 s on a saturated one), and its first commit is at least 45 s after.
+- KAFKA-20685 commits every 90 s. The kill lands 45 s after the instance's start: its load is processed about 33 s
+  before on a quiet machine (25 s with the three runs at once), and its first commit is at least 45 s after.
 - KAFKA-18943 commits every 90 s. The kill lands 30 s after the join whose revocation arms the bug (a join takes about
   5 s, 15 s on a saturated machine) and at least 30 s before the first commit that would disarm it.
 - KAFKA-17635 needs no race: a rebalance held open by a paused member for its 45 s session. The joining instance has
