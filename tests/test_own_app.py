@@ -35,9 +35,10 @@ def streams_app(*faults: str, versions: tuple[str, ...] = ()) -> dict:
             "inputs": [ORDERS], "outputs": STREAMS_OUTPUTS}
 
 
-def private_files(group: str) -> list[Path]:
-    """The properties files of a profile's instances still on disk (each is removed when its instance ends)."""
-    return list(Path(tempfile.gettempdir()).glob(f"soak-{group}-*.properties"))
+def private_files(run_dir: Path) -> list[Path]:
+    """The properties files of a run's instances still on disk (each is removed when its instance ends); named after
+    the run, so another test's live instances are not counted."""
+    return list(Path(tempfile.gettempdir()).glob(f"soak-{run_dir.name}-*.properties"))
 
 
 def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_its_output_value(runs_dir):
@@ -54,7 +55,7 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
     logs = {p.name: p.read_text() for p in (run_dir / "logs").glob("orders-py-*.log")}
     assert set(logs) == {"orders-py-1.0.log", "orders-py-2.1.log", "orders-py-1.3.log"}
     assert "orders-enricher orders-py-1: orders -> orders-enriched" in logs["orders-py-1.0.log"]
-    assert not private_files("orders-py"), "every instance's properties file is removed when the instance ends"
+    assert not private_files(run_dir), "every instance's properties file is removed when the instance ends"
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
     assert [s["token"] for s in steps] == ["1", "2", "k1", "1"] and steps[2]["running_after"] == [2]
 
@@ -129,7 +130,7 @@ def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_e
     # properties file), which the brokers saw write
     [used] = verdict["quotas"]
     assert (used["client_id"], used["bit"]) == ("orders-streams-1-StreamThread-1-producer", False) and used["achieved"] > 0
-    assert not private_files("orders-streams")
+    assert not private_files(run_dir)
 
 
 def test_a_kafka_streams_app_with_planted_faults_on_a_secured_shared_cluster_fails_with_exact_counts(
@@ -165,4 +166,4 @@ def test_a_kafka_streams_app_with_planted_faults_on_a_secured_shared_cluster_fai
     assert (run_dir / "subjects" / "orders-count@3.4.0" / "data_docs" / "index.html").exists()
     timeline = json.loads((run_dir / "timeline.json").read_text())
     assert [e["id"] for e in timeline["anomalies"]["lost @orders-enriched@4.3.1"]["events"]] == [77]
-    assert not leaked_secret(run_dir) and not private_files("orders-streams")
+    assert not leaked_secret(run_dir) and not private_files(run_dir)

@@ -116,8 +116,10 @@ class Instances:
 
     def write_properties(self, subject: Subject, instance: int) -> Path:
         """The properties file of one start of a profile's app: readable by this user only and outside the run
-        directory (it may hold the cluster's credentials); its supervisor removes it when the instance ends."""
-        fd, path = tempfile.mkstemp(prefix=f"soak-{subject.app_id}-{instance}-", suffix=".properties")  # mode 0600
+        directory (it may hold the cluster's credentials), named after the run (so a leak points at its run); its
+        supervisor removes it when the instance ends."""
+        fd, path = tempfile.mkstemp(prefix=f"soak-{self.run_dir.name}-{subject.app_id}-{instance}-",
+                                    suffix=".properties")  # mode 0600
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(self.properties(subject, instance))
         return Path(path)
