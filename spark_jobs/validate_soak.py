@@ -73,7 +73,7 @@ def run_suites(frames: dict[str, DataFrame], suites_dir: Path, docs_dir: Path, p
             "class_name": "SiteBuilder", "show_how_to_buttons": False,
             "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
             "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}})
-        source = context.data_sources.add_spark(name="soak")
+        source = context.data_sources.add_spark(name="soak", persist=False)  # ``judge`` cached the large frames
     flat = []
     with phase("suites"):
         for name, frame in frames.items():
@@ -327,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="unknown")
     parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s")
+    # The job's own progress at INFO; the libraries' (GX logs some 200 lines of its registry at INFO) from WARNING on.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s")
+    log.setLevel(logging.INFO)
     log.info("driver started at %.3f", time.time())
     started = time.monotonic()
     # Importing GX takes seconds of Python; the driver mostly waits on the JVM until the suites, so import it alongside
