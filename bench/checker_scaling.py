@@ -2,7 +2,7 @@
 a standalone cluster of two one-core workers beside ``local[2]``, same history, side by side.
 
     python bench/checker_scaling.py --size quick   # 1M input records and as many outputs, 2 pairs
-    python bench/checker_scaling.py --size large   # also 3M
+    python bench/checker_scaling.py --size large   # also 10M
 
 Per size: an Apache Kafka broker (backend local), a history with planted anomalies (``soak_history``), then the real
 job (``spark-submit spark_jobs/validate_soak.py``, the DAG's conf and driver options as ValidateOperator gives them
@@ -25,7 +25,7 @@ from spark_cluster import SparkStandalone
 from kafka_soak import spark_kafka
 from kafka_soak.operators.validate import driver_archive, sized_conf
 
-SIZES = {"quick": (1_000_000,), "large": (1_000_000, 3_000_000)}
+SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 PAIRS = 2
 
 
