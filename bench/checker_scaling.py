@@ -7,7 +7,7 @@ a standalone cluster of two one-core workers beside ``local[2]``, same history, 
 Per size: an Apache Kafka broker (backend local), a history with planted anomalies (``soak_history``), then the real
 job (``spark-submit spark_jobs/validate_soak.py``, the DAG's conf and driver options as ValidateOperator gives them
 for a run of this size) alternately on ``local[1]`` (the baseline), ``local[2]`` and the cluster (a master and two
-workers started from the installed pyspark's ``spark-class`` on loopback, as ``tests/spark_cluster.py`` starts them).
+workers started from the installed pyspark's ``spark-class`` on loopback, as ``tests/support/spark_cluster.py`` starts them).
 Every run must report the planted anomalies. Measured: wall time and CPU seconds of the job's process tree (medians;
 on the cluster the executors are the workers' children, so only its wall time is a figure). Writes
 ``bench/results/checker_scaling.{json,md}``.
@@ -20,7 +20,7 @@ from typing import Any
 import checker_jit
 import common
 from checker_jit import Variant
-from spark_cluster import SparkStandalone
+from support.spark_cluster import SparkStandalone
 
 from kafka_soak import spark_kafka
 from kafka_soak.operators.validate import driver_archive, sized_conf

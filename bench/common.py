@@ -29,7 +29,7 @@ SIZES = ("quick", "large")
 T = TypeVar("T")
 EXCEPTION = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception): .*$", re.M)
 sys.path.insert(0, str(ROOT / "plugins"))  # kafka_soak, also when a benchmark runs without `make bench`
-sys.path.append(str(ROOT / "tests"))  # helpers a benchmark shares with the tests (spark_cluster)
+sys.path.append(str(ROOT / "tests"))  # helpers a benchmark shares with the tests (support.spark_cluster)
 
 
 def parse_size(description: str) -> str:

@@ -15,8 +15,9 @@ from types import SimpleNamespace
 
 import psutil
 import pytest
+from support import ROOT
+from support.checks import SECRET
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 sys.path.insert(0, str(ROOT / "plugins"))
 # The Spark job's modules, as spark-submit ships them (validate.MODULES): spark_jobs/ and the plugin's java_client.
@@ -78,8 +79,8 @@ def alerted_runs(tmp_path_factory) -> SimpleNamespace:
     on three brokers (it recovers). The
     end-to-end, alert and report tests read these two runs rather than each running its own; they share the
     pytest-xdist group ``soak_runs.ALERTED_RUNS``."""
-    from alert_channels import connections, smtp_server, webhook_server
-    from soak_runs import FAULTS, soak
+    from support.alert_channels import connections, smtp_server, webhook_server
+    from support.soak_runs import FAULTS, soak
 
     runs = tmp_path_factory.mktemp("alerted-runs")
     with smtp_server() as (inbox, smtp_port), webhook_server() as (posts, http_port):
@@ -98,7 +99,7 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     a quiet one (test_known_bugs says how), so their programs may share the clock and the three cost about one run's
     time. Each run has its own Airflow database and runs directory; the Kafka Streams versions are built first, so
     no Maven build competes with a program. The tests that read them share the pytest-xdist group ``known-bugs``."""
-    from soak_runs import soak
+    from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario
     from kafka_soak.app import streams
@@ -173,9 +174,6 @@ def broker(kafka, request):
 _topic_sets = itertools.count()
 
 
-SECRET = "s3cret-Pa55word-for-the-soak"
-
-
 @pytest.fixture
 def kafka_connection(monkeypatch, broker):
     """A real Airflow connection of type kafka (from the environment, as Airflow reads it) to the session's broker,
@@ -190,7 +188,7 @@ def kafka_connection(monkeypatch, broker):
 @pytest.fixture(scope="module")
 def secured_cluster(tmp_path_factory):
     """A real SASL_PLAINTEXT + SCRAM-SHA-512 Kafka node standing in for a team's secured cluster."""
-    from secured_kafka import ScramKafka
+    from support.secured_kafka import ScramKafka
 
     cluster = ScramKafka(tmp_path_factory.mktemp("secured"), SECRET)
     cluster.provision({}, "unused")
@@ -206,17 +204,34 @@ def scram_connection(secured_cluster, monkeypatch) -> str:
     return "soak_scram"
 
 
-def leaked_secret(run_dir: Path) -> list[Path]:
-    """The files of a run that hold the secured cluster's password (none may)."""
-    return [p for p in run_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+@pytest.fixture
+def smtp_server():
+    """A real SMTP server on loopback (aiosmtpd): the messages it received, and its port."""
+    from support.alert_channels import smtp_server as channel
+
+    with channel() as server:
+        yield server
 
 
-def live_processes(run_dir: Path) -> list[str]:
-    """Processes registered by a run that are still alive."""
-    from kafka_soak.runtime.local import LocalProcesses
+@pytest.fixture
+def webhook_server():
+    """A real HTTP server on loopback standing in for a Slack incoming webhook: what was posted, and its port."""
+    from support.alert_channels import webhook_server as channel
 
-    processes = LocalProcesses(run_dir)
-    return [name for name in processes.names() if processes.process(name) is not None]
+    with channel() as server:
+        yield server
+
+
+@pytest.fixture
+def channels(monkeypatch, smtp_server, webhook_server):
+    """Airflow's alert connections (from the environment) pointed at both servers; what each received."""
+    from support.alert_channels import connections
+
+    inbox, smtp_port = smtp_server
+    posts, http_port = webhook_server
+    for name, value in connections(smtp_port, http_port).items():
+        monkeypatch.setenv(name, value)
+    return inbox.messages, posts
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -235,7 +250,7 @@ def docker_engine(tmp_path_factory):
     """A real Docker engine with the reference app's image (``docker_engine.WORKER_IMAGE``) built on it.
 
     Skips only when the engine cannot run here (no dockerd, not root); a failing image build fails."""
-    import docker_engine
+    from support import docker_engine
 
     try:
         started = docker_engine.start_dockerd(tmp_path_factory.mktemp("dockerd") / "dockerd.log")

@@ -8,33 +8,10 @@ from types import SimpleNamespace
 from urllib.parse import quote
 
 import pytest
-from alert_channels import WEBHOOK_TOKEN, body, connections
-from alert_channels import smtp_server as smtp_channel
-from alert_channels import webhook_server as webhook_channel
-from soak_runs import ALERTED_RUNS, SHORT
+from support.alert_channels import WEBHOOK_TOKEN, body
+from support.soak_runs import ALERTED_RUNS, SHORT
 
 from kafka_soak import alerting, rundir
-
-
-@pytest.fixture
-def smtp_server():
-    with smtp_channel() as server:
-        yield server
-
-
-@pytest.fixture
-def webhook_server():
-    with webhook_channel() as server:
-        yield server
-
-
-@pytest.fixture
-def channels(monkeypatch, smtp_server, webhook_server):
-    inbox, smtp_port = smtp_server
-    posts, http_port = webhook_server
-    for name, value in connections(smtp_port, http_port).items():
-        monkeypatch.setenv(name, value)
-    return inbox.messages, posts
 
 
 def verdict_run_id(run_dir) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import SECRET
+from support.checks import SECRET
 
 from kafka_soak import backends, kafka_io
 from kafka_soak import params as soak_params

@@ -4,7 +4,6 @@ submits it runs in every end-to-end soak)."""
 import argparse
 import json
 import struct
-from pathlib import Path
 
 import anomalies
 import contracts
@@ -12,8 +11,9 @@ import pytest
 import validate_soak
 import verdict
 from pyspark.sql import functions as F
+from support import ROOT
 
-SUITES = Path(__file__).resolve().parents[1] / "expectations"
+SUITES = ROOT / "expectations"
 
 
 def topic(spark, records):

@@ -1,12 +1,12 @@
 """Every DAG imports, and each scenario DAG has the shape the suite relies on."""
 
 import re
-from pathlib import Path
 
 import pytest
 from airflow.dag_processing.dagbag import DagBag
+from support import ROOT
 
-DAGS = Path(__file__).resolve().parents[1] / "dags"
+DAGS = ROOT / "dags"
 
 
 @pytest.fixture(scope="module")

@@ -8,19 +8,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 from airflow.dag_processing.dagbag import DagBag
-from airflow_stack import FAILING_DAG, PROBE_DAG, AirflowStack
-from alert_channels import WEBHOOK_TOKEN, body
-from test_alerts import channels, smtp_server, webhook_server  # noqa: F401 (fixtures)
+from support import ROOT
+from support.airflow_stack import FAILING_DAG, PROBE_DAG, AirflowStack
+from support.alert_channels import WEBHOOK_TOKEN, body
 
 from kafka_soak import deadline, rundir
 from kafka_soak.factory import build_dag
 
-DAGS = Path(__file__).resolve().parents[1] / "dags"
+DAGS = ROOT / "dags"
 
 
 def test_every_scenario_dag_has_a_deadline_from_its_program():
@@ -69,7 +68,7 @@ def scheduler_context(dag_id: str, run_id: str, queued_minutes_ago: float) -> di
             "deadline": {"id": "0193", "deadline_time": queued.isoformat()}}
 
 
-def test_a_run_that_ended_before_its_deadline_passed_gets_no_overdue_alert(channels, runs_dir):  # noqa: F811
+def test_a_run_that_ended_before_its_deadline_passed_gets_no_overdue_alert(channels, runs_dir):
     mails, posts = channels
     context = scheduler_context("soak_eos_id_assignment", "manual__2026-11-22T03:00:00+00:00", 20)
     context["dag_run"]["state"] = "failed"
@@ -79,14 +78,14 @@ def test_a_run_that_ended_before_its_deadline_passed_gets_no_overdue_alert(chann
     assert not alerts.exists() or "manual__2026-11-22T03:00:00" not in alerts.read_text()
 
 
-def test_a_run_still_queued_is_overdue_as_queued(channels, runs_dir):  # noqa: F811
+def test_a_run_still_queued_is_overdue_as_queued(channels, runs_dir):
     context = scheduler_context("soak_eos_id_assignment", "scheduled__2026-11-23T02:00:00+00:00", 31)
     context["dag_run"].update(state="queued", start_date=None)
     asyncio.run(deadline.overdue(context=context, expected_minutes=8.6))
     assert "is overdue: queued for 31 min, expected about 9 min" in channels[1][0]["body"]["text"]
 
 
-def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_dir):  # noqa: F811
+def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_dir):
     mails, posts = channels
     run_id = "scheduled__2026-11-22T02:00:00+00:00"
     asyncio.run(deadline.overdue(context=scheduler_context("soak_eos_id_assignment", run_id, 47.2), expected_minutes=8.6))
@@ -103,7 +102,7 @@ def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_
     assert WEBHOOK_TOKEN not in json.dumps([p["body"] for p in posts])
 
 
-def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, webhook_server):  # noqa: F811
+def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, webhook_server):
     inbox, smtp_port = smtp_server
     posts, http_port = webhook_server
     with AirflowStack(tmp_path) as stack:

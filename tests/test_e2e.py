@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SECRET, leaked_secret, live_processes
-from outside_apps import stuck_app_command
-from soak_runs import (
+from support.checks import SECRET, leaked_secret, live_processes
+from support.outside_apps import stuck_app_command
+from support.soak_runs import (
     ALERTED_RUNS,
     CRASHING_HEALTHY,
     CRASHING_SHORT,
@@ -37,7 +37,7 @@ from soak_runs import (
     last_alert,
     soak,
 )
-from spark_cluster import SparkStandalone
+from support.spark_cluster import SparkStandalone
 
 from kafka_soak.app.worker import CRASH_EXIT_CODE
 

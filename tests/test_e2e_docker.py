@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from outside_apps import orders_py_profile
-from soak_runs import CHURN_AND_KILL, DAG_ID, SHORT, STALE_SHORT, last_alert, soak
+from support.outside_apps import orders_py_profile
+from support.soak_runs import CHURN_AND_KILL, DAG_ID, SHORT, STALE_SHORT, last_alert, soak
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
 pytestmark = pytest.mark.xdist_group(name="docker")

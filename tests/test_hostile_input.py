@@ -21,13 +21,14 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk.exceptions import ParamValidationError
 from airflow.serialization.serialized_objects import DagSerialization
-from conftest import live_processes
+from support import ROOT
+from support.checks import live_processes
 
 from kafka_soak import cli, preflight
 from kafka_soak import params as soak_params
 from kafka_soak.admission import Admission, load_scenario
 
-DAGS = Path(__file__).resolve().parents[1] / "dags"
+DAGS = ROOT / "dags"
 DAG_ID = "soak_eos_id_assignment"
 NAN, INF = float("nan"), float("inf")
 

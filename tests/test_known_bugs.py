@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from soak_runs import last_alert
+from support.soak_runs import last_alert
 
 TABLES = ("counts", "sums")
 pytestmark = pytest.mark.xdist_group(name="known-bugs")

@@ -7,9 +7,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from conftest import leaked_secret
-from outside_apps import ORDERS, contract_app_profile, orders_py_profile, orders_streams_command
-from soak_runs import CHURN_AND_KILL, alerts, soak
+from support.checks import leaked_secret
+from support.outside_apps import ORDERS, contract_app_profile, orders_py_profile, orders_streams_command
+from support.soak_runs import CHURN_AND_KILL, alerts, soak
 
 # A Kafka Streams app with its own JSON and serdes: every order enriched (Kafka Streams forwards the input's headers, so
 # the soak.id header identifies each output), and per customer a count table (8-byte longs) and a total table (JSON).

@@ -14,8 +14,8 @@ import sysconfig
 from pathlib import Path
 
 import yaml
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 # What the wheel is built from (pyproject.toml's package-dir), copied so the build leaves nothing in the checkout.
 SOURCES = ("pyproject.toml", "README.md", "plugins/kafka_soak", "spark_jobs", "expectations", "apps/streams")
 # The team's soak: their own app's profile in a scenario file of their own folder.

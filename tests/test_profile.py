@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from outside_apps import contract_app_profile
+from support.outside_apps import contract_app_profile
 
 from kafka_soak import params, subjects
 from kafka_soak.backends.cluster import Cluster, topic_names

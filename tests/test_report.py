@@ -12,8 +12,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import ROOT
-from soak_runs import ALERTED_RUNS, SHORT
+from support import ROOT
+from support.soak_runs import ALERTED_RUNS, SHORT
 
 from kafka_soak import history, report
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from airflow_stack import PROBE_DAG, AirflowStack
 from confluent_kafka.admin import AdminClient
-from outside_apps import stuck_app_command
+from support.airflow_stack import PROBE_DAG, AirflowStack
+from support.outside_apps import stuck_app_command
 
 from kafka_soak import backends, quotas, reaper, rundir, ui
 from kafka_soak.backends import kafka_jars

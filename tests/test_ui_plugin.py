@@ -17,9 +17,9 @@ from urllib.parse import quote, urljoin
 
 import pytest
 import uvicorn
-from airflow_stack import PROBE_DAG, AirflowStack
-from conftest import SECRET
 from fastapi import FastAPI
+from support.airflow_stack import PROBE_DAG, AirflowStack
+from support.checks import SECRET
 
 from kafka_soak import params as soak_params
 from kafka_soak import rundir, ui

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from kafka_soak import maven
 from kafka_soak.backends.kafka_jars import java_executable
+from support import ROOT
 
-APPS = Path(__file__).resolve().parent / "apps"
+APPS = ROOT / "tests" / "apps"
 ORDERS_STREAMS = APPS / "orders-streams"
 ORDERS_MAIN_CLASS = "com.example.orders.OrdersApp"
 ORDERS_PY = APPS / "orders-py" / "orders_enricher.py"

@@ -19,8 +19,9 @@ import httpx
 import pytest
 
 from kafka_soak.backends.docker_kafka import free_port
+from support import ROOT
 
-SCENARIO_DAGS = Path(__file__).resolve().parents[1] / "dags" / "soak_scenarios.py"
+SCENARIO_DAGS = ROOT / "dags" / "soak_scenarios.py"
 
 USER, PASSWORD = "soak", "soak-password"
 PROBE_DAG, FAILING_DAG = "soak_overdue_probe", "soak_failing_probe"

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-from conftest import live_processes
 
 from kafka_soak.app import worker
 from kafka_soak.cli import as_owner
+from support.checks import live_processes
 
 DAG_ID = "soak_eos_id_assignment"
 SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}

@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from support import ROOT
+
 SOCKET = "unix:///var/run/docker.sock"
 BASE_IMAGE = "kafka-soak-test-base:bookworm"
 JRE_IMAGE = "kafka-soak-test-jre:bookworm"

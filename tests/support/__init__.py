@@ -1,0 +1,7 @@
+"""What the tests (and the benchmarks) share beside their fixtures: real components started for a test (an Airflow
+stack, a Docker engine, a Spark cluster, a secured Kafka, alert channels), the apps from outside the suite, scenario
+runs and the checks every run must pass. Fixtures live in ``conftest.py``; no test module imports another."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
