@@ -42,6 +42,7 @@ bench: setup
 	$(PY) bench/checker_jit.py --size $(SIZE)
 	$(PY) bench/checker_class_data.py --size $(SIZE)
 	$(PY) bench/checker_scaling.py --size $(SIZE)
+	$(PY) bench/checker_floors.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/report.py
 
