@@ -35,6 +35,7 @@ test: setup test-deps
 # Benchmarks against their baselines, written to docs/benchmarks.md (SIZE=quick: minutes; SIZE=large: longer).
 bench: setup
 	$(PY) bench/broker_start.py --size $(SIZE)
+	$(PY) bench/broker_jit.py --size $(SIZE)
 	$(PY) bench/toggle.py --size $(SIZE)
 	$(PY) bench/generator.py --size $(SIZE)
 	$(PY) bench/validation.py --size $(SIZE)

@@ -70,14 +70,13 @@ def measure(records: int) -> dict[str, Any]:
 def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
     n = f"{run['records']:,} records"
     floor = next(s for s in run["steps"] if s["step"] == FLOOR)
-    rows = [common.figure(f"{s['step']}, {n}", s["wall_s"], "s", floor["wall_s"], "", None,
-                          f"{s['cpu_s']:g} CPU-s against {floor['cpu_s']:g}")
+    rows = [common.figure(f"{s['step']} ({s['cpu_s']:g} CPU-s), {n}", s["wall_s"], "s", floor["wall_s"], "", None)
             for s in run["steps"] if s["step"] != FLOOR and not s["step"].startswith("warm-up")]
     job = run["job_phases"]
     rows += [common.figure(f"the validate job's phase {phase}, {n}", job[phase], "s", floor["wall_s"], "", None)
              for phase in ("read", "frames", "suites") if phase in job]
-    return [common.figure(f"{FLOOR} (Spark's Kafka source alone, input and output), {n}", floor["wall_s"], "s", None,
-                          "", None, f"{floor['cpu_s']:g} CPU-s"), *rows]
+    return [common.figure(f"{FLOOR}: Spark's Kafka source alone, input and output ({floor['cpu_s']:g} CPU-s), {n}",
+                          floor["wall_s"], "s", None, "", None), *rows]
 
 
 BODY = ("Baseline of every row: the floor of any plan, Spark's Kafka source reading the input and output topics with "

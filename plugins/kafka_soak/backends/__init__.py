@@ -19,6 +19,9 @@ from kafka_soak.backends.local_kafka import LocalKafkaBackend, cluster_features
 
 Backend = LocalKafkaBackend | DockerKafkaBackend | ExternalBackend
 NAMES = ("local", "docker", "external")
+# A run whose program lasts up to this long starts its local brokers with C1 alone: over a one-minute run a broker's
+# C2 compilations cost about half its CPU (docs/benchmarks.md: "The broker's JIT"); a long soak keeps the default.
+SHORT_RUN_S = 300
 
 
 def create(plan: dict[str, Any], run_dir: Path) -> Backend:
@@ -32,7 +35,8 @@ def create(plan: dict[str, Any], run_dir: Path) -> Backend:
         return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"],
                                own_groups)
     features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
-    return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features)
+    short = len(plan["program"]) * plan["interval_s"] <= SHORT_RUN_S
+    return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features, short_lived=short)
 
 
 class AttemptReleased(RuntimeError):

@@ -72,12 +72,13 @@ def resolve(version: str = DEFAULT_VERSION, timeout: float = 600.0) -> Path:
 
 
 def java_command(version: str, main_class: str, *args: str, heap: str = "256m",
-                 properties: dict[str, str] | None = None, tool: bool = False) -> list[str]:
-    """``java`` running ``main_class`` of Kafka ``version`` with the project's logging configuration. A ``tool``
-    lives for a second or two: it compiles with C1 alone (``SHORT_LIVED_JIT``); a broker keeps the JVM's default."""
+                 properties: dict[str, str] | None = None, short_lived: bool = False) -> list[str]:
+    """``java`` running ``main_class`` of Kafka ``version`` with the project's logging configuration. A
+    ``short_lived`` JVM (a tool, which lives a second or two; the broker of a short run) compiles with C1 alone
+    (``SHORT_LIVED_JIT``): C2's compilations would cost it more CPU than they save. Others keep the JVM's default."""
     system = {"log4j2.configurationFile": str(LOG_CONFIG), **(properties or {})}
     return [java_executable(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-            *([SHORT_LIVED_JIT] if tool else []), *(f"-D{k}={v}" for k, v in system.items()),
+            *([SHORT_LIVED_JIT] if short_lived else []), *(f"-D{k}={v}" for k, v in system.items()),
             "-cp", str(resolve(version) / "*"), main_class, *args]
 
 
@@ -85,7 +86,8 @@ def run_tool(version: str, main_class: str, args: list[str], stdin: str | None =
              timeout: float = 120.0) -> str:
     """One of Kafka's command-line tools as its own JVM (they end with ``Exit.exit``); its output. ``stdin`` feeds
     a ``--command-config /dev/stdin``, so a secured cluster's password is in no file and on no command line."""
-    command = java_command(version, main_class, *args, properties={"kafka.soak.log.level": "WARN"}, tool=True)
+    command = java_command(version, main_class, *args, properties={"kafka.soak.log.level": "WARN"},
+                           short_lived=True)
     proc = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         said = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]

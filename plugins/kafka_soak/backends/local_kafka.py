@@ -134,9 +134,11 @@ class LocalKafkaBackend:
     name = "local"
 
     def __init__(self, run_dir: Path, brokers: int = 1, version: str = kafka_jars.DEFAULT_VERSION,
-                 quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None) -> None:
+                 quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None,
+                 short_lived: bool = False) -> None:
         self.run_dir, self.brokers, self.version, self.quotas = run_dir, brokers, version, quotas or []
         self.features = features or {}  # feature levels set at format time (param transaction_version), else the release's
+        self.short_lived = short_lived  # the brokers of a short run: C1 alone (kafka_jars.java_command)
         self.home = run_dir / "kafka"
         self.processes = LocalProcesses(run_dir)
 
@@ -181,7 +183,7 @@ class LocalKafkaBackend:
         command = kafka_jars.java_command(layout.version, "kafka.tools.StorageTool", "format", "-t",
                                           layout.cluster_id, "-c", str(config), "--ignore-formatted",
                                           *(f"--feature={name}={level}" for name, level in self.features.items()),
-                                          *self.format_options(), tool=True)
+                                          *self.format_options(), short_lived=True)
         out = self.log_file(node)
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("ab") as fh:
@@ -189,7 +191,8 @@ class LocalKafkaBackend:
 
     def start_node(self, layout: Layout, node: Node) -> None:
         command = kafka_jars.java_command(layout.version, "kafka.Kafka", str(self.config_file(node)),
-                                          heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port))
+                                          heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port),
+                                          short_lived=self.short_lived)
         self.processes.start(node.name, command, self.log_file(node))
 
     # -- setup / teardown ----------------------------------------------------------------------------
