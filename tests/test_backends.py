@@ -51,6 +51,9 @@ def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     assert isinstance(backends.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
     local = backends.create(soak_params.check({"brokers": 3, "kafka_version": "4.1.1"}).as_dict(), tmp_path)
     assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version, local.features) == (3, "4.1.1", {})
+    assert local.short_lived, "a 30 s program: its brokers compile with C1 alone"
+    long_soak = soak_params.check({"program": "1" + " 0" * 30, "interval_s": 10}).as_dict()  # 310 s
+    assert not backends.create(long_soak, tmp_path).short_lived, "past SHORT_RUN_S: the JVM's default JIT"
 
 
 def test_the_finalized_features_are_read_as_kafka_features_describe_prints_them():
@@ -192,6 +195,7 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
         assert cluster.features == {"transaction.version": 1}
         assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2
         assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
+        assert kafka_jars.SHORT_LIVED_JIT in backend.processes.process("kafka-1").cmdline(), "a short run's broker"
         with pytest.raises(backends.FeatureMissing, match=r"^group_protocol: 'streams' needs the cluster's "
                            r"streams.version feature at 1 or more .* the local cluster at 127.0.0.1:\d+ has 0"):
             backends.require_group_protocol(cluster, "4.1.1", "streams")
