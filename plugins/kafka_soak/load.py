@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import kafka_io, rundir, subjects
+from kafka_soak import program as programs
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.external import client_settings
 from kafka_soak.runtime import ProcessRecord
@@ -73,7 +74,7 @@ class Load:
         full-speed phase at a floor of 200 records/s), plus a grace for a slow machine and a restart."""
         phases = self.plan["phases"]
         producing = sum(p["records"] / (p["rate"] or 200.0) for p in phases)
-        return len(self.plan["program"]) * self.plan["interval_s"] + producing + 300.0
+        return programs.duration_s(self.plan["program"], self.plan["interval_s"]) + producing + 300.0
 
     def running(self) -> bool:
         return self.processes.is_alive(GENERATOR)

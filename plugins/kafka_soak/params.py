@@ -371,7 +371,7 @@ class RunPlan:
 
     @property
     def program_duration_s(self) -> float:
-        return len(self.program) * self.interval_s
+        return programs.duration_s(self.program, self.interval_s)
 
     def as_dict(self) -> dict[str, Any]:
         """A copy to pass on (nested lists and objects too: a caller's change reaches neither the plan nor DEFAULTS)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kafka_soak import program as programs
 from kafka_soak import quotas as soak_quotas
 from kafka_soak import rundir, subjects
 from kafka_soak.backends.cluster import Cluster
@@ -19,8 +20,9 @@ from kafka_soak.backends.local_kafka import LocalKafkaBackend, cluster_features
 
 Backend = LocalKafkaBackend | DockerKafkaBackend | ExternalBackend
 NAMES = ("local", "docker", "external")
-# A run whose program lasts up to this long starts its local brokers with C1 alone: over a one-minute run a broker's
-# C2 compilations cost about half its CPU (docs/benchmarks.md: "The broker's JIT"); a long soak keeps the default.
+# A run whose program lasts up to this long starts its local brokers with C1 alone: over a short run a broker's C2
+# compilations are about 40 % of its CPU (docs/benchmarks.md: "The broker's JIT over a short run"); a long soak keeps
+# the JVM's default.
 SHORT_RUN_S = 300
 
 
@@ -35,7 +37,7 @@ def create(plan: dict[str, Any], run_dir: Path) -> Backend:
         return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"],
                                own_groups)
     features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
-    short = len(plan["program"]) * plan["interval_s"] <= SHORT_RUN_S
+    short = programs.duration_s(plan["program"], plan["interval_s"]) <= SHORT_RUN_S
     return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features, short_lived=short)
 
 
