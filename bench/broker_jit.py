@@ -5,9 +5,9 @@ JVM's default tiered compilation, side by side over the life of a short run.
     python bench/broker_jit.py --size large   # also 1 000 000 records a topic
 
 Per pair and variant: one broker (backend local) started, a soak history written to it (``soak_history``: input,
-output and assertions) and read back whole, then ``IDLE_S`` seconds of an idle broker (a run's program, drain and
-checker mostly wait on it), then released. Measured: the broker JVM's CPU seconds over its whole life, start included,
-and how fast the history went in. Writes ``bench/results/broker_jit.{json,md}``.
+output and assertions) and read back whole (as the baseline checker reads it), then ``IDLE_S`` seconds of an idle
+broker (a run's program, drain and checker mostly wait on it), then released. Measured: the broker JVM's CPU seconds
+over its whole life, start included, and how fast the history went in. Writes ``bench/results/broker_jit.{json,md}``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ import statistics
 import time
 from typing import Any
 
+import baseline_validator
 import common
 import soak_history
-from confluent_kafka import Consumer, TopicPartition
 
-from kafka_soak import kafka_io
 from kafka_soak.backends import SHORT_RUN_S
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
 
@@ -28,26 +27,6 @@ SIZES = {"quick": (20_000,), "large": (20_000, 1_000_000)}
 PAIRS = 3
 IDLE_S = 30
 VARIANTS = {"tiered": False, "c1": True}  # name: short_lived
-
-
-def read_back(bootstrap: str, topics: dict[str, str]) -> int:
-    """Every record of ``topics`` read from the start to the end, as the checker's source and the drain do."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-read", "enable.auto.commit": False})
-    try:
-        ends = {tp: high for topic in topics.values()
-                for tp, (_low, high) in ((TopicPartition(topic, p), marks)
-                                         for p, marks in kafka_io.watermarks(bootstrap, topic).items())}
-        consumer.assign([TopicPartition(tp.topic, tp.partition, 0) for tp in ends])
-        read, left = 0, {tp for tp, high in ends.items() if high > 0}
-        while left:
-            for msg in consumer.consume(10_000, timeout=1.0):
-                read += 1
-                tp = TopicPartition(msg.topic(), msg.partition())
-                if msg.offset() + 1 >= ends[tp]:
-                    left.discard(tp)
-        return read
-    finally:
-        consumer.close()
 
 
 def one(records: int, name: str, pair: int) -> dict[str, float]:
@@ -60,8 +39,10 @@ def one(records: int, name: str, pair: int) -> dict[str, float]:
         started = time.monotonic()
         sent = sum(soak_history.write(cluster.bootstrap_servers, cluster.topics, history).values())
         write_s = time.monotonic() - started
-        if read_back(cluster.bootstrap_servers, cluster.topics) != sent:
-            raise RuntimeError(f"{name}: read back fewer records than the {sent} written")
+        bootstrap = cluster.bootstrap_servers
+        read = sum(1 for topic in cluster.topics.values() for _ in baseline_validator.values(bootstrap, topic))
+        if read != sent:
+            raise RuntimeError(f"{name}: read back {read} records of the {sent} written")
         time.sleep(IDLE_S)
         cpu = broker.cpu_times()
     finally:
