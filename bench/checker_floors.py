@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import common
 import soak_history
-from validation import TIMEOUT_S, child_env, run_spark
+from validation import TIMEOUT_S, child_env, run_spark, submit_command
 
 from kafka_soak import spark_kafka
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, MODULES, driver_archive, sized_conf
+from kafka_soak.operators.validate import CONF, driver_archive, sized_conf
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 JOB = Path(__file__).resolve().parent / "checker_floors_job.py"
@@ -36,12 +35,9 @@ def run_floors(work: Path, bootstrap: str, topics: dict[str, str], records: int)
     archive = driver_archive("local[2]", spark_kafka.resolve())
     conf = {**sized_conf(records, archive), **CONF}
     out, log = work / "floors.json", work / "floors.log"
-    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
-               *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
-               "--name", "kafka-soak-checker-floors", "--jars", ",".join(map(str, spark_kafka.resolve())),
-               "--py-files", ",".join(map(str, MODULES)), str(JOB), "--bootstrap", bootstrap,
-               "--input-topic", topics["input"], "--output-topic", topics["output"],
-               "--assertions-topic", topics["assertions"], "--out", str(out)]
+    command = submit_command(JOB, ["--bootstrap", bootstrap, "--input-topic", topics["input"], "--output-topic",
+                                   topics["output"], "--assertions-topic", topics["assertions"], "--out", str(out)],
+                             conf, "local[2]", "kafka-soak-checker-floors")
     with log.open("w") as fh:
         proc = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, env=child_env(), timeout=TIMEOUT_S)
     archive.keep()

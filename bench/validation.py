@@ -72,10 +72,15 @@ def spark_command(bootstrap: str, topics: dict[str, str], records: int, out: Pat
     the reference app's output and assertions, or ``subjects`` as ``provision`` records them (a team's app's)."""
     cluster = {"bootstrap_servers": bootstrap, "topics": topics, "backend": "local",
                "subjects": subjects or reference_subjects(topics)}
+    return submit_command(JOB, job_args(cluster, str(out), records), conf, master, "kafka-soak-validate-bench")
+
+
+def submit_command(job: Path, args: list[str], conf: dict[str, str], master: str, name: str) -> list[str]:
+    """spark-submit of ``job`` as the validate task ships the checker: ``conf``, Spark's Kafka source, its modules."""
     return [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
-            "--name", "kafka-soak-validate-bench", "--jars", ",".join(map(str, spark_kafka.resolve())),
-            "--py-files", ",".join(map(str, MODULES)), str(JOB), *job_args(cluster, str(out), records)]
+            "--name", name, "--jars", ",".join(map(str, spark_kafka.resolve())),
+            "--py-files", ",".join(map(str, MODULES)), str(job), *args]
 
 
 def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int,
