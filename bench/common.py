@@ -197,8 +197,9 @@ class DagsTest:
         self.started = time.time()
         self.earlier = set((self.runs / self.dag_id).glob("*/"))  # runs of this dag_id already in the runs dir
         from kafka_soak.cli import as_owner
+        from kafka_soak.factory import ONLY_ENV
 
-        env, conf = as_owner(self.conf, {**os.environ, "SOAK_RUNS_DIR": str(self.runs)})
+        env, conf = as_owner(self.conf, {**os.environ, "SOAK_RUNS_DIR": str(self.runs), ONLY_ENV: self.dag_id})
         with self.log.open("w") as out:
             proc = subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(conf)],
                                     env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -23,6 +23,15 @@ def test_no_import_errors(dagbag):
     assert SCENARIOS <= set(dagbag.dags)
 
 
+def test_a_run_started_from_this_machine_builds_only_its_own_scenarios(monkeypatch):
+    """`make soak` and the end-to-end runs name their scenario (``SOAK_ONLY_SCENARIOS``): `airflow dags test` then
+    parses and stores that DAG alone, not every scenario of the folder."""
+    from kafka_soak.factory import ONLY_ENV, build_all
+
+    monkeypatch.setenv(ONLY_ENV, "bug_kafka_17635,soak_quota_eos")
+    assert set(build_all(DAGS / "scenarios")) == {"bug_kafka_17635", "soak_quota_eos"}
+
+
 def test_every_scenario_default_is_a_valid_run(dagbag):
     """What the nightly schedule runs passes the trigger form's schema and the cross-param checks."""
     from kafka_soak import params

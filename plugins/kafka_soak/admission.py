@@ -121,7 +121,6 @@ class Admission:
                 soak_params.check(values, app_id_of(scenario))
             except soak_params.ParamsError as exc:
                 refusal = f"the defaults of {scenario['dag_id']} (its scenario file and SOAK_PARAM_DEFAULTS) cannot run: {exc}"
-                log.error("%s", refusal)
         return cls(params, deployment.allow, refusal, app_id_of(scenario))
 
     @property

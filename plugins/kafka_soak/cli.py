@@ -86,6 +86,8 @@ def show(line: str) -> None:
 
 
 def run(scenario: str, conf: dict[str, Any]) -> int:
+    from kafka_soak.factory import ONLY_ENV
+
     airflow = shutil.which("airflow") or str(Path(sys.executable).parent / "airflow")
     launch = uuid.uuid4().hex
 
@@ -97,7 +99,7 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
     with tempfile.NamedTemporaryFile("w+", prefix="dags-test-", suffix=".log", delete=False) as full_log:
         proc = subprocess.Popen([airflow, "dags", "test", scenario, "-c", json.dumps(conf)], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                env={**os.environ, rundir.LAUNCH_ENV: launch})
+                                env={**os.environ, rundir.LAUNCH_ENV: launch, ONLY_ENV: scenario})
         previous = signal.signal(signal.SIGTERM, interrupted)
         try:
             for line in proc.stdout:

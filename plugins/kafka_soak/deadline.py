@@ -55,6 +55,12 @@ class SoakRunQueuedAt(BaseDeadlineReference):
                                                              DagRun.run_id == kwargs["run_id"]))
 
 
+def under_dags_test() -> bool:
+    """Whether this process is `airflow dags test` (``make soak``, the end-to-end tests), which runs a DAG's tasks
+    itself, one after the other, with no scheduler."""
+    return sys.argv[1:3] == ["dags", "test"]
+
+
 def expected_s(defaults: dict[str, Any], lead_s: float) -> float:
     """How long a run with these params should take, the drain's timeout counted in full."""
     plan = soak_params.check(defaults)
@@ -65,7 +71,7 @@ def overdue_alert(scenario: dict[str, Any], defaults: dict[str, Any], lead_s: fl
     """The DAG's deadline: ``deadline_minutes`` from the scenario file, else a multiple of the expected time.
     None under ``airflow dags test``: it never checks deadlines, and on Airflow 3.3.2 it exits 1 after a
     successful run of a DAG that has one (apache/airflow#73428), which would fail ``make soak``."""
-    if sys.argv[1:3] == ["dags", "test"]:
+    if under_dags_test():
         return None
     expected_min = expected_s(defaults, lead_s) / 60
     minutes = float(scenario.get("deadline_minutes") or math.ceil(OVERDUE_FACTOR * expected_min))

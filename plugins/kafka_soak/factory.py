@@ -9,6 +9,8 @@ body is a call into the module whose job it is (``admission``, ``backends``, ``s
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from kafka_soak import backends, rundir, teardowns
 from kafka_soak.admission import Admission, load_scenario, open_run
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
-from kafka_soak.deadline import overdue_alert
+from kafka_soak.deadline import overdue_alert, under_dags_test
 from kafka_soak.drain import drain_run
 from kafka_soak.load import Load, LoadFailed
 from kafka_soak.operators.toggle import ToggleStepOperator
@@ -26,6 +28,16 @@ from kafka_soak.operators.validate import ValidateOperator
 from kafka_soak.steps import plan_steps
 
 NIGHTLY = "0 2 * * *"
+
+log = logging.getLogger(__name__)
+# How far ahead of its planning T0 is set (a scenario file's ``program_lead_s`` overrides it), so that the generator's
+# task and step 0's start before it: a scheduler takes seconds to queue each, `airflow dags test` runs them in the
+# same process within half a second (bench/overhead.py measured 0.3 s).
+PROGRAM_LEAD_S = 5.0
+DAGS_TEST_LEAD_S = 2.0
+# The scenarios (dag ids, comma-separated) ``build_all`` builds, when set: `airflow dags test` parses the whole DAG
+# folder and writes every DAG it holds to the database, each time; a run started from this machine needs only its own.
+ONLY_ENV = "SOAK_ONLY_SCENARIOS"
 
 
 def _run_dir() -> Path:
@@ -35,8 +47,10 @@ def _run_dir() -> Path:
 
 def build_dag(scenario: dict[str, Any]) -> DAG:
     dag_id = scenario["dag_id"]
-    lead_s = float(scenario.get("program_lead_s", 5))
+    lead_s = float(scenario.get("program_lead_s", DAGS_TEST_LEAD_S if under_dags_test() else PROGRAM_LEAD_S))
     admission = Admission.for_scenario(scenario)
+    if admission.refusal:  # in the DAG processor's log at every parse; each run is refused with it too
+        log.error("%s", admission.refusal)
 
     with DAG(
         dag_id=dag_id,
@@ -135,8 +149,10 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
 def build_all(scenarios_dir: Path | str) -> dict[str, DAG]:
     """One DAG per scenario file (``*.yaml``) of a folder, by dag id: a team's own folder gets its soaks with one line,
     ``globals().update(build_all("/opt/soaks"))`` in a DAG file of its Airflow."""
+    only = set(filter(None, os.environ.get(ONLY_ENV, "").split(",")))
     dags = {}
     for path in sorted(Path(scenarios_dir).glob("*.yaml")):
-        dag = build_dag(load_scenario(path))
-        dags[dag.dag_id] = dag
+        scenario = load_scenario(path)
+        if not only or scenario["dag_id"] in only:
+            dags[scenario["dag_id"]] = build_dag(scenario)
     return dags

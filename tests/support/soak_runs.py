@@ -15,6 +15,7 @@ import psutil
 
 from kafka_soak.app import worker
 from kafka_soak.cli import as_owner
+from kafka_soak.factory import ONLY_ENV
 from support.checks import live_processes
 
 DAG_ID = "soak_eos_id_assignment"
@@ -80,7 +81,8 @@ def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | 
     is called with this run's directory once it appears, while the run goes on (to do something to it from
     outside); ``env`` adds to the run's environment (connections, Airflow settings)."""
     base = SHORT if dag_id == DAG_ID else {}
-    env, conf = as_owner({**base, **conf}, {**os.environ, **(env or {}), "SOAK_RUNS_DIR": str(runs_dir)})
+    env, conf = as_owner({**base, **conf}, {**os.environ, **(env or {}), "SOAK_RUNS_DIR": str(runs_dir),
+                                            ONLY_ENV: dag_id})
     runs_dir.mkdir(parents=True, exist_ok=True)
     earlier = run_dirs(runs_dir / dag_id)
     output = runs_dir / f".{dag_id}.dags-test.log"  # a file, not a pipe: nobody reads it while ``during`` runs
