@@ -72,6 +72,17 @@ def runs_dir(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture
+def own_runs(tmp_path, monkeypatch) -> Path:
+    """A runs directory of the test's own for `make soak`'s command run in the test's process (``checks.cli_refusal``)."""
+    monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
+    # set (empty), not deleted: the CLI writes the owner's params into SOAK_PARAM_DEFAULTS of its own process, and
+    # monkeypatch restores only what it set, so the next test of this worker starts from the same environment
+    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", "")
+    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", "")
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def alerted_runs(tmp_path_factory) -> SimpleNamespace:
     """The default scenario twice in a runs directory of its own, alerted to a real SMTP server and webhook: with

@@ -101,27 +101,6 @@ def test_the_drop_switch_loses_exactly_the_records_it_drops(alerted_runs):
     assert all("group_protocol=consumer)" in log for log in logs)
 
 
-def test_on_a_spark_standalone_cluster_the_checker_counts_planted_duplicates_exactly(runs_dir, tmp_path):
-    """The validate task on a Spark standalone cluster (a master and two one-core workers started from the installed
-    pyspark's ``spark-class``, on loopback) that ``spark_default`` points at: the worker's duplicate switch is counted
-    exactly, as on ``local[2]``. The job's Python modules and Spark's Kafka source reach the executors the way a
-    cluster user ships them (``--py-files``, ``--jars``): the executors fetch them from the driver."""
-    with SparkStandalone(tmp_path) as spark:
-        run = soak(runs_dir, bug="duplicate", env=spark.connection())
-        state = spark.state()
-    assert_caught_exactly(runs_dir, run, "duplicated", SHORT["records"] // 1000)
-    assert run[2]["records"]["input"] == SHORT["records"]
-    [app] = state["completedapps"]
-    assert app["state"] == "FINISHED" and not state["activeapps"], state
-    executors = [d for n in (1, 2) for d in spark.work_dir(n).glob(f"{app['id']}/*") if d.is_dir()]
-    assert len(executors) == 2, executors  # one on each worker: the app took both workers' cores
-    worked = [d for d in executors if "Finished task" in (d / "stderr").read_text()]
-    assert worked, "the job's tasks ran in the cluster's executors"
-    for executor in worked:
-        fetched = {p.name for p in executor.iterdir()}
-        assert any(name.startswith("spark-sql-kafka") for name in fetched) and "anomalies.py" in fetched, fetched
-
-
 def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs_dir):
     """KAFKA-14172 as released: soak_id_assignment_rebalance runs the Kafka Streams app built against 3.4.0 (the bug)
     and 4.3.1 (the fix) side by side, same input, same program. No bug switch: 3.4.0 hands out ids twice after its
@@ -325,29 +304,47 @@ def test_a_drain_that_times_out_says_why_and_the_run_is_still_judged(runs_dir):
     assert "the lag did not move" in report and 'id="drain-timeout"' in report
 
 
-def test_an_external_secured_cluster_end_to_end_keeps_its_password_out_of_everything(runs_dir, secured_cluster,
-                                                                                    scram_connection):
-    """backend=external on a SCRAM-SHA-512 cluster from an Airflow connection: provision, program, quotas set and
-    verified with Kafka's tool and removed at release, validation; the password is in no file of the run (logs,
-    report and the Airflow output included), not in the alert and in nothing Airflow stored (XCom, rendered fields).
+def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_password_out_of_everything(
+        runs_dir, secured_cluster, scram_connection, tmp_path):
+    """backend=external on a SCRAM-SHA-512 cluster from an Airflow connection, judged on a Spark standalone cluster
+    (a master and two one-core workers started from the installed pyspark's ``spark-class``, on loopback) that
+    ``spark_default`` points at, as a team runs both: provision, program, quotas set and verified with Kafka's tool
+    and removed at release, validation on the cluster's executors.
+
     The worker's duplicate switch is on, so the run is judged and alerted: the verdict counts exactly the records it
-    repeats, and the alert that names them carries no password either."""
+    repeats, as on ``local[2]``. The job's Python modules and Spark's Kafka source reach the executors the way a
+    cluster user ships them (``--py-files``, ``--jars``): the executors fetch them from the driver, and read the
+    secured topics with the connection's settings. The password is in no file of the run (logs, report and the
+    Airflow output included), of the Spark cluster (its daemons' logs, each executor's log and files), not in the
+    alert and in nothing Airflow stored (XCom, rendered fields)."""
     from kafka_soak import java_client, quotas
     from kafka_soak.backends import kafka_jars
 
     quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
-    run = soak(runs_dir, backend="external", kafka_conn_id=scram_connection, quotas=[quota], bug="duplicate")
+    with SparkStandalone(tmp_path) as spark:
+        run = soak(runs_dir, backend="external", kafka_conn_id=scram_connection, quotas=[quota], bug="duplicate",
+                   env=spark.connection())
+        state = spark.state()
     code, run_dir, verdict = run
     assert verdict is not None, (run_dir / "dags-test.log").read_text()[-3000:]
     assert_caught_exactly(runs_dir, run, "duplicated", SHORT["records"] // 1000)
     assert verdict["records"]["input"] == SHORT["records"]
+    [app] = state["completedapps"]
+    assert app["state"] == "FINISHED" and not state["activeapps"], state
+    executors = [d for n in (1, 2) for d in spark.work_dir(n).glob(f"{app['id']}/*") if d.is_dir()]
+    assert len(executors) == 2, executors  # one on each worker: the app took both workers' cores
+    worked = [d for d in executors if "Finished task" in (d / "stderr").read_text()]
+    assert worked, "the job's tasks ran in the cluster's executors"
+    for executor in worked:
+        fetched = {p.name for p in executor.iterdir()}
+        assert any(name.startswith("spark-sql-kafka") for name in fetched) and "anomalies.py" in fetched, fetched
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["quotas"] == [{"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]
     described = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, kafka_jars.CONFIG_COMMAND, quotas.describe_command(
         quota["client_id"], secured_cluster.bootstrap_servers, "/dev/stdin"),
         stdin=java_client.tool_config(secured_cluster.client_settings()))
     assert quotas.parse_describe(described).get(quota["client_id"], {}) == {}, "release removes the run's quota"
-    assert not leaked_secret(run_dir)
+    assert not leaked_secret(run_dir) and not leaked_secret(tmp_path)
     assert SECRET not in (runs_dir / "alerts.jsonl").read_text()
     stored = list(Path(os.environ["AIRFLOW_HOME"]).glob("airflow.db*"))
     assert stored and not [p for p in stored if SECRET.encode() in p.read_bytes()]

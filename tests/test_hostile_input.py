@@ -22,7 +22,7 @@ from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk.exceptions import ParamValidationError
 from airflow.serialization.serialized_objects import DagSerialization
 from support import ROOT
-from support.checks import live_processes
+from support.checks import cli_refusal, live_processes
 
 from kafka_soak import cli, preflight
 from kafka_soak import params as soak_params
@@ -194,25 +194,6 @@ def trigger(trigger_dag, conf: dict) -> str:
     except (ParamValidationError, soak_params.ParamsError, *preflight.ERRORS) as exc:
         return str(exc).splitlines()[0]
     pytest.fail(f"admitted: {conf}")
-
-
-def cli_refusal(conf: dict, capsys, runs: Path) -> str:
-    code = cli.main(["soak", DAG_ID, "--conf", json.dumps(conf)])
-    out, err = capsys.readouterr()
-    assert code == 2, (out, err)
-    assert "Traceback" not in out + err and err.count("\n") == 1 and err.startswith("kafka-soak: "), err
-    assert list(runs.iterdir()) == [], "a refused run creates nothing"
-    return err
-
-
-@pytest.fixture
-def own_runs(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
-    # set (empty), not deleted: the CLI writes the owner's params into SOAK_PARAM_DEFAULTS of its own process, and
-    # monkeypatch restores only what it set, so the next test of this worker starts from the same environment
-    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", "")
-    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", "")
-    return tmp_path
 
 
 # A team's app profile, set by whoever owns the machine, with one thing wrong each: refused in one line by the CLI.
