@@ -87,9 +87,14 @@ def test_kafka_streams_containers_on_a_broker_container_with_a_quota_pass_the_st
     assert cluster["backend"] == "docker" and cluster["quotas"] == [
         {"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]
     assert "Kafka Server started" in (run_dir / "logs" / "kafka-broker.log").read_text()
-    first = (run_dir / "logs" / f"{dag_id}-app-1.0.log").read_text()
+    logs = {p.name: p.read_text() for p in (run_dir / "logs").glob(f"{dag_id}-app-*.log")}
+    first = logs[f"{dag_id}-app-1.0.log"]
     assert "Kafka Streams 4.3.1" in first and "state REBALANCING -> RUNNING" in first
-    assert "closed cleanly" in (run_dir / "logs" / f"{dag_id}-app-2.1.log").read_text()
+    # Each instance that came up closed KafkaStreams on its SIGTERM: instance 1 always does (it runs to the teardown),
+    # the others when the machine let them start before their stop (one took over 29 s once, with the suite's other
+    # runs beside it, and got its SIGTERM still building its clients, before the app registers its shutdown hook).
+    running = [name for name, text in logs.items() if "-> RUNNING" in text]
+    assert all("closed cleanly" in logs[name] for name in running), running
     health = json.loads((run_dir / "health.json").read_text())
     assert health["unexpected_exits"] == 0 and all(e["expected"] for i in health["instances"].values()
                                                    for e in i["exits"])
