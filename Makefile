@@ -44,6 +44,7 @@ bench: setup
 	$(PY) bench/checker_class_data.py --size $(SIZE)
 	$(PY) bench/checker_scaling.py --size $(SIZE)
 	$(PY) bench/checker_floors.py --size $(SIZE)
+	$(PY) bench/dag_start.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/report.py
 
