@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka_soak import encodings, generator, kafka_io
 from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.contracts import ID_HEADER, SEQ_HEADER
+from kafka_soak.shared.contracts import ID_HEADER, SEQ_HEADER
 
 PAYLOAD_BYTES, KEYS, PARTITIONS = 100, 500, 4
 SIZES = {"quick": {"records": 1_000_000, "rounds": 3, "rate_seconds": 10},

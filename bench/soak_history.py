@@ -24,9 +24,10 @@ from functools import partial
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_soak import contracts, encodings, kafka_io, params, subjects
+from kafka_soak import encodings, kafka_io, params, subjects
 from kafka_soak import profile as profiles
 from kafka_soak.generator import key_of, partition_of, seq_of
+from kafka_soak.shared import contracts
 
 # Measured on this backend with lz4 batches of these records: a partition holds ~5 MB of batches, and
 # 60 000 records of each topic stay well inside it (the low watermarks are checked after producing).

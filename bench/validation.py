@@ -12,12 +12,15 @@ goes (the job logs ``phase <name>: <s> s``). Writes ``bench/results/validation.{
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
 import resource
 import sys
 import time
+from contextlib import ExitStack
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,7 @@ import soak_history
 
 from kafka_soak import params, spark_kafka, subjects
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, JOB, MODULES, driver_archive, job_args, sized_conf
+from kafka_soak.operators.validate import CONF, JOB, driver_archive, job_args, shipped_modules, sized_conf
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 # The targets, by size: the Spark checker's time to the verdict at most this share of the baseline's.
@@ -80,7 +83,15 @@ def submit_command(job: Path, args: list[str], conf: dict[str, str], master: str
     return [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
             "--name", name, "--jars", ",".join(map(str, spark_kafka.resolve())),
-            "--py-files", ",".join(map(str, MODULES)), str(job), *args]
+            "--py-files", py_files(), str(job), *args]
+
+
+@cache
+def py_files() -> str:
+    """The validate task's ``--py-files`` (``validate.shipped_modules``), made once for this benchmark's process."""
+    shipped = ExitStack()
+    atexit.register(shipped.close)
+    return shipped.enter_context(shipped_modules())
 
 
 def run_spark(work: Path, bootstrap: str, topics: dict[str, str], records: int,

@@ -12,7 +12,8 @@ RUN python3 -m venv /opt/venv \
  && pip install --no-cache-dir --disable-pip-version-check ${PIP_ARGS} --find-links /tmp/wheelhouse \
         -r /tmp/worker-requirements.txt \
  && rm -rf /tmp/wheelhouse
-COPY plugins/kafka_soak/__init__.py plugins/kafka_soak/kafka_io.py plugins/kafka_soak/java_client.py plugins/kafka_soak/offsets.py /app/kafka_soak/
+COPY plugins/kafka_soak/__init__.py plugins/kafka_soak/kafka_io.py /app/kafka_soak/
+COPY plugins/kafka_soak/shared/ /app/kafka_soak/shared/
 COPY plugins/kafka_soak/app/ /app/kafka_soak/app/
 RUN useradd --system --no-create-home soak 2>/dev/null || true
 USER soak

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import contracts
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+
+from kafka_soak.shared import contracts
 
 INPUT_SCHEMA = "id LONG, key STRING, seq LONG, ts LONG"
 OUTPUT_SCHEMA = "id LONG, key STRING, seq LONG, assigned_id LONG, instance INT, in_partition INT, in_offset LONG"

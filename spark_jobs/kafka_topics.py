@@ -11,9 +11,9 @@ command-line argument.
 
 from __future__ import annotations
 
-import java_client
-import offsets
 from pyspark.sql import DataFrame, SparkSession
+
+from kafka_soak.shared import java_client, offsets
 
 GROUP_PREFIX = "kafka-soak-validation"  # the consumer groups' prefix, for a cluster whose ACLs name them
 # A bounded read of whole partitions: large fetches and polls, not the consumer defaults made for tailing a topic. A

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import anomalies
-import contracts
 import kafka_topics
-import rundir
 import timeline
 import verdict as verdicts
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
+
+from kafka_soak.shared import contracts, rundir
 
 log = logging.getLogger("kafka_soak.validate")
 
@@ -180,7 +180,7 @@ def backlog_allowed(drain: dict[str, Any], subject: dict[str, Any]) -> bool:
 def contract_of(subject: dict[str, Any]) -> str:
     """A subject's data contract: the one a team's app declared for the output (``contract``), else its reference
     app's."""
-    return contracts.of(subject.get("design", ""), subject.get("contract", ""))
+    return contracts.for_output(subject.get("design", ""), subject.get("contract", ""))
 
 
 def label(subject: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts import ANOMALIES
+from kafka_soak.shared.contracts import ANOMALIES
 
 EXIT_CODES = {"passed": 0, "failed": 2, "inconclusive": 3}
 SAMPLES = 10  # rows kept per anomaly to show what it looks like

@@ -20,9 +20,9 @@ from support.checks import SECRET
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 sys.path.insert(0, str(ROOT / "plugins"))
-# The Spark job's modules, as spark-submit ships them (validate.MODULES): spark_jobs/ and the plugin's java_client.
+# The Spark job's own modules, as spark-submit puts them on its path (validate.shipped_modules); what they share with
+# the plugin they import from kafka_soak.shared, as the plugin does.
 sys.path.insert(0, str(ROOT / "spark_jobs"))
-sys.path.append(str(ROOT / "plugins" / "kafka_soak"))
 
 
 def private_airflow(home: str | Path, copy: Path) -> dict[str, str]:

@@ -11,7 +11,8 @@ import pytest
 from support.alert_channels import WEBHOOK_TOKEN, body
 from support.soak_runs import ALERTED_RUNS, SHORT
 
-from kafka_soak import alerting, rundir
+from kafka_soak import alerting
+from kafka_soak.shared import rundir
 
 
 def verdict_run_id(run_dir) -> str:

@@ -16,9 +16,10 @@ from kafka_soak import backends, kafka_io
 from kafka_soak import params as soak_params
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend, broker_environment
-from kafka_soak.backends.external import ExternalBackend, KafkaConnectionError, client_settings, connection_config
+from kafka_soak.backends.external import ExternalBackend
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
 from kafka_soak.instances import Instances
+from kafka_soak.kafka_connection import KafkaConnectionError, client_settings, connection_config
 
 # The reference worker's subject as provision records it (subjects.Subject), with its one judged output.
 THE_APP = {"name": "", "app_id": "app", "version": "", "topics": {"output": "soak.out", "assertions": "soak.a"},
@@ -93,7 +94,7 @@ def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
     line by line. Each form is masked in the task log (Airflow's real masker), and in what the UI serves."""
     from airflow.sdk._shared.secrets_masker import redact
 
-    from kafka_soak.backends.external import secret_values
+    from kafka_soak.kafka_connection import secret_values
 
     jaas = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="soak" password="{JAAS_PASSWORD}";'
     pem = "\n".join(["-----BEGIN PRIVATE KEY-----", *PEM_BODY, "-----END PRIVATE KEY-----"])
@@ -111,7 +112,7 @@ def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
 def test_a_file_of_any_size_is_masked_in_bounded_memory_a_secret_straddling_two_chunks_included():
     import io
 
-    from kafka_soak.backends.external import masked
+    from kafka_soak.kafka_connection import masked
 
     text = b"a" * 5 + b"SECRET" + b"b" * 7 + b"SECRET"
     for chunk in (1, 3, 7, 64):
@@ -236,8 +237,13 @@ def test_a_port_taken_before_the_broker_binds_it_costs_a_start_on_other_ports(tm
 # the worker could read of it (its command line, the properties file it was given) and exits as a submit does.
 RECORDING_SPARK_SUBMIT = """#!/usr/bin/env bash
 props=""
-while [ $# -gt 0 ]; do echo "arg: $1" >> "$SUBMITTED"; [ "$1" = --properties-file ] && props=$2; shift; done
+while [ $# -gt 0 ]; do
+  echo "arg: $1" >> "$SUBMITTED"; [ "$1" = --properties-file ] && props=$2; [ "$1" = --py-files ] && py_files=$2; shift
+done
 echo "env: ${SOAK_KAFKA_CONFIG:+set}" >> "$SUBMITTED"
+for f in $(echo "$py_files" | tr , ' '); do
+  case "$f" in *.zip) python3 -m zipfile -l "$f" | sed '1d; s/^/zipped: /' >> "$SUBMITTED";; esac
+done
 [ -n "$props" ] && { echo "mode: $(stat -c %a "$props")" >> "$SUBMITTED"; sed 's/^/prop: /' "$props" >> "$SUBMITTED"; }
 exit 0
 """
@@ -251,7 +257,7 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     can read, which also keeps the installation's spark-defaults.conf and is removed after the submit; a driver that
     runs here (a standalone master) inherits them from the submitting process's environment; spark-submit's command
     line has none of them, and carries Spark's Kafka source and the job's modules."""
-    from kafka_soak.operators.validate import MODULES, ValidateOperator
+    from kafka_soak.operators.validate import JOB_MODULES, ValidateOperator
 
     extra = {"bootstrap.servers": "127.0.0.1:9", "sasl.username": "soak", "sasl.password": SECRET}
     monkeypatch.setenv("AIRFLOW_CONN_SOAK_SECURED_SPARK", json.dumps({"conn_type": "kafka", "extra": extra}))
@@ -276,7 +282,11 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     assert args[args.index("--master") + 1] == master and SECRET not in " ".join(args)
     assert {Path(jar).name.rsplit("-", 1)[0] for jar in args[args.index("--jars") + 1].split(",")} == {
         "spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2"}
-    assert args[args.index("--py-files") + 1] == ",".join(map(str, MODULES))
+    *job_modules, shared = args[args.index("--py-files") + 1].split(",")
+    assert job_modules == list(map(str, JOB_MODULES)) and not os.path.exists(shared), "made for the submit"
+    zipped = {line.split()[1] for line in submitted if line.startswith("zipped: ")}
+    assert zipped == {"kafka_soak/__init__.py", *(f"kafka_soak/shared/{m}.py" for m in
+                                                  ("__init__", "contracts", "java_client", "offsets", "rundir"))}
     assert args[args.index("--input-topic") + 1] == "soak.in" and args[args.index("--expected-records") + 1] == "6000"
     assert "env: set" in submitted
     if driver_env is None:

@@ -6,12 +6,13 @@ import json
 import struct
 
 import anomalies
-import contracts
 import pytest
 import validate_soak
 import verdict
 from pyspark.sql import functions as F
 from support import ROOT
+
+from kafka_soak.shared import contracts
 
 SUITES = ROOT / "expectations"
 

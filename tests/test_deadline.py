@@ -16,8 +16,9 @@ from support import ROOT
 from support.airflow_stack import FAILING_DAG, PROBE_DAG, AirflowStack
 from support.alert_channels import WEBHOOK_TOKEN, body
 
-from kafka_soak import deadline, rundir
+from kafka_soak import deadline
 from kafka_soak.factory import build_dag
+from kafka_soak.shared import rundir
 
 DAGS = ROOT / "dags"
 

@@ -317,8 +317,9 @@ def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_passwo
     secured topics with the connection's settings. The password is in no file of the run (logs, report and the
     Airflow output included), of the Spark cluster (its daemons' logs, each executor's log and files), not in the
     alert and in nothing Airflow stored (XCom, rendered fields)."""
-    from kafka_soak import java_client, quotas
+    from kafka_soak import quotas
     from kafka_soak.backends import kafka_jars
+    from kafka_soak.shared import java_client
 
     quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
     with SparkStandalone(tmp_path) as spark:

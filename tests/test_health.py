@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from kafka_soak import health
-from kafka_soak.rundir import journal
 from kafka_soak.runtime import Registry
 from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.shared.rundir import journal
 
 STREAMS_LOG = """\
 2026-11-23T08:40:03.018+0000 [app-1-StreamThread-1] INFO SoakStreamsApp - state REBALANCING -> RUNNING
@@ -79,7 +79,7 @@ def test_exceptions_are_counted_by_class_with_their_first_trace_and_exits_judged
     crash = found["instances"]["2"]["exits"][0]
     assert (crash["code"], crash["expected"], crash["by"]) == (1, False, "nobody: it exited by itself")
     assert "exited by itself with exit code 1" in found["incidents"][-1]["what"]
-    assert health.summary(found).startswith("2 instance exits (1 unexpected), 2 error incidents, 1 stream thread "
+    assert health.one_line(found).startswith("2 instance exits (1 unexpected), 2 error incidents, 1 stream thread "
                                             "deaths; exceptions: TaskMigratedException x3")
 
 
@@ -103,7 +103,7 @@ def test_injected_crashes_and_restarts_are_counted_and_only_other_exits_are_inci
         "an injected crash (crash_probability)", "nobody: it exited by itself", "a graceful stop"]
     assert [i["what"] for i in found["incidents"]] == [
         "instance 1 (started at step 0) exited by itself with exit code 1"]
-    assert health.summary(found).startswith("3 instance exits (1 unexpected, 1 injected crashes), 2 restarts, ")
+    assert health.one_line(found).startswith("3 instance exits (1 unexpected, 1 injected crashes), 2 restarts, ")
     without = health.assess(tmp_path)  # a run that injects no crash: exit code 86 is nothing special
     assert without["unexpected_exits"] == 1 and without["injected_crashes"] == 0  # 102; 101 is named by the stop
 

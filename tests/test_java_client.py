@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_soak.java_client import UntranslatableSettings, java_settings, properties, tool_config
+from kafka_soak.shared.java_client import UntranslatableSettings, java_settings, properties, tool_config
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\nca\n-----END CERTIFICATE-----\n"
 CERT = "-----BEGIN CERTIFICATE-----\nMIIB\nclient\n-----END CERTIFICATE-----\n"

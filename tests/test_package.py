@@ -28,7 +28,7 @@ PROBE = """
 import json
 from airflow.dag_processing.dagbag import DagBag
 from airflow.providers_manager import ProvidersManager
-import kafka_soak, kafka_soak.rundir as rundir
+import kafka_soak, kafka_soak.shared.rundir as rundir
 from kafka_soak.operators import validate
 
 bag = DagBag(dag_folder="{dags}", safe_mode=True)
@@ -88,3 +88,29 @@ def test_a_wheel_installed_into_a_fresh_virtualenv_registers_and_builds_a_team_f
     assert plugin["source"] == ("kafka-soak==0.1.0: EntryPoint(name='soak_reports', "
                                 "value='kafka_soak.plugin:SoakReportsPlugin', group='airflow.plugins')")
     assert [v["name"] for v in plugin["external_views"]] == ["Soak reports", "Soak report"]
+
+
+def test_what_is_shipped_to_spark_imports_only_the_standard_library_and_confluent_kafka():
+    """``kafka_soak.shared`` goes to a Spark cluster's driver and executors as one zip (``validate.shipped_modules``),
+    where nothing else of the project is, nor Airflow: each of its modules imports the standard library, confluent-kafka
+    (the topics' offsets, which the driver reads) and the package itself, nothing else."""
+    import ast
+
+    shared = ROOT / "plugins" / "kafka_soak" / "shared"
+    outside: dict[str, set[str]] = {}
+    for path in sorted(shared.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else ["kafka_soak.shared"]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if not (top in sys.stdlib_module_names or top in ("__future__", "confluent_kafka")
+                        or name == "kafka_soak.shared" or name.startswith("kafka_soak.shared.")):
+                    outside.setdefault(path.name, set()).add(name)
+    assert {p.stem for p in shared.glob("*.py")} == {"__init__", "contracts", "java_client", "offsets", "rundir"}
+    assert outside == {}
+

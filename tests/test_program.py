@@ -34,7 +34,7 @@ def test_unknown_tokens_list_what_is_allowed():
 
 
 def test_steps_carry_desired_states_not_flips():
-    steps = program.steps(["1", "2", "1", "0", "1"], t0=100.0, interval_s=10)
+    steps = program.schedule(["1", "2", "1", "0", "1"], t0=100.0, interval_s=10)
     assert [(s.instance, s.action) for s in steps] == [(1, "start"), (2, "start"), (1, "stop"), (0, "noop"),
                                                       (1, "start")]
     assert [s.planned_at for s in steps] == [100, 110, 120, 130, 140]
@@ -42,7 +42,7 @@ def test_steps_carry_desired_states_not_flips():
 
 
 def test_fault_operations_and_what_a_toggle_means_after_them():
-    steps = program.steps(program.parse("1 2 k1 1 p2 r2 p2 2 b1- b1+", 2))
+    steps = program.schedule(program.parse("1 2 k1 1 p2 r2 p2 2 b1- b1+", 2))
     assert [(s.action, s.instance or s.broker) for s in steps] == [
         ("start", 1), ("start", 2), ("kill", 1), ("start", 1),  # a killed instance is stopped: 1 starts it
         ("pause", 2), ("resume", 2), ("pause", 2), ("stop", 2),  # toggling a paused instance stops it
@@ -68,7 +68,7 @@ def test_retrying_a_step_converges():
         elif step.action == "resume":
             paused.discard(step.instance)
 
-    for step in program.steps(program.parse("1 2 1 p2 3 k3 r2", 3)):
+    for step in program.schedule(program.parse("1 2 1 p2 3 k3 r2", 3)):
         apply(step)
         apply(step)  # the retry
     assert running == {2} and paused == set()

@@ -144,7 +144,7 @@ def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, 
         quotas.restore(applied, backend.config_command, cluster.bootstrap_servers)
     assert free > 10 * 35000, free
     assert 35000 * 0.5 <= throttled <= 35000 * 1.15, throttled
-    used, unused = quota_meter.summarize([quota, idle], tmp_path, [n.node_id for n in layout.nodes])
+    used, unused = quota_meter.usage_per_setting([quota, idle], tmp_path, [n.node_id for n in layout.nodes])
     assert (used["client_id"], used["setting"], used["quota"], used["measured"]) == (
         quota.client_id, "producer_byte_rate", 35000.0, "byte-rate")
     assert used["bit"] and used["throttle_ms_max"] > 0 and used["per_broker"]["1"]["samples"] >= 8, used

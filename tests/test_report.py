@@ -114,7 +114,7 @@ def test_a_run_that_stopped_before_its_verdict_still_gets_a_report_that_says_so(
     page = report.write(run_dir).read_text()
     assert 'id="no-verdict"' in page and 'id="status">NO VERDICT<' in page
     assert 'id="timeline-spec"' in page, "the program's timeline is still drawn"
-    assert history.summarize(run_dir, tmp_path).status == "no verdict"
+    assert history.run_row(run_dir, tmp_path).status == "no verdict"
 
 
 def test_the_charts_script_is_made_once_and_then_read_from_the_cache(tmp_path, monkeypatch):

@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafka_soak import history, rundir
+from kafka_soak import history
 from kafka_soak.evidence import RunEvidence
+from kafka_soak.shared import rundir
 
 DAG = "soak_eos_id_assignment"
 RUN = "manual__2026-11-23T12:00:00+00:00"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafka_soak import params as soak_params
-from kafka_soak import rundir, subjects, teardowns
+from kafka_soak import subjects, teardowns
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.instances import Instances
@@ -22,6 +22,7 @@ from kafka_soak.runtime.docker import (
     docker_api,
     run_labels,
 )
+from kafka_soak.shared import rundir
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
 pytestmark = pytest.mark.xdist_group(name="docker")

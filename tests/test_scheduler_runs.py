@@ -28,8 +28,9 @@ from confluent_kafka.admin import AdminClient
 from support.airflow_stack import PROBE_DAG, AirflowStack
 from support.outside_apps import stuck_app_command
 
-from kafka_soak import backends, quotas, reaper, rundir, ui
+from kafka_soak import backends, quotas, reaper, ui
 from kafka_soak.backends import kafka_jars
+from kafka_soak.shared import rundir
 
 DAG_ID = "soak_cleared_probe"
 RECORDS = 3000

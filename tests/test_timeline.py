@@ -5,8 +5,9 @@ import json
 import struct
 
 import anomalies
-import contracts
 import timeline
+
+from kafka_soak.shared import contracts
 
 T0 = 1_700_000_000_000  # ms
 

@@ -22,9 +22,10 @@ from support.airflow_stack import PROBE_DAG, AirflowStack
 from support.checks import SECRET
 
 from kafka_soak import params as soak_params
-from kafka_soak import rundir, ui
+from kafka_soak import ui
 from kafka_soak.backends.docker_kafka import free_port
 from kafka_soak.instances import Instances
+from kafka_soak.shared import rundir
 
 DAG_ID = "soak_eos_id_assignment"
 RUN_ID = "manual__2026-11-22T10:00:00.123456+00:00"
@@ -235,7 +236,7 @@ def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the
     """The app prints its settings as JSON (quotes, backslashes and non-ASCII escaped): no served page holds the
     password in any form; the run's release masks them at rest, so they stay masked once the connection is rotated
     or deleted (the UI then has nothing to mask with)."""
-    from kafka_soak.backends import external
+    from kafka_soak import kafka_connection
 
     extra = {"bootstrap.servers": broker.bootstrap_servers, "sasl.username": "soak", "sasl.password": NASTY}
     monkeypatch.setenv("AIRFLOW_CONN_SOAK_NASTY", json.dumps({"conn_type": "kafka", "extra": extra}))
@@ -255,7 +256,8 @@ def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the
     url = f"{ui.URL_PREFIX}/runs/soak_nasty/{quote(run_id, safe='')}/logs/app-1.0.log"
     page = get(port, url, token)[2]
     assert '"sasl.password": "***"' in page and not [f for f in forms if f in page]
-    assert external.scrub(run_dir, external.secret_values(external.connection_config("soak_nasty"))) == [log_file]
+    secrets = kafka_connection.secret_values(kafka_connection.connection_config("soak_nasty"))
+    assert kafka_connection.scrub(run_dir, secrets) == [log_file]
     monkeypatch.delenv("AIRFLOW_CONN_SOAK_NASTY")  # rotated or deleted after the run
     on_disk, page = log_file.read_text(), get(port, url, token)[2]
     assert '"sasl.password": "***"' in page and not [f for f in forms if f in page + on_disk]

@@ -21,9 +21,10 @@ from airflow.sdk import Param
 from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 
 from kafka_soak import params as soak_params
-from kafka_soak import preflight, reaper, rundir, subjects
+from kafka_soak import preflight, reaper, subjects
 from kafka_soak import program as programs
 from kafka_soak.generator import Phase
+from kafka_soak.shared import rundir
 
 log = logging.getLogger(__name__)
 

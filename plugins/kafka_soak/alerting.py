@@ -22,9 +22,10 @@ from typing import Any
 from airflow.sdk import BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import evidence, rundir
+from kafka_soak import evidence
 from kafka_soak.backends.quota_meter import describe
-from kafka_soak.health import summary
+from kafka_soak.health import one_line
+from kafka_soak.shared import rundir
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def app_lines(health: dict[str, Any], quotas: list[dict[str, Any]], incidents: b
     crashes) and what each quota did (``quotas.json``), whether or not the run reached a verdict."""
     lines = [f"app health: {i['what']}" for i in health.get("incidents", [])[:3]] if incidents else []
     if health.get("exceptions") or health.get("injected_crashes"):
-        lines.append(f"app health: {summary(health)}")
+        lines.append(f"app health: {one_line(health)}")
     return lines + [describe(usage) for usage in quotas]
 
 
@@ -195,7 +196,9 @@ class SoakAlertNotifier(BaseNotifier):
         run_dir = rundir.run_dir(dag_id, run_id, rundir.attempt_of(context["dag_run"]))
         url = airflow_url(dag_id, run_id)
         unwritten: list[str] = []  # evidence a full disk or an unwritable runs directory kept from being written
-        report_path = write_report(run_dir, url, unwritten)
+        from kafka_soak import report  # the pages' modules (charts, templates) only when a run ends
+
+        report_path = report.write_pages(run_dir, url, unwritten)
         book = StreakBook(dag_id)
         failures = book.failures()
         if self.on == "success" and (rundir.read_json(run_dir / rundir.VERDICT) or {}).get("status") == "passed":
@@ -214,30 +217,6 @@ class SoakAlertNotifier(BaseNotifier):
         if unwritten:
             alert["details"] = [f"evidence not written: {what}" for what in unwritten] + alert.get("details", [])
         publish(alert, context)
-
-
-def write_report(run_dir: Path, url: str | None, unwritten: list[str]) -> Path | None:
-    """The run's report and the history page, written when the run is over (whatever it reached: a DAG callback,
-    not a task, so it never changes the run's state). What cannot be written is added to ``unwritten``; the
-    alert still goes out, and says so."""
-    if not run_dir.is_dir():
-        unwritten.append(f"the run directory {run_dir} (it was never made)")
-        return None
-    from kafka_soak import history, report
-
-    try:
-        path = report.write(run_dir, url)
-        history.write_history()
-    except OSError as exc:
-        log.error("could not write the report of %s: %s", run_dir, exc)
-        unwritten.append(f"the report in {run_dir} ({exc.strerror or exc})")
-        return None
-    except Exception:  # the alert matters more than its attachment
-        log.exception("could not write the report of %s", run_dir)
-        unwritten.append(f"the report in {run_dir} (see the log)")
-        return None
-    log.info("report: %s", path)
-    return path
 
 
 def publish(alert: dict[str, Any], context: Any) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import params as soak_params
-from kafka_soak import rundir
+from kafka_soak.shared import rundir
 
 SCENARIOS_DIR = rundir.PROJECT_ROOT / "dags" / "scenarios"
 # Lines worth a person's attention while the soak runs: our own loggers, task failures, the run's end.
@@ -131,7 +131,7 @@ def run(scenario: str, conf: dict[str, Any]) -> int:
         print(f"\nthe run was refused or stopped before it recorded its params; full Airflow output: {full_log.name}")
         return code or 1
     shutil.move(full_log.name, run_dir / rundir.DAGS_TEST_LOG)
-    return summarize(run_dir, code)
+    return report_verdict(run_dir, code)
 
 
 def own_run(dag_dir: Path, launch: str) -> Path | None:
@@ -146,7 +146,7 @@ def interrupted(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
-def summarize(run_dir: Path, dags_test_code: int) -> int:
+def report_verdict(run_dir: Path, dags_test_code: int) -> int:
     verdict_path = run_dir / rundir.VERDICT
     print()
     if not verdict_path.exists():

@@ -31,8 +31,9 @@ from typing import Any
 
 from airflow.sdk.definitions.deadline import AsyncCallback, BaseDeadlineReference, DeadlineAlert
 
-from kafka_soak import alerting, rundir
+from kafka_soak import alerting
 from kafka_soak import params as soak_params
+from kafka_soak.shared import rundir
 
 log = logging.getLogger(__name__)
 

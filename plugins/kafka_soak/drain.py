@@ -25,12 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import backends, java_client, kafka_io, rundir, subjects
+from kafka_soak import backends, kafka_io, subjects
 from kafka_soak import program as programs
 from kafka_soak.backends import Backend, kafka_jars
-from kafka_soak.backends.external import client_settings, settings_in_env
 from kafka_soak.instances import Instances
-from kafka_soak.rundir import journal
+from kafka_soak.kafka_connection import client_settings, settings_in_env
+from kafka_soak.shared import java_client, rundir
+from kafka_soak.shared.rundir import journal
 from kafka_soak.steps import set_broker
 from kafka_soak.subjects import Subject
 
@@ -136,7 +137,7 @@ def fault_grace_s(program: list[str], stop_leaves_group: bool = True) -> tuple[f
     """Extra seconds the drain grants a program with faults, and why (empty without faults). A Kafka Streams
     instance does not leave its group when it closes (``stop_leaves_group=False``), so there a graceful stop
     holds its partitions for a session timeout as a kill does."""
-    actions = {s.action for s in programs.steps(program)}
+    actions = {s.action for s in programs.schedule(program)}
     faults = sorted(actions & set(FAULT_GRACE_S))
     waits = [f"the program has {', '.join(faults)}: a dead or paused member keeps its partitions until its session "
              "times out and its open transaction until it is aborted"] if faults else []
@@ -193,7 +194,7 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
                        for p in stalled_partitions(positions, still, now, min(stall_s, now - began))]
             left = backlog(group, sum(lag.values()), sum(position - first.get(p, position)
                                                          for p, (position, _end) in positions.items()), now - began)
-            raise DrainTimeout(summary(group, topic, timeout_s, lag, moved, {**facts, "internal": internal},
+            raise DrainTimeout(timeout_report(group, topic, timeout_s, lag, moved, {**facts, "internal": internal},
                                        [s["partition"] for s in stalled], left), lag, stalled, left)
         time.sleep(poll_s)
 
@@ -248,7 +249,7 @@ def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: 
         {"status": "drained", **waited}
 
 
-def summary(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved: bool, facts: dict[str, Any],
+def timeout_report(group: str, topic: str, timeout_s: float, lag: dict[int, int], moved: bool, facts: dict[str, Any],
             stalled: list[int], left: dict[str, Any]) -> str:
     """The drain timeout in words: lag per partition, whether it moved, which partitions stalled, the pace of the
     backlog, who owned what, which transactions are open."""

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_soak.contracts import ID_HEADER, SEQ_HEADER
+from kafka_soak.shared.contracts import ID_HEADER, SEQ_HEADER
 
 # The suite's own records (``{"id", "key", "seq", "payload", "ts"}`` as JSON, keyed ``key-000042``): what an app
 # written for kafka-soak's data contract reads, and what its ``id-assignment`` output is judged against.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import rundir
+from kafka_soak.shared import rundir
 
 # What a person may want to open, in the order the report lists it; logs/ and quotas/ are added file by file.
 EVIDENCE_FILES = (rundir.VERDICT, f"{rundir.DATA_DOCS}/index.html", rundir.PARAMS, rundir.PROGRAM, rundir.STEPS,

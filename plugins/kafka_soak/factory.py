@@ -17,7 +17,7 @@ from typing import Any
 from airflow.sdk import DAG, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import backends, rundir, teardowns
+from kafka_soak import backends, teardowns
 from kafka_soak.admission import Admission, load_scenario, open_run
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
 from kafka_soak.deadline import overdue_alert, under_dags_test
@@ -25,6 +25,7 @@ from kafka_soak.drain import drain_run
 from kafka_soak.load import Load, LoadFailed
 from kafka_soak.operators.toggle import ToggleStepOperator
 from kafka_soak.operators.validate import ValidateOperator
+from kafka_soak.shared import rundir
 from kafka_soak.steps import plan_steps
 
 NIGHTLY = "0 2 * * *"

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import rundir
 from kafka_soak.runtime import Registry
+from kafka_soak.shared import rundir
 
 EVENT_START = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})[.,](\d{3})(\S*)")
 LEVEL = re.compile(r"\b(WARN|WARNING|ERROR|FATAL)\b")
@@ -156,7 +156,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
             "errors": sum(i["kind"] != "unexpected_exit" for i in incidents)}
 
 
-def summary(health: dict[str, Any]) -> str:
+def one_line(health: dict[str, Any]) -> str:
     """One line for the task log and the alert."""
     counts = ", ".join(f"{cls} x{seen['count']}" for cls, seen in list(health["exceptions"].items())[:6])
     exits = sum(len(i["exits"]) for i in health["instances"].values())

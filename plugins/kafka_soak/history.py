@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import rundir
-from kafka_soak.contracts import ANOMALIES
 from kafka_soak.pages import TEMPLATES
-from kafka_soak.rundir import REPORT, read_json
+from kafka_soak.shared import rundir
+from kafka_soak.shared.contracts import ANOMALIES
+from kafka_soak.shared.rundir import REPORT, read_json
 
 HISTORY = "history.html"
 
@@ -35,7 +35,7 @@ class RunSummary:
     has_report: bool = False
 
 
-def summarize(run_dir: Path, root: Path) -> RunSummary | None:
+def run_row(run_dir: Path, root: Path) -> RunSummary | None:
     """A run as one row; None for a directory that is not a run (no ``params.json``)."""
     given = read_json(run_dir / rundir.PARAMS)
     if given is None:
@@ -96,7 +96,7 @@ def scenarios(root: Path, only: set[str] | None = None) -> dict[str, list[RunSum
     found: dict[str, list[RunSummary]] = {}
     for dag_dir in sorted(p for p in root.iterdir() if p.is_dir() and (only is None or p.name in only)) \
             if root.is_dir() else []:
-        runs = [summarize(d, root) for d in dag_dir.iterdir() if d.is_dir() and not d.is_symlink()]
+        runs = [run_row(d, root) for d in dag_dir.iterdir() if d.is_dir() and not d.is_symlink()]
         runs = sorted((r for r in runs if r), key=lambda r: r.started_at, reverse=True)
         if runs:
             found[dag_dir.name] = runs

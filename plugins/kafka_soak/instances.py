@@ -25,17 +25,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import java_client, kafka_io, rundir
+from kafka_soak import kafka_io
 from kafka_soak import profile as profiles
 from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.external import client_settings
-from kafka_soak.rundir import journal
+from kafka_soak.kafka_connection import client_settings
 from kafka_soak.runtime import ProcessRecord, Runtime
 from kafka_soak.runtime.docker import DockerContainers
 from kafka_soak.runtime.local import LocalProcesses
 from kafka_soak.runtime.spawn import Restart
+from kafka_soak.shared import java_client, rundir
+from kafka_soak.shared.rundir import journal
 from kafka_soak.subjects import Subject
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class Instances:
     @classmethod
     def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: dict[str, Any]) -> Instances:
         """From the XComs of ``provision`` and ``check_params``, with the cluster's security settings."""
-        return cls(run_dir, Cluster(**cluster), plan, run_subjects.of(cluster), client_settings(cluster))
+        return cls(run_dir, Cluster(**cluster), plan, run_subjects.recorded(cluster), client_settings(cluster))
 
     def only(self, subject: Subject) -> Instances:
         """The instances of one subject of a matrix."""

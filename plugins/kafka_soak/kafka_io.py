@@ -11,8 +11,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from tenacity import before_sleep_log, retry, retry_if_exception, stop_after_delay, wait_fixed
 
-from kafka_soak import offsets
-from kafka_soak.java_client import SETTINGS_ENV, given_settings
+from kafka_soak.shared import offsets
+from kafka_soak.shared.java_client import SETTINGS_ENV, given_settings
 
 log = logging.getLogger(__name__)
 

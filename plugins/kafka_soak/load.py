@@ -13,12 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io, rundir, subjects
+from kafka_soak import kafka_io, subjects
 from kafka_soak import program as programs
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.external import client_settings
+from kafka_soak.kafka_connection import client_settings
 from kafka_soak.runtime import ProcessRecord
 from kafka_soak.runtime.local import LocalProcesses, python_command
+from kafka_soak.shared import rundir
 from kafka_soak.steps import read_t0
 
 log = logging.getLogger(__name__)

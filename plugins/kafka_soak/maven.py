@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_soak.rundir import PROJECT_ROOT
+from kafka_soak.shared.rundir import PROJECT_ROOT
 
 DONE = ".resolved"
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from kafka_soak import java_client, rundir, spark_kafka
 from kafka_soak import params as soak_params
+from kafka_soak import spark_kafka
 from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
-from kafka_soak.backends.external import KafkaConnectionError, client_settings
 from kafka_soak.backends.kafka_jars import resolve
+from kafka_soak.kafka_connection import KafkaConnectionError, client_settings
 from kafka_soak.maven import BuildError
 from kafka_soak.params import RunPlan
 from kafka_soak.profile import VERSION, render
 from kafka_soak.runtime.docker import DockerRuntimeError, docker_api, ensure_image
+from kafka_soak.shared import java_client, rundir
 
 
 class DiskSpaceError(RuntimeError):

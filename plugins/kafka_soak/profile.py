@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 from dataclasses import field as default
 from typing import Any
 
-from kafka_soak import contracts, encodings
+from kafka_soak import encodings
+from kafka_soak.shared import contracts
 
 NOT_JUDGED = "none"  # an output the app writes and the run keeps, not judged
 CONTRACTS = (*contracts.PROFILE_CONTRACTS, NOT_JUDGED)

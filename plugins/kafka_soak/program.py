@@ -76,12 +76,12 @@ def parse(program: str | list[int | str], instances: int, brokers: int = 1) -> l
     if len(normal) > MAX_STEPS:
         raise ProgramError(f"program: {len(normal)} steps, more than the {MAX_STEPS} a run can map (Airflow's "
                            "max_map_length); split the soak into several runs or lengthen interval_s")
-    steps(normal, instances=instances, brokers=brokers)
+    schedule(normal, instances=instances, brokers=brokers)
     return normal
 
 
-def steps(program: list[str], t0: float = 0.0, interval_s: float = 0.0, instances: int | None = None,
-          brokers: int | None = None) -> list[Step]:
+def schedule(program: list[str], t0: float = 0.0, interval_s: float = 0.0, instances: int | None = None,
+             brokers: int | None = None) -> list[Step]:
     """Each step with the action that leads to its desired state, firing at ``t0 + i * interval_s``."""
     state: dict[int, str] = {}  # instance -> "running" | "paused" (absent: stopped)
     down: set[int] = set()
@@ -145,7 +145,7 @@ def duration_s(program: list[str], interval_s: float) -> float:
 def brokers_left_down(program: list[str]) -> set[int]:
     """Brokers the program takes down and does not bring back."""
     down: set[int] = set()
-    for step in steps(program):
+    for step in schedule(program):
         if step.action == "broker-down":
             down.add(step.broker)
         elif step.action == "broker-up":

@@ -16,9 +16,10 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_soak import backends, rundir, teardowns
-from kafka_soak.rundir import journal, read_json
+from kafka_soak import backends, teardowns
 from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.shared import rundir
+from kafka_soak.shared.rundir import journal, read_json
 
 log = logging.getLogger(__name__)
 

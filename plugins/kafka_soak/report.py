@@ -10,16 +10,20 @@ the Airflow UI plugin, or copied elsewhere; the charts' JavaScript is inlined, s
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import time
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import charts, contracts, health, maven, rundir
+from kafka_soak import charts, health, history, maven
 from kafka_soak.evidence import RunEvidence, first_failure
 from kafka_soak.pages import TEMPLATES
-from kafka_soak.rundir import read_json
+from kafka_soak.shared import contracts, rundir
+from kafka_soak.shared.rundir import read_json
+
+log = logging.getLogger(__name__)
 
 
 @cache
@@ -90,7 +94,7 @@ def render(run_dir: Path, airflow_url: str | None = None) -> str:
         quotas=quota_rows(evidence.cluster.get("quotas", [])),
         quota_usage={(u["client_id"], u["setting"]): u for u in read_json(run_dir / rundir.QUOTAS) or []},
         timeline_error=evidence.timeline.get("error"), anomaly_order=contracts.ANOMALIES, health=evidence.health,
-        health_summary=health.summary(evidence.health) if evidence.health else "",
+        health_summary=health.one_line(evidence.health) if evidence.health else "",
         spec=json.dumps(charts.timeline_spec(evidence)) if has_timeline else None,
         bundle=vega_embed_bundle() if has_timeline else "", generated_at=time.time())
 
@@ -99,4 +103,26 @@ def write(run_dir: Path, airflow_url: str | None = None) -> Path:
     """Write ``report.html`` into the run directory (atomically) and return its path."""
     path = run_dir / rundir.REPORT
     rundir.write_text(path, render(run_dir, airflow_url))
+    return path
+
+
+def write_pages(run_dir: Path, url: str | None, unwritten: list[str]) -> Path | None:
+    """The run's report and the history page, written when the run is over (whatever it reached: a DAG callback,
+    not a task, so it never changes the run's state). What cannot be written is added to ``unwritten``; the
+    alert still goes out, and says so."""
+    if not run_dir.is_dir():
+        unwritten.append(f"the run directory {run_dir} (it was never made)")
+        return None
+    try:
+        path = write(run_dir, url)
+        history.write_history()
+    except OSError as exc:
+        log.error("could not write the report of %s: %s", run_dir, exc)
+        unwritten.append(f"the report in {run_dir} ({exc.strerror or exc})")
+        return None
+    except Exception:  # the alert matters more than its attachment
+        log.exception("could not write the report of %s", run_dir)
+        unwritten.append(f"the report in {run_dir} (see the log)")
+        return None
+    log.info("report: %s", path)
     return path

@@ -13,7 +13,8 @@ from __future__ import annotations
 from importlib.metadata import version as installed
 from pathlib import Path
 
-from kafka_soak import maven, rundir
+from kafka_soak import maven
+from kafka_soak.shared import rundir
 
 POM = rundir.resource("spark_jobs") / "pom.xml"
 JARS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2")

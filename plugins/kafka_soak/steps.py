@@ -16,12 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import rundir
 from kafka_soak.backends import Backend
 from kafka_soak.instances import Instances
-from kafka_soak.program import Step, render
-from kafka_soak.program import steps as program_steps
-from kafka_soak.rundir import append_jsonl, journal, write_json
+from kafka_soak.program import Step, render, schedule
+from kafka_soak.shared import rundir
+from kafka_soak.shared.rundir import append_jsonl, journal, write_json
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +88,7 @@ def plan_steps(run_dir: Path, plan: dict[str, Any], lead_s: float) -> list[dict[
     """The program's steps with their planned times: T0 a little ahead (``lead_s``), so that the generator and the
     first step start together; written to ``program.json`` with the conf that replays it."""
     t0 = time.time() + lead_s
-    steps = [s.as_dict() for s in program_steps(plan["program"], t0, plan["interval_s"])]
+    steps = [s.as_dict() for s in schedule(plan["program"], t0, plan["interval_s"])]
     write_program(run_dir, plan, t0, steps)
     for s in steps:
         log.info("  %s at T0%+.0f s", Step(**s).label, s["planned_at"] - t0)

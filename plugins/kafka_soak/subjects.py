@@ -145,7 +145,7 @@ def stop_leaves_group(plan: dict[str, Any]) -> bool:
     return profile(plan).leaves_group
 
 
-def of(cluster: dict[str, Any]) -> list[Subject]:
+def recorded(cluster: dict[str, Any]) -> list[Subject]:
     """The subjects ``provision`` recorded in the cluster (XCom / ``cluster.json``)."""
     return [Subject(**s) for s in cluster["subjects"]]
 

@@ -13,12 +13,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import backends, health, rundir
+from kafka_soak import backends, health, kafka_connection
 from kafka_soak.app.worker import CRASH_EXIT_CODE
-from kafka_soak.backends import external, quota_meter
+from kafka_soak.backends import quota_meter
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.instances import Instances
 from kafka_soak.load import Load
+from kafka_soak.shared import rundir
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
     app_health = health.assess(run_dir, plan["health_allowance"],
                                crash_code=CRASH_EXIT_CODE if plan.get("crash_probability") else None)  # older plans: none
     rundir.write_json(run_dir / rundir.HEALTH, app_health)
-    log.info("app health: %s", health.summary(app_health))
+    log.info("app health: %s", health.one_line(app_health))
     for incident in app_health["incidents"][:10]:
         log.warning("  %s", incident["what"])
     for usage in backends.create(plan, run_dir).quota_usage():
@@ -51,17 +52,17 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
 
 def release(run_dir: Path, plan: dict[str, Any]) -> None:
     """Stop the Kafka this run started (or give back what it used of an external one). The run directory is kept,
-    with the secrets of a shared cluster's connection masked in every file (``external.scrub``)."""
+    with the secrets of a shared cluster's connection masked in every file (``kafka_connection.scrub``)."""
     cluster = cluster_on_file(run_dir)
     backends.create(plan, run_dir).release(cluster)
     rundir.journal(run_dir, backends.RELEASED, backend=plan["backend"])
     if cluster is not None and cluster.conn_id:
         try:
-            secrets = external.secret_values(external.connection_config(cluster.conn_id))
-        except external.KafkaConnectionError as exc:
+            secrets = kafka_connection.secret_values(kafka_connection.connection_config(cluster.conn_id))
+        except kafka_connection.KafkaConnectionError as exc:
             log.error("could not mask the connection's secrets in the evidence: %s", exc)
             secrets = []
-        for path in external.scrub(run_dir, secrets):
+        for path in kafka_connection.scrub(run_dir, secrets):
             log.warning("masked the connection's secrets in %s (the app under test wrote them)", path)
     log.info("evidence kept in %s", run_dir)
 

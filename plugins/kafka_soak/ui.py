@@ -28,7 +28,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
 
-from kafka_soak import rundir
+from kafka_soak.shared import rundir
 
 URL_PREFIX = "/soak-reports"
 # Hrefs are relative (no leading slash): the UI resolves them against its own base URL, so they work behind a
@@ -99,7 +99,7 @@ def connection_secrets(run_dir: Path) -> list[str]:
     conn_id = json.loads(cluster.read_text()).get("conn_id") if cluster.is_file() else None
     if not conn_id:
         return []
-    from kafka_soak.backends.external import KafkaConnectionError, connection_config, secret_values
+    from kafka_soak.kafka_connection import KafkaConnectionError, connection_config, secret_values
 
     try:
         config = connection_config(conn_id)
@@ -127,7 +127,7 @@ def run_evidence(dag_id: str, run_id: str, path: str) -> Response:
     secrets = connection_secrets(run_dir)
     if not secrets:
         return FileResponse(target, media_type=media_type, headers=RUN_PAGE)
-    from kafka_soak.backends.external import masked
+    from kafka_soak.kafka_connection import masked
 
     def stream() -> Iterator[bytes]:
         with target.open("rb") as fh:

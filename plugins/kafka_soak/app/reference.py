@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_soak import contracts, encodings
+from kafka_soak import encodings
 from kafka_soak.app import streams
 from kafka_soak.profile import STATE_DIR, VERSION, Input, Member, Output, Profile, literal
 from kafka_soak.runtime.local import python_command
+from kafka_soak.shared import contracts
 
 IMAGE = "kafka-soak-worker:latest"  # make worker-image: the worker, and the default image of an app_command
 INPUT, OUTPUT, ASSERTIONS, CHANGELOG = "input", "output", "assertions", "changelog"

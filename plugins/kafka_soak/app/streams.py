@@ -16,7 +16,7 @@ from typing import Any
 from kafka_soak import maven
 from kafka_soak.backends.kafka_jars import java_executable
 from kafka_soak.profile import literal
-from kafka_soak.rundir import resource
+from kafka_soak.shared.rundir import resource
 
 log = logging.getLogger(__name__)
 

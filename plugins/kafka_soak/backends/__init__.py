@@ -12,11 +12,13 @@ from typing import Any
 
 from kafka_soak import program as programs
 from kafka_soak import quotas as soak_quotas
-from kafka_soak import rundir, subjects
+from kafka_soak import subjects
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
-from kafka_soak.backends.external import ExternalBackend, client_settings
+from kafka_soak.backends.external import ExternalBackend
 from kafka_soak.backends.local_kafka import LocalKafkaBackend, cluster_features
+from kafka_soak.kafka_connection import client_settings
+from kafka_soak.shared import rundir
 
 Backend = LocalKafkaBackend | DockerKafkaBackend | ExternalBackend
 NAMES = ("local", "docker", "external")

@@ -24,11 +24,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import java_client, kafka_io, rundir
+from kafka_soak import kafka_io
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars, quota_meter
 from kafka_soak.backends.cluster import Cluster, topic_names
 from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.shared import java_client, rundir
 
 log = logging.getLogger(__name__)
 
@@ -295,12 +296,12 @@ class LocalKafkaBackend:
         return self.run_dir / "quotas"
 
     def quota_usage(self) -> list[dict]:
-        """Stop measuring the quotas (the app has stopped) and say what each did (``quota_meter.summarize``),
+        """Stop measuring the quotas (the app has stopped) and say what each did (``quota_meter.usage_per_setting``),
         also into ``quotas.json``."""
         if not self.quotas:
             return []
         quota_meter.stop(self.processes)
-        usage = quota_meter.summarize(self.quotas, self.meter_dir, [n.node_id for n in self.layout().nodes])
+        usage = quota_meter.usage_per_setting(self.quotas, self.meter_dir, [n.node_id for n in self.layout().nodes])
         rundir.write_json(self.run_dir / rundir.QUOTAS, usage)
         return usage
 

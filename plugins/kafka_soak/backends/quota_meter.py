@@ -5,7 +5,7 @@ A broker keeps, per client id, the rate its quota is judged on (``byte-rate`` of
 The ``local`` backend's nodes serve JMX on loopback; ``kafka/QuotaMeter.java`` (run by ``java`` in source-file
 mode: no build) reads every quota'd client's MBeans on each node once a second, from provision until the app's
 last instance stopped, into ``quotas/broker-<id>.csv``. Kafka's ``JmxTool`` would be the tool made for it, but it
-resolves its MBeans once and gives up after 10 s on a client that has not connected yet. ``summarize`` turns
+resolves its MBeans once and gives up after 10 s on a client that has not connected yet. ``usage_per_setting`` turns
 the samples into what the verdict and the report show next to each quota: the rate the broker measured
 (median and peak of the samples while the client was active) and its throttle time, so a quota that was set
 but never bit is visible. Quotas apply per broker: each broker's
@@ -79,7 +79,7 @@ def samples(path: Path, sensor: str, client_id: str) -> list[tuple[float, float]
     return rows
 
 
-def summarize(quotas: list[Quota], out_dir: Path, brokers: list[int]) -> list[dict[str, Any]]:
+def usage_per_setting(quotas: list[Quota], out_dir: Path, brokers: list[int]) -> list[dict[str, Any]]:
     """Per quota setting: the limit, and per broker the measured rate (median and peak while the client was
     active) and throttle time; ``bit`` says whether any broker throttled the client."""
     result = []

@@ -8,10 +8,11 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from kafka_soak import backends, rundir
+from kafka_soak import backends
 from kafka_soak.instances import Instances
 from kafka_soak.load import Load
 from kafka_soak.program import Step
+from kafka_soak.shared import rundir
 from kafka_soak.steps import StepBook, apply, read_steps, sleep_until
 from kafka_soak.triggers import StepCountdownTrigger
 

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,17 +15,19 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from kafka_soak import contracts, java_client, kafka_io, offsets, rundir, spark_kafka, subjects
-from kafka_soak.backends.external import client_settings, settings_in_env
+from kafka_soak import kafka_io, shared, spark_kafka, subjects
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.class_data import SharedArchive
+from kafka_soak.kafka_connection import client_settings, settings_in_env
+from kafka_soak.shared import java_client, rundir
 
 SPARK_JOBS = rundir.resource("spark_jobs")
 JOB = SPARK_JOBS / "validate_soak.py"
-# What the job imports, shipped with it (a cluster's driver and executors have no checkout): its own modules and the
-# plugin's that it shares with the Airflow side (the run directory's files, the data contracts, the client settings).
-MODULES = (SPARK_JOBS / "kafka_topics.py", SPARK_JOBS / "anomalies.py", SPARK_JOBS / "timeline.py",
-           SPARK_JOBS / "verdict.py", *(Path(module.__file__) for module in (java_client, rundir, contracts, offsets)))
+# What the job imports, shipped with it (a cluster's driver and executors have no checkout): its own modules, and the
+# package it shares with the Airflow side (``shipped_modules``).
+JOB_MODULES = (SPARK_JOBS / "kafka_topics.py", SPARK_JOBS / "anomalies.py", SPARK_JOBS / "timeline.py",
+               SPARK_JOBS / "verdict.py")
+SHARED = Path(shared.__file__).parent
 # The job's own settings; a ``spark_default`` connection's master and a deployment's spark-defaults.conf add to them.
 # The job reads each topic partition once: Spark's Kafka source would keep each partition's consumer and the records of
 # its last poll for minutes to reuse them, which at 10M records (167 partitions a topic) exhausted a 1 GiB driver.
@@ -73,8 +76,7 @@ class ValidateOperator(SparkSubmitOperator):
     template_fields = (*SparkSubmitOperator.template_fields, "cluster", "out_dir", "expected_records")
 
     def __init__(self, *, cluster: Any, out_dir: str, expected_records: int | str, **kwargs: Any) -> None:
-        kwargs = {"application": str(JOB), "py_files": ",".join(map(str, MODULES)), "conf": CONF, "env_vars": ENV,
-                  **kwargs}
+        kwargs = {"application": str(JOB), "conf": CONF, "env_vars": ENV, **kwargs}
         super().__init__(**kwargs)
         self.cluster, self.out_dir, self.expected_records = cluster, out_dir, expected_records
 
@@ -88,15 +90,29 @@ class ValidateOperator(SparkSubmitOperator):
         self.conf = {**sized_conf(int(self.expected_records), archive), **(self.conf or {})}
         settings = client_settings(self.cluster)
         try:
-            if not settings:
-                return super().execute(context)
-            with settings_in_env(settings), cluster_properties(settings, master, given) as path:
-                self.properties_file = path or given
-                return super().execute(context)
+            with shipped_modules() as self.py_files:
+                if not settings:
+                    return super().execute(context)
+                with settings_in_env(settings), cluster_properties(settings, master, given) as path:
+                    self.properties_file = path or given
+                    return super().execute(context)
         finally:
             self.properties_file = given
             if archive is not None:
                 archive.keep()
+
+
+@contextmanager
+def shipped_modules() -> Iterator[str]:
+    """spark-submit's ``--py-files`` for the job: its own modules, and ``kafka_soak.shared`` as a zip (the one form in
+    which Spark puts a package on its driver's and executors' path), made for the submit and removed after it."""
+    with tempfile.TemporaryDirectory(prefix="soak-spark-") as work:
+        archive = Path(work, "kafka_soak_shared.zip")
+        with zipfile.ZipFile(archive, "w") as zipped:
+            zipped.writestr("kafka_soak/__init__.py", "")
+            for module in sorted(SHARED.glob("*.py")):
+                zipped.write(module, f"kafka_soak/shared/{module.name}")
+        yield ",".join(map(str, (*JOB_MODULES, archive)))
 
 
 def driver_archive(master: str, jars: list[Path]) -> SharedArchive | None:

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kafka_soak.rundir import append_jsonl, read_jsonl
 from kafka_soak.runtime.spawn import Restart
+from kafka_soak.shared.rundir import append_jsonl, read_jsonl
 
 
 @dataclass

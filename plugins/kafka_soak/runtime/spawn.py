@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_soak.rundir import append_jsonl, journal
+from kafka_soak.shared.rundir import append_jsonl, journal
 
 MAX_BACKOFF_S = 30.0  # CrashLoopBackOff's doubling, with a cap that suits a soak of minutes
 RESET_AFTER_S = 30.0  # a process that ran this long starts the backoff over

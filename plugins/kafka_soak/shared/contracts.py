@@ -36,7 +36,7 @@ JUDGED = {
 }
 
 
-def of(design: str, declared: str = "") -> str:
+def for_output(design: str, declared: str = "") -> str:
     """The contract of an app's output: the one declared for it (by a team's profile, or the suite's for its own
     apps), else the workflow engine's for an output given by hand with its ``design``, else the id-assignment one's. A
     declared contract the checker does not know is an error, not another contract judged by mistake."""

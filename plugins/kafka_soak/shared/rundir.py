@@ -25,7 +25,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # kafka_soak/, this module being kafka_soak/shared/rundir.py
 # What the suite ships besides its code, by the name it has inside an installed package (``pip install``), with where
 # it is in a checkout: the checker's job and its suites, the Kafka Streams reference app's sources.
 RESOURCES = {"spark_jobs": "spark_jobs", "expectations": "expectations", "streams_app": "apps/streams"}
