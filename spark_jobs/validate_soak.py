@@ -32,11 +32,12 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_soak.shared import contracts, rundir
+from kafka_soak.shared.verdicts import EXIT_CODES, SAMPLES, combine
 
 log = logging.getLogger("kafka_soak.validate")
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
-SUMMARY = {"result_format": "SUMMARY", "partial_unexpected_count": verdicts.SAMPLES}
+SUMMARY = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES}
 
 
 @contextmanager
@@ -114,7 +115,7 @@ def counts_observed(cfg: Any) -> bool:
     return (cfg.meta or {}).get("count") == "observed_value"
 
 
-def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = verdicts.SAMPLES) -> list[dict[str, Any]]:
+def samples(frame: DataFrame, cfg: Any, result: Any, limit: int = SAMPLES) -> list[dict[str, Any]]:
     """Example rows behind a failed expectation, with the columns its meta names: GX's unexpected rows for a column
     expectation; for a table's row count (assertions, incidents: a table that should be empty or small), its rows;
     for an aggregate that counts, the rows that add to it."""
@@ -363,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,
               "validated_at": time.time(), "validation_seconds": round(time.monotonic() - started, 1)}
     outcomes = {name: v for name, (v, _) in judged.items()}
-    outcome = {**(verdicts.combine(outcomes) if matrix else next(iter(outcomes.values()))), **common}
+    outcome = {**(combine(outcomes) if matrix else next(iter(outcomes.values()))), **common}
     rundir.write_json(args.out_dir / rundir.VERDICT, outcome)
     found = {k: v for k, v in outcome["anomalies"].items() if v}
     log.info("verdict: %s; records in=%d out=%d; anomalies %s; reasons %s; data docs %s", outcome["status"].upper(),
@@ -376,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                    {name: {k for k, n in v["anomalies"].items() if n} for name, v in outcomes.items()}, args.out_dir,
                    inputs)
     spark.stop()
-    return verdicts.EXIT_CODES[outcome["status"]]
+    return EXIT_CODES[outcome["status"]]
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import verdict
 from pyspark.sql import functions as F
 from support import ROOT
 
-from kafka_soak.shared import contracts
+from kafka_soak.shared import contracts, verdicts
 
 SUITES = ROOT / "expectations"
 
@@ -292,7 +292,7 @@ def test_the_outputs_of_a_team_app_are_judged_each_by_its_contract_and_its_app_h
                                              health, validate_soak.health_owner(s, subjects), tmp_path / s["name"],
                                              {}, {})[0]
               for s in subjects}
-    outcome = verdict.combine(judged)
+    outcome = verdicts.combine(judged)
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 0, "duplicated": 0, "unexpected": 0, "reordered": 0, "wrong_aggregate": 3,
                                     "app_health": 1, "stalled": 0, "unprocessed": 0}

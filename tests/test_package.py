@@ -111,6 +111,6 @@ def test_what_is_shipped_to_spark_imports_only_the_standard_library_and_confluen
                 if not (top in sys.stdlib_module_names or top in ("__future__", "confluent_kafka")
                         or name == "kafka_soak.shared" or name.startswith("kafka_soak.shared.")):
                     outside.setdefault(path.name, set()).add(name)
-    assert {p.stem for p in shared.glob("*.py")} == {"__init__", "contracts", "java_client", "offsets", "rundir"}
+    assert {p.stem for p in shared.glob("*.py")} == {"__init__", "contracts", "java_client", "offsets", "rundir", "verdicts"}
     assert outside == {}
 

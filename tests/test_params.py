@@ -78,6 +78,15 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
     ({"kafka_version": "3.9.0"}, "param kafka_version: '3.9.0' does not match"),
     ({"kafka_version": "4.0.99"}, "kafka_version: cannot fetch Apache Kafka 4.0.99's jars: Maven Central serves no "
                                   "org.apache.kafka:kafka_2.13:4.0.99"),
+    ({"kafka_versions": ["4.3.1", "4.0.99"]}, "kafka_versions: cannot fetch Apache Kafka 4.0.99's jars: Maven "
+                                               "Central serves no org.apache.kafka:kafka_2.13:4.0.99"),
+    ({"kafka_versions": ["4.3.1", "3.9.1"]}, "param kafka_versions: '3.9.1' does not match"),
+    ({"kafka_versions": ["4.3.1", "4.3.1"]}, "param kafka_versions: ['4.3.1', '4.3.1'] has non-unique elements"),
+    ({"kafka_versions": ["4.1.1", "4.2.0", "4.3.0", "4.3.1"]}, "param kafka_versions: ['4.1.1', '4.2.0', '4.3.0', "
+                                                                "'4.3.1'] is too long"),
+    ({"backend": "docker", "kafka_versions": ["4.1.1", "4.3.1"]},
+     "kafka_versions: a broker version matrix starts a cluster of each release, which only backend 'local' can do "
+     "(backend is 'docker'); leave kafka_versions empty"),
     ({"quotas": [{"client_id": "c", "producer_byte_rate": "fast"}]}, "param quotas:"),
     ({"quotas": [{"client_id": "", "producer_byte_rate": 35000}]}, "param quotas:"),
     ({"quotas": [{"client_id": "c", "producer_byte_rate": 0}]}, "param quotas:"),
@@ -191,6 +200,9 @@ def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_be
     ({"app": "streams", "group_protocol": "streams", "kafka_version": "4.1.1"},
      "group_protocol: 'streams' needs brokers of Apache Kafka 4.2 or later, whose streams.version feature is 1: "
      "kafka_version 4.1.1 has not"),
+    ({"app": "streams", "group_protocol": "streams", "streams_version": "4.3.1", "kafka_versions": ["4.1.1", "4.3.1"]},
+     "group_protocol: 'streams' needs brokers of Apache Kafka 4.2 or later, whose streams.version feature is 1: "
+     "kafka_versions 4.1.1 has not"),
     ({"group_protocol": "streams"}, "group_protocol: a setting of the Kafka Streams reference app"),
     ({"app": "streams", "group_protocol": "consumer"}, "group_protocol: 'consumer' (KIP-848) is the reference worker's"),
     ({"group_protocol": "consumer", "session_timeout_ms": 6000},

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import backends, kafka_io, subjects
+from kafka_soak import backends, broker_matrix, kafka_io, subjects
 from kafka_soak import program as programs
 from kafka_soak.backends import Backend, kafka_jars
 from kafka_soak.instances import Instances
@@ -63,7 +63,13 @@ def worked_off(entry: dict[str, Any], timeout_s: float) -> bool:
 
 
 def drain_run(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-    """The run's drain (task ``drain``): bring back what the program left broken, then wait, with the grace its faults
+    """Task ``drain``: ``drain_cluster`` of the run's cluster, or of every cluster of a broker version matrix at once."""
+    return broker_matrix.single_or_all(broker_matrix.each(broker_matrix.members(run_dir, plan),
+                                                          lambda m: drain_cluster(m.dir, m.plan, m.cluster(cluster))))
+
+
+def drain_cluster(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+    """The drain of a run's cluster: bring back what the program left broken, then wait, with the grace its faults
     need, until every subject's group has committed all input. A timeout does not stop the run: the account
     (``drain.json``) says why (lag, stalled partitions, owners, open transactions), and the checker judges what the app
     committed."""
@@ -232,7 +238,7 @@ def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: 
         wait_for_zero_lag(bootstrap, subject.app_id, topic, timeout_s, instances=view, diagnose=why, stall_s=stall_s)
 
     with ThreadPoolExecutor(len(instances.subjects), thread_name_prefix="drain") as pool:
-        waits = [(subject, pool.submit(drain, subject)) for subject in instances.subjects]
+        waits = [(subject, pool.submit(broker_matrix.carry(drain), subject)) for subject in instances.subjects]
     summaries: list[str] = []
     stalled: list[dict[str, Any]] = []
     backlogs: list[dict[str, Any]] = []

@@ -17,12 +17,12 @@ from typing import Any
 from airflow.sdk import DAG, get_current_context, setup, task, teardown
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_soak import backends, teardowns
+from kafka_soak import backends, broker_matrix, teardowns
 from kafka_soak.admission import Admission, load_scenario, open_run
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
 from kafka_soak.deadline import overdue_alert, under_dags_test
 from kafka_soak.drain import drain_run
-from kafka_soak.load import Load, LoadFailed
+from kafka_soak.load import LoadFailed, await_loads, start_loads
 from kafka_soak.operators.toggle import ToggleStepOperator
 from kafka_soak.operators.validate import ValidateOperator
 from kafka_soak.shared import rundir
@@ -85,7 +85,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
             """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
             try:
                 return backends.provision_run(_run_dir(), plan, dag_id)
-            except backends.AttemptReleased as exc:
+            except (backends.AttemptReleased, broker_matrix.MemberFailed) as exc:
                 raise AirflowFailException(str(exc)) from None
 
         @task
@@ -96,15 +96,14 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         @task
         def start_generator(plan: dict[str, Any], cluster: dict[str, Any], steps: list[dict[str, Any]]) -> None:
             """Start the load in its own process so it flows through the whole program (from T0 on)."""
-            ti = get_current_context()["ti"]
-            Load(_run_dir(), cluster, plan).start(start_at=steps[0]["planned_at"], attempt=ti.try_number)
+            start_loads(_run_dir(), plan, cluster, steps[0]["planned_at"], get_current_context()["ti"].try_number)
 
         @task(multiple_outputs=False)
         def await_generator(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Wait for the generator; if it died, restart it (it resumes without duplicating an id)."""
             try:
-                return Load(_run_dir(), cluster, plan).await_done()
-            except LoadFailed as exc:
+                return await_loads(_run_dir(), plan, cluster)
+            except (LoadFailed, broker_matrix.MemberFailed) as exc:
                 raise AirflowFailException(str(exc)) from None
 
         @task(multiple_outputs=False)
@@ -118,12 +117,12 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         @task(multiple_outputs=False)
         def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
             """Stop every instance gracefully (and the generator); runs even when something failed."""
-            return teardowns.stop_app(_run_dir(), plan, cluster)
+            return teardowns.stop_apps(_run_dir(), plan, cluster)
 
         @teardown
         def release(plan: dict[str, Any]) -> None:
             """Stop the Kafka this run started (or give back what it used of an external one)."""
-            teardowns.release(_run_dir(), plan)
+            teardowns.release_all(_run_dir(), plan)
 
         plan = check_params()
         cluster = provision(plan)
@@ -136,7 +135,7 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         drained = drain(plan, cluster)
         stopped = stop_instances(plan, cluster)
         validate = ValidateOperator(
-            task_id="validate", cluster=cluster, conn_id="spark_default", name=f"kafka-soak-validate-{dag_id}",
+            task_id="validate", cluster=cluster, plan=plan, conn_id="spark_default", name=f"kafka-soak-validate-{dag_id}",
             out_dir="{{ soak_run_dir(dag_run) }}", expected_records="{{ params.records }}")
         released = release(plan)
 

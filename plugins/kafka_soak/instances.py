@@ -30,6 +30,7 @@ from kafka_soak import profile as profiles
 from kafka_soak import subjects as run_subjects
 from kafka_soak.app import streams
 from kafka_soak.backends.cluster import Cluster
+from kafka_soak.broker_matrix import carry
 from kafka_soak.kafka_connection import client_settings
 from kafka_soak.runtime import ProcessRecord, Runtime
 from kafka_soak.runtime.docker import DockerContainers
@@ -81,7 +82,7 @@ class Instances:
         if len(self.subjects) == 1:
             return [action(self.subjects[0], instance)]
         with ThreadPoolExecutor(len(self.subjects)) as pool:
-            return list(pool.map(lambda s: action(s, instance), self.subjects))
+            return list(pool.map(carry(lambda s: action(s, instance)), self.subjects))
 
     def command(self, subject: Subject, instance: int, step: int | str, properties_file: Path | None = None) -> list[str]:
         """The app's command and its member's own options, their placeholders filled: the contract's values, the
@@ -220,7 +221,7 @@ class Instances:
         alive = [(s, n) for s in self.subjects for n in range(1, self.plan["instances"] + 1)
                  if self.runtime.is_alive(s.process(n))]
         with ThreadPoolExecutor(max(1, len(alive))) as pool:
-            futures = {s.process(n): pool.submit(self._end, s, n, "stop", timeout) for s, n in alive}
+            futures = {s.process(n): pool.submit(carry(self._end), s, n, "stop", timeout) for s, n in alive}
         codes, errors = {}, {}
         for name, future in futures.items():  # one instance that fails to stop stops none of the others
             try:

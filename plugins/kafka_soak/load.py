@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io, subjects
+from kafka_soak import broker_matrix, kafka_io, subjects
 from kafka_soak import program as programs
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.kafka_connection import client_settings
@@ -110,3 +110,15 @@ class Load:
                 log.info("generator: %d/%d records, %.0f records/s", state["produced"], state["records"],
                          state["rate_per_s"])
             time.sleep(poll_s)
+
+
+def start_loads(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any], start_at: float, attempt: int) -> None:
+    """Task ``start_generator``: the run's generator, or one per cluster of a broker version matrix, all from T0."""
+    broker_matrix.each(broker_matrix.members(run_dir, plan),
+                       lambda m: Load(m.dir, m.cluster(cluster), m.plan).start(start_at=start_at, attempt=attempt))
+
+
+def await_loads(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+    """Task ``await_generator``: ``Load.await_done`` of the run's generator, or of each cluster's."""
+    return broker_matrix.single_or_all(broker_matrix.each(broker_matrix.members(run_dir, plan),
+                                                          lambda m: Load(m.dir, m.cluster(cluster), m.plan).await_done()))

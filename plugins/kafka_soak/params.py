@@ -37,6 +37,8 @@ TRANSACTION_VERSIONS = (0, 1, 2)  # the transaction.version feature levels Kafka
 APP_ID = "{app_id}"  # in a quota's client id: each application id of the run
 UNNAMED_APP_ID = "app"  # the application id of a plan checked without a run's (a DAG's is <dag_id>-app)
 MAX_RUN_S = 7 * 86_400  # a program, a load phase: a week at most
+# Clusters of a broker version matrix: each is its own JVM (and its app's and generator's processes) on this machine.
+MAX_BROKER_VERSIONS = 3
 MAX_RATE = 1_000_000  # records/s
 MAX_INPUT_BYTES = 16 * 2**30  # what a run's generator may write (before replication, outputs and changelogs)
 RECORD_OVERHEAD_BYTES = 120  # an input record's key and JSON fields besides its payload
@@ -98,6 +100,13 @@ PARAMS: dict[str, Declared] = {
         "description": "backend=local: the Apache Kafka release the run's brokers run (any 4.x that "
                        "Maven Central serves; fetched on first use and cached). Its tools also set "
                        "quotas on backend=external."}),
+    "kafka_versions": Declared([], {
+        "type": "array", "items": {"type": "string", "pattern": KAFKA_VERSION_PATTERN},
+        "uniqueItems": True, "maxItems": MAX_BROKER_VERSIONS,
+        "description": "backend=local: a broker version matrix. The run starts a cluster of each Apache Kafka "
+                       "release (any 4.x Maven Central serves) and runs the same app, load and program on "
+                       "each, side by side, with a verdict each; the report shows broker version x status x "
+                       "anomalies (with streams_versions: each pair). Empty: kafka_version alone."}),
     "transaction_version": Declared(None, {
         "type": ["integer", "null"], "enum": [None, *TRANSACTION_VERSIONS],
         "description": "backend=local: the brokers' transaction.version feature, set when their storage is "
@@ -546,6 +555,13 @@ def release_of(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def broker_versions(values: dict[str, Any]) -> tuple[str, list[str]]:
+    """The Apache Kafka releases a local run starts, and the param that names them."""
+    if values["kafka_versions"]:
+        return "kafka_versions", list(values["kafka_versions"])
+    return "kafka_version", [values["kafka_version"]]
+
+
 def streams_app_errors(values: dict[str, Any]) -> list[str]:
     """The reference apps' client settings: the Kafka Streams app's own (streams_config), and a rebalance protocol
     only where both the app and the brokers speak it (consumer for the worker, streams for Kafka Streams)."""
@@ -570,9 +586,11 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
         if old:
             errors.append(f"group_protocol: 'streams' needs Kafka Streams {since} or later (KIP-1071 is generally "
                           f"available from {since}; 4.1 had it as early access only): not {', '.join(old)}")
-        if values["backend"] == "local" and release_of(values["kafka_version"]) < STREAMS_PROTOCOL_SINCE:
+        name, versions = broker_versions(values)
+        old = [v for v in versions if release_of(v) < STREAMS_PROTOCOL_SINCE]
+        if values["backend"] == "local" and old:
             errors.append(f"group_protocol: 'streams' needs brokers of Apache Kafka {since} or later, whose "
-                          f"streams.version feature is 1: kafka_version {values['kafka_version']} has not")
+                          f"streams.version feature is 1: {name} {', '.join(old)} has not")
         brokers_set = [name for name in ("standbys", "session_timeout_ms") if values[name] != DEFAULTS[name]]
         if brokers_set:  # the app's num.standby.replicas and session.timeout.ms would be ignored without a word
             errors.append(f"group_protocol: under 'streams' the brokers, not the app, set {' and '.join(brokers_set)} "
@@ -683,6 +701,9 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         if values["brokers"] != 1:
             errors.append(f"brokers: {values['brokers']} brokers are for backend 'local'; backend {backend!r} "
                           "has its own (leave brokers at 1)")
+        if values["kafka_versions"]:
+            errors.append(f"kafka_versions: a broker version matrix starts a cluster of each release, which only "
+                          f"backend 'local' can do (backend is {backend!r}); leave kafka_versions empty")
         if values["transaction_version"] is not None:
             errors.append(f"transaction_version: {values['transaction_version']} is set when backend 'local' formats "
                           f"its brokers' storage; backend {backend!r} has its own features (leave transaction_version "

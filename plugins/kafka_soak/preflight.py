@@ -38,12 +38,13 @@ def disk_problem(plan: dict[str, Any], free_bytes: int) -> str:
     cluster's disk is its owner's."""
     if plan["backend"] == "external":
         return ""
-    need = soak_params.input_bytes(plan) * plan["brokers"] * FOOTPRINT_PER_INPUT_BYTE
+    clusters = len(plan.get("kafka_versions") or [None])  # a broker version matrix writes it all to each cluster
+    need = soak_params.input_bytes(plan) * plan["brokers"] * clusters * FOOTPRINT_PER_INPUT_BYTE
     if need <= free_bytes:
         return ""
     return (f"records: {plan['records']} records of payload_bytes {plan['payload_bytes']} need about "
-            f"{need / 2**30:.1f} GiB on {plan['brokers']} broker(s) of this machine (input, outputs and state), and the "
-            f"runs directory {rundir.runs_root()} has {free_bytes / 2**30:.1f} GiB free; lower records or "
+            f"{need / 2**30:.1f} GiB on {plan['brokers'] * clusters} broker(s) of this machine (input, outputs and "
+            f"state), and the runs directory {rundir.runs_root()} has {free_bytes / 2**30:.1f} GiB free; lower records or "
             "payload_bytes, or free space")
 
 
@@ -54,7 +55,9 @@ def check(plan: RunPlan) -> None:
     if problem:
         raise DiskSpaceError(problem)
     if plan.backend == "local" or (plan.backend == "external" and plan.quotas):
-        resolve(plan.kafka_version)  # fetched now (cached after), so a version nobody serves is refused here
+        param, versions = soak_params.broker_versions(plan.as_dict())
+        for version in versions:
+            resolve(version, param=param)  # fetched now (cached after), so a version nobody serves is refused here
     app = run_subjects.profile(plan.as_dict())
     if app.build == "streams":
         for version in app.versions:

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_soak import backends, teardowns
+from kafka_soak import backends, broker_matrix, teardowns
 from kafka_soak.runtime.local import LocalProcesses
 from kafka_soak.shared import rundir
 from kafka_soak.shared.rundir import journal, read_json
@@ -24,22 +24,27 @@ from kafka_soak.shared.rundir import journal, read_json
 log = logging.getLogger(__name__)
 
 
+def registries(run_dir: Path) -> dict[str, LocalProcesses]:
+    """The process registries of a run: its own, and each cluster's of a broker version matrix (by release)."""
+    dirs = {"": run_dir, **{d.name: d for d in broker_matrix.member_dirs(run_dir)}}
+    return {name: LocalProcesses(d) for name, d in dirs.items() if (d / "processes").is_dir()}  # none: it started none
+
+
 def leftovers(run_dir: Path) -> list[str]:
-    """The processes a run registered that are still alive."""
-    if not (run_dir / "processes").is_dir():  # it started none (a registry would make the directory)
-        return []
-    processes = LocalProcesses(run_dir)
-    return [name for name in processes.names() if processes.is_alive(name)]
+    """The processes a run registered that are still alive (``<name>@<release>`` in a broker version matrix)."""
+    return [f"{name}@{member}" if member else name for member, processes in registries(run_dir).items()
+            for name in processes.names() if processes.is_alive(name)]
 
 
 def reap(run_dir: Path, why: str, timeout: float = 15.0) -> dict[str, int | None]:
     """Stop every process of the run still alive (SIGTERM, SIGKILL after ``timeout``); returns their exit codes."""
-    names = leftovers(run_dir)
-    if not names:
-        return {}
-    processes = LocalProcesses(run_dir)
-    codes = {name: processes.stop(name, timeout=timeout) for name in names}
-    journal(run_dir, "reaped", processes=sorted(codes), why=why)
+    codes = {}
+    for member, processes in registries(run_dir).items():
+        for name in processes.names():
+            if processes.is_alive(name):
+                codes[f"{name}@{member}" if member else name] = processes.stop(name, timeout=timeout)
+    if codes:
+        journal(run_dir, "reaped", processes=sorted(codes), why=why)
     return codes
 
 

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import charts, health, history, maven
+from kafka_soak import broker_matrix, charts, health, history, maven
 from kafka_soak.evidence import RunEvidence, first_failure
 from kafka_soak.pages import TEMPLATES
 from kafka_soak.shared import contracts, rundir
@@ -114,6 +114,8 @@ def write_pages(run_dir: Path, url: str | None, unwritten: list[str]) -> Path | 
         unwritten.append(f"the run directory {run_dir} (it was never made)")
         return None
     try:
+        for member in broker_matrix.member_dirs(run_dir):  # a cluster of a broker version matrix: its own report
+            write(member, url)
         path = write(run_dir, url)
         history.write_history()
     except OSError as exc:

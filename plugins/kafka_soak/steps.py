@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kafka_soak import backends, broker_matrix
 from kafka_soak.backends import Backend
 from kafka_soak.instances import Instances
 from kafka_soak.program import Step, render, schedule
@@ -89,7 +90,8 @@ def plan_steps(run_dir: Path, plan: dict[str, Any], lead_s: float) -> list[dict[
     first step start together; written to ``program.json`` with the conf that replays it."""
     t0 = time.time() + lead_s
     steps = [s.as_dict() for s in schedule(plan["program"], t0, plan["interval_s"])]
-    write_program(run_dir, plan, t0, steps)
+    for member in {run_dir, *(m.dir for m in broker_matrix.members(run_dir, plan))}:  # each cluster's generator reads it
+        write_program(member, plan, t0, steps)
     for s in steps:
         log.info("  %s at T0%+.0f s", Step(**s).label, s["planned_at"] - t0)
     log.info("replay this program with -c '%s'", json.dumps({"program": render(plan["program"]),
@@ -154,3 +156,24 @@ def apply(step: Step, instances: Instances, kafka: Backend, by: dict[str, Any]) 
              outcome["running_after"] or "none",
              f" (paused: {outcome['paused_after']})" if outcome["paused_after"] else "")
     return outcome
+
+
+def apply_everywhere(step: Step, run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any],
+                     by: dict[str, Any]) -> dict[str, Any]:
+    """``apply`` the step to the run's cluster, or to every cluster of a broker version matrix at the same moment:
+    each member's evidence goes to its own directory, and the run's records every member's ``outcome``."""
+    all_members = broker_matrix.members(run_dir, plan)
+
+    def on(member: broker_matrix.Member) -> dict[str, Any]:
+        outcome = apply(step, Instances.for_run(member.dir, member.cluster(cluster), member.plan),
+                        backends.create(member.plan, member.dir), by)
+        if member.name:
+            StepBook(member.dir).record(step, outcome)
+        return outcome
+
+    outcomes = broker_matrix.each(all_members, on)
+    if "" in outcomes:
+        return outcomes[""]
+    return {"actual_at": min(o["actual_at"] for o in outcomes.values()),
+            "jitter_ms": max(o["jitter_ms"] for o in outcomes.values()), "applied_by": by,
+            "took_s": max(o["took_s"] for o in outcomes.values()), "members": outcomes}

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import backends, health, kafka_connection
+from kafka_soak import backends, broker_matrix, health, kafka_connection
 from kafka_soak.app.worker import CRASH_EXIT_CODE
 from kafka_soak.backends import quota_meter
 from kafka_soak.backends.cluster import Cluster
@@ -28,6 +28,17 @@ def cluster_on_file(run_dir: Path) -> Cluster | None:
     """What provision wrote, if it got that far (a teardown must work after a failed setup too)."""
     written = rundir.read_json(run_dir / rundir.CLUSTER)
     return Cluster(**written) if written else None
+
+
+def stop_apps(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> Any:
+    """Task ``stop_instances``: ``stop_app`` on the run's cluster, or on every cluster of a broker version matrix at
+    once, whose app health over all clusters (``health.json`` in the run's directory) the run's report shows."""
+    all_members = broker_matrix.members(run_dir, plan)
+    codes = broker_matrix.each(all_members, lambda m: stop_app(m.dir, m.plan, m.cluster(cluster)))
+    if all_members[0].name:
+        healths = {m.name: rundir.read_json(m.dir / rundir.HEALTH) for m in all_members}
+        rundir.write_json(run_dir / rundir.HEALTH, broker_matrix.merge_health({k: v for k, v in healths.items() if v}))
+    return broker_matrix.single_or_all(codes)
 
 
 def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, int | None]:
@@ -48,6 +59,14 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
     for usage in backends.create(plan, run_dir).quota_usage():
         log.info("%s", quota_meter.describe(usage))
     return codes
+
+
+def release_all(run_dir: Path, plan: dict[str, Any]) -> None:
+    """Task ``release``: ``release`` the run's cluster, or every cluster of a broker version matrix at once."""
+    all_members = broker_matrix.members(run_dir, plan)
+    broker_matrix.each(all_members, lambda m: release(m.dir, m.plan))
+    if all_members[0].name:
+        rundir.journal(run_dir, backends.RELEASED, backend=plan["backend"])
 
 
 def release(run_dir: Path, plan: dict[str, Any]) -> None:
@@ -71,17 +90,20 @@ def from_files(run_dir: Path, why: str) -> dict[str, int | None]:
     """Both teardowns of an attempt that did not run them, each as far as it got (one that fails is logged and does
     not stop the other), noted with ``why`` in its ``events.jsonl``. Returns the instances stopped, with exit codes."""
     plan = (rundir.read_json(run_dir / rundir.PARAMS) or {}).get("plan")
-    cluster = rundir.read_json(run_dir / rundir.CLUSTER)
     stopped: dict[str, int | None] = {}
-    if plan and cluster:
+    for member in broker_matrix.members(run_dir, plan) if plan else []:
+        cluster = rundir.read_json(member.dir / rundir.CLUSTER)
+        if cluster:
+            try:
+                stopped.update({f"{name}@{member.name}" if member.name else name: code
+                                for name, code in stop_app(member.dir, member.plan, cluster).items()})
+            except Exception as exc:
+                log.error("could not stop the app of %s: %s", member.dir, exc)
         try:
-            stopped = stop_app(run_dir, plan, cluster)
+            release(member.dir, member.plan)
         except Exception as exc:
-            log.error("could not stop the app of %s: %s", run_dir, exc)
-    if plan:
-        try:
-            release(run_dir, plan)
-        except Exception as exc:
-            log.error("could not release the Kafka of %s: %s", run_dir, exc)
+            log.error("could not release the Kafka of %s: %s", member.dir, exc)
+    if plan and plan.get("kafka_versions"):
+        rundir.journal(run_dir, backends.RELEASED, backend=plan["backend"])
     rundir.journal(run_dir, "torn-down", why=why, instances=sorted(stopped))
     return stopped

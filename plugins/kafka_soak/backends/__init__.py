@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kafka_soak import broker_matrix, subjects
 from kafka_soak import program as programs
 from kafka_soak import quotas as soak_quotas
-from kafka_soak import subjects
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.backends.external import ExternalBackend
@@ -48,7 +48,27 @@ class AttemptReleased(RuntimeError):
 
 
 def provision_run(run_dir: Path, plan: dict[str, Any], dag_id: str) -> dict[str, Any]:
-    """Task ``provision``, in the attempt ``check_params`` opened: start the run's Kafka (or reach the external one),
+    """Task ``provision``: the run's cluster (``provision_cluster``), or each cluster of a broker version matrix, all
+    at once, as ``{"members": {release: cluster}}``. A matrix whose cluster failed gives back the others it started."""
+    all_members = broker_matrix.members(run_dir, plan)
+    for member in all_members:
+        member.dir.mkdir(parents=True, exist_ok=True)
+    try:
+        clusters = broker_matrix.each(all_members, lambda m: provision_cluster(m.dir, m.plan, dag_id))
+    except broker_matrix.MemberFailed as exc:  # a failed setup's teardowns may not run: give back what it made
+        for m in all_members:
+            if m.name in exc.results:
+                create(m.plan, m.dir).release(Cluster(**exc.results[m.name]))
+                rundir.journal(m.dir, RELEASED, backend=m.plan["backend"])
+        raise
+    if all_members[0].name:
+        rundir.journal(run_dir, PROVISIONED, backend=plan["backend"], kafka_versions=list(clusters))
+        return {"members": clusters}
+    return clusters[""]
+
+
+def provision_cluster(run_dir: Path, plan: dict[str, Any], dag_id: str) -> dict[str, Any]:
+    """One cluster, in the attempt ``check_params`` opened: start the run's Kafka (or reach the external one),
     create its topics (scoped to the attempt), set its quotas, record the apps under test (``cluster.json``). A task
     cleared on its own runs again in that attempt (Airflow clears its setup and teardowns with it): the ``local``
     brokers start again on their data, so ``validate`` judges the attempt's evidence again. An attempt released on

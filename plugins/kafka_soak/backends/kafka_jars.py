@@ -54,18 +54,19 @@ def is_resolved(version: str) -> bool:
     return maven.is_built(jars_dir(version))
 
 
-def resolve(version: str = DEFAULT_VERSION, timeout: float = 600.0) -> Path:
+def resolve(version: str = DEFAULT_VERSION, timeout: float = 600.0, param: str = "kafka_version") -> Path:
     """The directory holding every jar of Kafka ``version``'s broker and tools, downloading them on first use.
 
-    Raises ``KafkaVersionError`` naming param ``kafka_version`` when the version is malformed or not served."""
+    Raises ``KafkaVersionError`` naming ``param`` (the one that asked for ``version``) when the version is malformed
+    or not served."""
     if not re.match(VERSION_PATTERN, version):
-        raise KafkaVersionError(f"kafka_version: {version!r} is not an Apache Kafka 4.x release number "
+        raise KafkaVersionError(f"{param}: {version!r} is not an Apache Kafka 4.x release number "
                                 "(allowed: 4.MINOR.PATCH, e.g. 4.1.1 or 4.3.1)")
     target = jars_dir(version)
     try:
         maven.build(target, lambda staging: ["-f", str(POM), f"-Dkafka.version={version}", "dependency:copy-dependencies",
                                              "-DincludeScope=runtime", f"-DoutputDirectory={staging}"],
-                    "kafka_version", f"fetch Apache Kafka {version}'s jars", timeout)
+                    param, f"fetch Apache Kafka {version}'s jars", timeout)
     except maven.BuildError as exc:
         raise KafkaVersionError(str(exc)) from None
     return target

@@ -28,6 +28,7 @@ from kafka_soak import kafka_io
 from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars, quota_meter
 from kafka_soak.backends.cluster import Cluster, topic_names
+from kafka_soak.broker_matrix import carry
 from kafka_soak.runtime.local import LocalProcesses
 from kafka_soak.shared import java_client, rundir
 
@@ -287,7 +288,7 @@ class LocalKafkaBackend:
         running = [name for name in self.processes.names() if name.startswith("kafka-")
                    and self.processes.is_alive(name)]
         with ThreadPoolExecutor(max(1, len(running))) as pool:
-            list(pool.map(lambda name: self.processes.stop(name, timeout=30), running))
+            list(pool.map(carry(lambda name: self.processes.stop(name, timeout=30)), running))
         log.info("Kafka stopped: %s", ", ".join(running) or "no node was running")
 
     # -- what the quotas did ---------------------------------------------------------------------------

@@ -8,12 +8,11 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from kafka_soak import backends
-from kafka_soak.instances import Instances
+from kafka_soak import broker_matrix
 from kafka_soak.load import Load
 from kafka_soak.program import Step
 from kafka_soak.shared import rundir
-from kafka_soak.steps import StepBook, apply, read_steps, sleep_until
+from kafka_soak.steps import StepBook, apply_everywhere, read_steps, sleep_until
 from kafka_soak.triggers import StepCountdownTrigger
 
 
@@ -27,7 +26,8 @@ class ToggleStepOperator(BaseOperator):
     awake that soon (``airflow dags test`` runs one task at a time, and a task's start takes seconds).
 
     :param step: the step this task instance stands for (mapped over ``plan_program``'s output)
-    :param cluster: the run's Kafka (``provision``'s output)
+    :param cluster: the run's Kafka (``provision``'s output: each cluster of a broker version matrix, whose every
+        cluster gets the step at the same moment)
     :param plan: the resolved params (``check_params``'s output)
     """
 
@@ -49,8 +49,8 @@ class ToggleStepOperator(BaseOperator):
         book = StepBook(run_dir)
         steps = read_steps(run_dir)
         mine = self.step["index"]
-        instances = Instances.for_run(run_dir, self.cluster, self.plan)
-        kafka = backends.create(self.plan, run_dir)
+        first = broker_matrix.members(run_dir, self.plan)[0]  # whose generator's progress the countdown shows
+        progress = str(Load(first.dir, first.cluster(self.cluster), first.plan).progress_file)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
         while (pending := book.next_pending(self.last_step(steps, mine))) is not None:
             book.refuse_after_failure(pending)
@@ -58,13 +58,12 @@ class ToggleStepOperator(BaseOperator):
             wait = step.planned_at - time.time()
             if wait > self.defer_above_s:
                 self.log.info("%s in %.1f s (deferring until %.0f s before)", step.label, wait, self.wake_early_s)
-                self.defer(trigger=StepCountdownTrigger(step.planned_at - self.wake_early_s, step.label,
-                                                        str(Load(run_dir, self.cluster, self.plan).progress_file)),
+                self.defer(trigger=StepCountdownTrigger(step.planned_at - self.wake_early_s, step.label, progress),
                            method_name="advance")
             sleep_until(step.planned_at)
             if book.claim(pending, me):
                 try:
-                    book.record(step, apply(step, instances, kafka, me))
+                    book.record(step, apply_everywhere(step, run_dir, self.plan, self.cluster, me))
                 except Exception as exc:
                     book.record(step, {"applied_by": me, "failed": f"{type(exc).__name__}: {exc}"})
                     raise

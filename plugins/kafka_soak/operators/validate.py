@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowException
 
-from kafka_soak import kafka_io, shared, spark_kafka, subjects
+from kafka_soak import broker_matrix, kafka_io, shared, spark_kafka, subjects
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.class_data import SharedArchive
 from kafka_soak.kafka_connection import client_settings, settings_in_env
@@ -73,22 +74,48 @@ class ValidateOperator(SparkSubmitOperator):
     there). The executors get them inside the job, from Spark's Kafka source.
     """
 
-    template_fields = (*SparkSubmitOperator.template_fields, "cluster", "out_dir", "expected_records")
+    template_fields = (*SparkSubmitOperator.template_fields, "cluster", "plan", "out_dir", "expected_records")
 
-    def __init__(self, *, cluster: Any, out_dir: str, expected_records: int | str, **kwargs: Any) -> None:
+    def __init__(self, *, cluster: Any, out_dir: str, expected_records: int | str, plan: Any = None,
+                 **kwargs: Any) -> None:
         kwargs = {"application": str(JOB), "conf": CONF, "env_vars": ENV, **kwargs}
         super().__init__(**kwargs)
-        self.cluster, self.out_dir, self.expected_records = cluster, out_dir, expected_records
+        self.cluster, self.plan, self.out_dir, self.expected_records = cluster, plan, out_dir, expected_records
 
     def execute(self, context: Any) -> None:
-        self.application_args = job_args(self.cluster, self.out_dir, self.expected_records)
+        """The checker on the run's cluster; on a broker version matrix (``plan``'s ``kafka_versions``), on each
+        cluster in turn into its own directory, then the matrix's verdict in the run's (``broker_matrix.combine``)."""
+        all_members = broker_matrix.members(Path(self.out_dir), self.plan or {})
+        if not all_members[0].name:
+            return self.submit(context, self.cluster, self.out_dir)
+        failures = {}
+        for member in all_members:
+            self.log.info("checking the cluster of Apache Kafka %s", member.name)
+            try:
+                self.submit(context, member.cluster(self.cluster), str(member.dir))
+            except AirflowException as exc:  # its verdict failed, or the job did not reach one: the others still count
+                failures[member.name] = broker_matrix.submit_failure(str(exc))
+        verdict = broker_matrix.combine(Path(self.out_dir), all_members, failures)
+        rundir.write_json(Path(self.out_dir) / rundir.VERDICT, verdict)
+        for row in verdict["matrix"]:
+            self.log.info("  %s: %s, anomalies %s", row["label"], row["status"].upper(),
+                          {k: v for k, v in row["anomalies"].items() if v} or "none")
+        if verdict["status"] != "passed":
+            raise AirflowException(f"the broker version matrix's verdict is {verdict['status']}: "
+                                   + ", ".join(f"{row['label']} {row['status']}" for row in verdict["matrix"]))
+        return None
+
+    def submit(self, context: Any, cluster: dict[str, Any], out_dir: str) -> None:
+        """One spark-submit of the checker on ``cluster``'s topics, its evidence into ``out_dir``."""
+        self._hook = None  # the provider keeps its hook, built from these arguments, for the operator's life
+        self.application_args = job_args(cluster, out_dir, self.expected_records)
         master, given = self._get_hook()._connection["master"], self.properties_file
         if master.startswith("local"):
             self.env_vars = {**LOCAL_ENV, **(self.env_vars or {})}
         self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
         archive = driver_archive(master, [Path(jar) for jar in self.jars.split(",")])
         self.conf = {**sized_conf(int(self.expected_records), archive), **(self.conf or {})}
-        settings = client_settings(self.cluster)
+        settings = client_settings(cluster)
         try:
             with shipped_modules() as self.py_files:
                 if not settings:

@@ -50,6 +50,7 @@ GENERATOR = "generator.json"
 DRAIN = "drain.json"
 HEALTH, QUOTAS = "health.json", "quotas.json"
 VERDICT, TIMELINE, DATA_DOCS, SUBJECTS = "verdict.json", "timeline.json", "data_docs", "subjects"
+BROKERS = "brokers"  # a broker version matrix: one directory per Apache Kafka release, each laid out as a run's
 FAILURES = "failures.jsonl"  # why each failed task failed (alerting.record_task_failure)
 REPORT = "report.html"
 DAGS_TEST_LOG = "dags-test.log"

@@ -1,0 +1,106 @@
+"""The broker version matrix's own logic: its members, running a task's work on each, and combining their verdicts.
+The end-to-end run on two real clusters is in test_e2e.py."""
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from kafka_soak import broker_matrix, params
+from kafka_soak.broker_matrix import Member
+from kafka_soak.shared import rundir
+
+
+def test_a_run_of_one_cluster_is_its_only_member_and_a_matrix_has_one_directory_and_plan_per_release(tmp_path):
+    plan = params.check({}).as_dict()
+    [only] = broker_matrix.members(tmp_path, plan)
+    assert (only.name, only.dir, only.plan) == ("", tmp_path, plan)
+    matrix = params.check({"kafka_versions": ["4.1.1", "4.3.1"]}).as_dict()
+    members = broker_matrix.members(tmp_path, matrix)
+    assert [(m.name, m.dir, m.plan["kafka_version"], m.plan["kafka_versions"]) for m in members] == [
+        ("4.1.1", tmp_path / "brokers" / "4.1.1", "4.1.1", []), ("4.3.1", tmp_path / "brokers" / "4.3.1", "4.3.1", [])]
+    provisioned = {"members": {"4.1.1": {"bootstrap_servers": "a"}, "4.3.1": {"bootstrap_servers": "b"}}}
+    assert [m.cluster(provisioned)["bootstrap_servers"] for m in members] == ["a", "b"]
+    assert only.cluster({"bootstrap_servers": "c"}) == {"bootstrap_servers": "c"}
+
+
+def test_each_member_runs_to_its_end_and_a_failure_names_its_release_with_the_others_results_kept(tmp_path):
+    members = [Member(v, tmp_path / v, {}) for v in ("4.0.0", "4.3.1")]
+
+    def work(member: Member) -> str:
+        if member.name == "4.0.0":
+            raise RuntimeError("its broker did not start")
+        return f"done on {member.name}"
+
+    with pytest.raises(broker_matrix.MemberFailed) as failed:
+        broker_matrix.each(members, work)
+    assert str(failed.value) == "Apache Kafka 4.0.0: its broker did not start"
+    assert failed.value.results == {"4.3.1": "done on 4.3.1"}
+    assert broker_matrix.single_or_all(broker_matrix.each(members[1:], work)) == {"4.3.1": "done on 4.3.1"}
+    only = Member("", tmp_path, {})
+    assert broker_matrix.single_or_all(broker_matrix.each([only], lambda m: "one")) == "one"
+
+
+def test_each_member_s_log_lines_carry_its_release_even_from_the_threads_its_work_starts(tmp_path, caplog):
+    log = logging.getLogger("kafka_soak.test")
+
+    def work(member: Member) -> None:
+        log.info("own line")
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(broker_matrix.carry(lambda: log.info("nested line"))).result()
+
+    with caplog.at_level(logging.INFO, logger="kafka_soak.test"):
+        broker_matrix.each([Member(v, tmp_path / v, {}) for v in ("4.1.1", "4.3.1")], work)
+        log.info("after")
+    assert sorted(r.getMessage() for r in caplog.records) == [
+        "[Apache Kafka 4.1.1] nested line", "[Apache Kafka 4.1.1] own line", "[Apache Kafka 4.3.1] nested line",
+        "[Apache Kafka 4.3.1] own line", "after"]
+
+
+def verdict(status: str, label: str, anomalies: dict[str, int], **extra) -> dict:
+    return {"status": status, "label": label, "anomalies": anomalies, "samples": {}, "expectations": [],
+            "inconclusive_reasons": [], "records": {"input": 100, "output": 100, "expected_input": 100},
+            "topics": {"output": "o"}, "data_docs": "docs/index.html", **extra}
+
+
+def health(what: str, deaths: int) -> dict:
+    return {"instances": {"1": {"exits": []}}, "exceptions": {"InvalidTxnStateException": {"count": deaths}},
+            "incidents": [{"what": what, "kind": "thread_death"}] * deaths, "allowance": 0, "thread_deaths": deaths,
+            "restarts": 0, "unexpected_exits": 0, "errors": deaths, "injected_crashes": 0}
+
+
+def test_the_matrix_verdict_has_a_row_per_broker_and_app_pair_and_a_member_without_a_verdict_is_inconclusive(
+        tmp_path):
+    plan = params.check({"kafka_versions": ["4.0.0", "4.1.1", "4.3.1"]}).as_dict()
+    old, fixed, lost = broker_matrix.members(tmp_path, plan)
+    old.dir.mkdir(parents=True)
+    rundir.write_json(old.dir / rundir.VERDICT,
+                      {**verdict("failed", "", {"lost": 3}), "matrix": [
+                          {"version": "3.9.0", "dir": "subjects/3.9.0"}, {"version": "4.3.1", "dir": "subjects/4.3.1"}]})
+    for name, status, count in (("3.9.0", "failed", 3), ("4.3.1", "passed", 0)):
+        (old.dir / "subjects" / name).mkdir(parents=True)
+        rundir.write_json(old.dir / "subjects" / name / rundir.VERDICT,
+                          verdict(status, f"Kafka Streams {name}", {"lost": count}))
+    rundir.write_json(old.dir / rundir.HEALTH, health("instance 1: stream thread died", 2))
+    fixed.dir.mkdir(parents=True)
+    rundir.write_json(fixed.dir / rundir.VERDICT, verdict("passed", "the app", {"lost": 0}))
+    rundir.write_json(fixed.dir / rundir.HEALTH, health("", 0))
+
+    combined = broker_matrix.combine(tmp_path, [old, fixed, lost],
+                                     {"4.3.1": broker_matrix.submit_failure("Cannot execute: spark-submit --master "
+                                                                            "local[2] ... Error code is: 1.")})
+    rows = {row["version"]: row for row in combined["matrix"]}
+    assert {v: (r["label"], r["status"], r["anomalies"].get("lost")) for v, r in rows.items()} == {
+        "4.0.0/3.9.0": ("Apache Kafka 4.0.0 · Kafka Streams 3.9.0", "failed", 3),
+        "4.0.0/4.3.1": ("Apache Kafka 4.0.0 · Kafka Streams 4.3.1", "passed", 0),
+        "4.1.1": ("Apache Kafka 4.1.1 · the app", "passed", 0),
+        "4.3.1": ("Apache Kafka 4.3.1 · the app", "inconclusive", None)}
+    assert rows["4.0.0/3.9.0"]["dir"] == "brokers/4.0.0/subjects/3.9.0"
+    assert rows["4.0.0/3.9.0"]["report"] == "brokers/4.0.0/report.html" and rows["4.1.1"]["dir"] == "brokers/4.1.1"
+    assert combined["status"] == "failed" and combined["anomalies"]["lost"] == 3
+    assert combined["inconclusive_reasons"] == [
+        "4.3.1: no verdict: the checker's spark-submit exited with code 1 (see the validate task's log)"]
+    assert combined["health"]["thread_deaths"] == 2
+    assert combined["health"]["exceptions"]["InvalidTxnStateException"]["count"] == 2
+    assert combined["health"]["incidents"][0]["what"] == "Apache Kafka 4.0.0: instance 1: stream thread died"
+    assert set(combined["health"]["instances"]) == {"1/4.0.0", "1/4.1.1"}
