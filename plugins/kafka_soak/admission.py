@@ -38,6 +38,9 @@ def load_scenario(path: Path) -> dict[str, Any]:
     return scenario
 
 
+DEFAULTS_ENV, ALLOW_ENV = "SOAK_PARAM_DEFAULTS", "SOAK_TRIGGER_ALLOW"  # the deployment's variables, below
+
+
 @dataclass(frozen=True)
 class Deployment:
     """What whoever deploys the suite sets for every scenario, from the environment of Airflow's processes:
@@ -52,16 +55,16 @@ class Deployment:
     @classmethod
     def from_environment(cls) -> Deployment:
         try:
-            defaults = env_object("SOAK_PARAM_DEFAULTS")
-            allow = env_object("SOAK_TRIGGER_ALLOW")
+            defaults = env_object(DEFAULTS_ENV)
+            allow = env_object(ALLOW_ENV)
         except ValueError as exc:
             log.error("%s; every soak run will be refused until it is fixed", exc)
             return cls({}, {}, str(exc))
-        problems = [f"SOAK_PARAM_DEFAULTS: param {name}: {invalid}" for name, value in defaults.items()
+        problems = [f"{DEFAULTS_ENV}: param {name}: {invalid}" for name, value in defaults.items()
                     if (invalid := schema_problem(name, value))]
         bad = [name for name, values in allow.items() if name not in soak_params.DEPLOYER_ONLY or not isinstance(values, list)]
         if bad:
-            problems.append(f"SOAK_TRIGGER_ALLOW: {bad} must be params only the deployment sets "
+            problems.append(f"{ALLOW_ENV}: {bad} must be params only the deployment sets "
                             f"({', '.join(soak_params.DEPLOYER_ONLY)}), each with a list of values")
         if problems:
             log.error("%s; every soak run will be refused until it is fixed", "; ".join(problems))
@@ -121,7 +124,7 @@ class Admission:
             try:
                 soak_params.check(values, app_id_of(scenario))
             except soak_params.ParamsError as exc:
-                refusal = f"the defaults of {scenario['dag_id']} (its scenario file and SOAK_PARAM_DEFAULTS) cannot run: {exc}"
+                refusal = f"the defaults of {scenario['dag_id']} (its scenario file and {DEFAULTS_ENV}) cannot run: {exc}"
         return cls(params, deployment.allow, refusal, app_id_of(scenario))
 
     @property
@@ -180,7 +183,8 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> d
         log.info("  load: %s", Phase(**phase).describe())
     log.info("app under test: %s", subjects.describe(plan.as_dict()))
     log.info("backend %s%s, runtime %s%s", plan.backend,
-             f" (Apache Kafka {plan.kafka_version}, {plan.brokers} broker(s))" if plan.backend == "local" else "",
+             f" (Apache Kafka {', '.join(soak_params.broker_versions(plan.as_dict())[1])}, {plan.brokers} broker(s)"
+             f"{' each' if plan.kafka_versions else ''})" if plan.backend == "local" else "",
              plan.runtime, ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
              if plan.runtime == "docker" else "")
     return plan.as_dict()

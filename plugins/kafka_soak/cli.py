@@ -244,10 +244,10 @@ def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, s
     the params only a deployment sets (app command, images, Docker engine, connections, a shared cluster's quotas) go
     to the run as the deployment's own (``SOAK_PARAM_DEFAULTS``), where Airflow's trigger path refuses them in a
     conf; the rest go as the trigger conf, which overrides a scenario file's defaults."""
-    from kafka_soak.admission import env_object, schema_problem
+    from kafka_soak.admission import DEFAULTS_ENV, env_object, schema_problem
 
     try:
-        current, malformed = env_object("SOAK_PARAM_DEFAULTS", environ), ""
+        current, malformed = env_object(DEFAULTS_ENV, environ), ""
     except ValueError as exc:  # the run refuses itself with this unless the conf needs the variable
         current, malformed = {}, str(exc)
     deployment, rest = soak_params.split(conf, conf.get("backend") or current.get("backend") or
@@ -257,7 +257,7 @@ def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, s
     invalid = [f"param {name}: {problem}" for name, value in deployment.items() if (problem := schema_problem(name, value))]
     if invalid or malformed:
         raise UsageError("; ".join(invalid or [malformed]))
-    return {**environ, "SOAK_PARAM_DEFAULTS": json.dumps({**current, **deployment})}, rest
+    return {**environ, DEFAULTS_ENV: json.dumps({**current, **deployment})}, rest
 
 
 if __name__ == "__main__":
