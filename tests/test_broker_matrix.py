@@ -82,6 +82,7 @@ def test_the_matrix_verdict_has_a_row_per_broker_and_app_pair_and_a_member_witho
         rundir.write_json(old.dir / "subjects" / name / rundir.VERDICT,
                           verdict(status, f"Kafka Streams {name}", {"lost": count}))
     rundir.write_json(old.dir / rundir.HEALTH, health("instance 1: stream thread died", 2))
+    rundir.write_json(old.dir / rundir.QUOTAS, [{"client_id": "app-1-producer", "setting": "producer_byte_rate"}])
     fixed.dir.mkdir(parents=True)
     rundir.write_json(fixed.dir / rundir.VERDICT, verdict("passed", "the app", {"lost": 0}))
     rundir.write_json(fixed.dir / rundir.HEALTH, health("", 0))
@@ -104,3 +105,5 @@ def test_the_matrix_verdict_has_a_row_per_broker_and_app_pair_and_a_member_witho
     assert combined["health"]["exceptions"]["InvalidTxnStateException"]["count"] == 2
     assert combined["health"]["incidents"][0]["what"] == "Apache Kafka 4.0.0: instance 1: stream thread died"
     assert set(combined["health"]["instances"]) == {"1/4.0.0", "1/4.1.1"}
+    assert combined["quotas"] == [{"client_id": "app-1-producer", "setting": "producer_byte_rate",
+                                   "cluster": "Apache Kafka 4.0.0"}]

@@ -157,7 +157,7 @@ def combine(run_dir: Path, all_members: list[Member], failures: dict[str, str]) 
                          "report": f"{relative}/{rundir.REPORT}"}
     healths = {m.name: rundir.read_json(m.dir / rundir.HEALTH) for m in all_members}
     return {**verdicts.combine(flat), "backend": {"name": "local", "kafka_versions": [m.name for m in all_members]},
-            "quotas": [u for m in all_members for u in rundir.read_json(m.dir / rundir.QUOTAS) or []],
+            "quotas": [{**u, "cluster": m.label} for m in all_members for u in rundir.read_json(m.dir / rundir.QUOTAS) or []],
             "health": merge_health({k: v for k, v in healths.items() if v})}
 
 

@@ -107,7 +107,8 @@ def usage_per_setting(quotas: list[Quota], out_dir: Path, brokers: list[int]) ->
 
 
 def describe(usage: dict[str, Any]) -> str:
-    """One quota's outcome in a line, for the task log and the alert."""
-    return (f"quota {usage['client_id']} {usage['setting']}={usage['quota']:g} {usage['unit']}: the broker measured "
-            f"{usage['measured']} {usage['achieved']} (median; peak {usage['peak']}) and throttled it up to "
+    """One quota's outcome in a line, for the task log and the alert (on which cluster, in a broker version matrix)."""
+    where = f"{usage['cluster']}: " if usage.get("cluster") else ""
+    return (f"{where}quota {usage['client_id']} {usage['setting']}={usage['quota']:g} {usage['unit']}: the broker "
+            f"measured {usage['measured']} {usage['achieved']} (median; peak {usage['peak']}) and throttled it up to "
             f"{usage['throttle_ms_max']} ms" + ("" if usage["bit"] else " (the quota never bit)"))
