@@ -158,22 +158,28 @@ def apply(step: Step, instances: Instances, kafka: Backend, by: dict[str, Any]) 
     return outcome
 
 
-def apply_everywhere(step: Step, run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any],
-                     by: dict[str, Any]) -> dict[str, Any]:
-    """``apply`` the step to the run's cluster, or to every cluster of a broker version matrix at the same moment:
-    each member's evidence goes to its own directory, and the run's records every member's ``outcome``."""
-    all_members = broker_matrix.members(run_dir, plan)
+class Targets:
+    """What a run's program steps act on: the instances and the Kafka of the run's cluster, or of every cluster of a
+    broker version matrix; made before a step's deadline, so that applying it costs no more than the step itself."""
 
-    def on(member: broker_matrix.Member) -> dict[str, Any]:
-        outcome = apply(step, Instances.for_run(member.dir, member.cluster(cluster), member.plan),
-                        backends.create(member.plan, member.dir), by)
-        if member.name:
-            StepBook(member.dir).record(step, outcome)
-        return outcome
+    def __init__(self, run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> None:
+        self.members = broker_matrix.members(run_dir, plan)
+        self.of = {m.name: (Instances.for_run(m.dir, m.cluster(cluster), m.plan), backends.create(m.plan, m.dir))
+                   for m in self.members}
 
-    outcomes = broker_matrix.each(all_members, on)
-    if "" in outcomes:
-        return outcomes[""]
-    return {"actual_at": min(o["actual_at"] for o in outcomes.values()),
-            "jitter_ms": max(o["jitter_ms"] for o in outcomes.values()), "applied_by": by,
-            "took_s": max(o["took_s"] for o in outcomes.values()), "members": outcomes}
+    def apply(self, step: Step, by: dict[str, Any]) -> dict[str, Any]:
+        """``apply`` the step to every cluster at the same moment: each member's evidence goes to its own directory,
+        and the run's records every member's outcome (``members``)."""
+
+        def on(member: broker_matrix.Member) -> dict[str, Any]:
+            outcome = apply(step, *self.of[member.name], by)
+            if member.name:
+                StepBook(member.dir).record(step, outcome)
+            return outcome
+
+        outcomes = broker_matrix.each(self.members, on)
+        if "" in outcomes:
+            return outcomes[""]
+        return {"actual_at": min(o["actual_at"] for o in outcomes.values()),
+                "jitter_ms": max(o["jitter_ms"] for o in outcomes.values()), "applied_by": by,
+                "took_s": max(o["took_s"] for o in outcomes.values()), "members": outcomes}

@@ -8,11 +8,10 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from kafka_soak import broker_matrix
 from kafka_soak.load import Load
 from kafka_soak.program import Step
 from kafka_soak.shared import rundir
-from kafka_soak.steps import StepBook, apply_everywhere, read_steps, sleep_until
+from kafka_soak.steps import StepBook, Targets, read_steps, sleep_until
 from kafka_soak.triggers import StepCountdownTrigger
 
 
@@ -49,7 +48,8 @@ class ToggleStepOperator(BaseOperator):
         book = StepBook(run_dir)
         steps = read_steps(run_dir)
         mine = self.step["index"]
-        first = broker_matrix.members(run_dir, self.plan)[0]  # whose generator's progress the countdown shows
+        targets = Targets(run_dir, self.plan, self.cluster)
+        first = targets.members[0]  # whose generator's progress the countdown shows
         progress = str(Load(first.dir, first.cluster(self.cluster), first.plan).progress_file)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
         while (pending := book.next_pending(self.last_step(steps, mine))) is not None:
@@ -63,7 +63,7 @@ class ToggleStepOperator(BaseOperator):
             sleep_until(step.planned_at)
             if book.claim(pending, me):
                 try:
-                    book.record(step, apply_everywhere(step, run_dir, self.plan, self.cluster, me))
+                    book.record(step, targets.apply(step, me))
                 except Exception as exc:
                     book.record(step, {"applied_by": me, "failed": f"{type(exc).__name__}: {exc}"})
                     raise
