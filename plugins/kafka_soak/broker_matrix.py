@@ -65,7 +65,7 @@ class _MemberPrefix(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         name = getattr(_working_on, "name", "")
-        if name and not getattr(record, "soak_member", ""):
+        if name and isinstance(record.msg, str) and not getattr(record, "soak_member", ""):  # not a structlog event
             record.msg, record.soak_member = f"[Apache Kafka {name}] {record.msg}", name
         return True
 
