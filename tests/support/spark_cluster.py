@@ -62,8 +62,10 @@ class SparkStandalone:
         return self.base_dir / f"worker-{worker}"
 
     def state(self) -> dict[str, Any]:
-        """The master's own account of the cluster (its web UI's JSON): workers, running and completed apps."""
-        return httpx.get(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5).json()
+        """The master's own account of the cluster (its web UI's JSON): workers, running and completed apps. An error
+        status raises ``httpx.HTTPStatusError``: while the master starts, its UI answers 404 before its JSON page is
+        mounted."""
+        return httpx.get(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5).raise_for_status().json()
 
     def connection(self) -> dict[str, str]:
         """The environment that points Airflow's ``spark_default`` connection at this cluster."""
@@ -80,7 +82,7 @@ class SparkStandalone:
                 if ready(self.state()):
                     return
             except httpx.HTTPError:
-                pass  # the master's UI is not up yet
+                pass  # the master's UI is not up yet, or not its JSON page
             assert time.monotonic() < deadline, f"no {what} after {timeout_s:.0f} s; see {self.base_dir}"
             time.sleep(0.5)
 
