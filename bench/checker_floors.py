@@ -78,7 +78,7 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
 BODY = ("Baseline of every row: the floor of any plan, Spark's Kafka source reading the input and output topics with "
         "nothing else, in the same session (after a warm-up job on the assertions topic). Each step runs to the end "
         "with Spark's `noop` sink; CPU seconds are the driver JVM's (which runs the local executors) and the Python "
-        "driver's. The frames are computed each on its own from the cached history, then all together as the job "
+        "driver's. The by-id aggregation is computed alone from the cached history, then every frame as the job "
         "computes them. The last rows are the real validate job's own phases on the same topics, run right after.")
 
 

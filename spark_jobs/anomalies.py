@@ -31,6 +31,9 @@ INCIDENT_SCHEMA = "kind STRING, instance INT, at DOUBLE, what STRING, log STRING
 DECIMAL = "decimal(38,9)"
 INT_BYTES = {"int32": 4, "int64": 8}  # big-endian two's complement, as Kafka's IntegerSerializer/LongSerializer write
 TEXT_ENCODINGS = ("json", "string")
+# Flagged records up to which their ids are sent to every partition of the history (a broadcast join: some MB), so the
+# history is not shuffled to find a few records; a run with more is joined the ordinary way.
+BROADCAST_ROWS = 1_000_000
 
 
 def _position() -> list[Column]:
@@ -109,53 +112,85 @@ def as_text(number: Column) -> Column:
     return F.regexp_replace(number.cast("string"), r"(?:\.0+|(\.\d*[1-9])0+)$", "$1")
 
 
-def _by_id(inputs: DataFrame, outputs: DataFrame, adopt: bool = False) -> DataFrame:
-    """Inputs and outputs met in one shuffle by id (no joins): each record with how many input records and committed
-    outputs carry its id (``inputs``, ``outputs``: no expectation needs a pass of its own to find repeated ids), whether
-    its id was produced (``known``) and where the id's first output was committed (``first``). ``adopt``: an output
-    takes its key and seq from the input with its id, in the same window (a team's app may rekey what it writes, or
-    drop the seq header)."""
-    null = F.lit(None)
-    history = (inputs.select("id", "key", "seq", null.cast("int").alias("topic_partition"),
-                             null.cast("long").alias("topic_offset"), null.cast("long").alias("assigned_id"),
-                             null.cast("int").alias("instance"), F.lit(True).alias("is_input"))
-               .unionByName(outputs.select("id", "key", "seq", "topic_partition", "topic_offset", "assigned_id",
-                                           "instance", F.lit(False).alias("is_input"))))
-    by_id = Window.partitionBy("id")
-    at = F.struct("topic_partition", "topic_offset")  # where an output was committed
-    has_id = F.col("id").isNotNull()  # a record without an id matches nothing
-    per_id = (history.withColumn("inputs", F.when(has_id, F.count(F.when(F.col("is_input"), 1)).over(by_id))
-                                 .otherwise(1))
-              .withColumn("outputs", F.when(has_id, F.count(F.when(~F.col("is_input"), 1)).over(by_id))
-                          .otherwise(0))
-              .withColumn("known", has_id & F.max("is_input").over(by_id))
-              .withColumn("first", F.min(F.when(~F.col("is_input"), at)).over(by_id)))
-    if not adopt:
-        return per_id
-    source = F.max(F.when(F.col("is_input") & has_id, F.struct("key", "seq"))).over(by_id)
-    return (per_id.withColumn("source", source)
-            .withColumns({name: F.when(F.col("is_input"), F.col(name)).otherwise(F.col(f"source.{name}"))
-                          for name in ("key", "seq")}).drop("source"))
+def _at() -> Column:
+    """Where a record sits as one number, its partition above its offset's 40 bits: unlike a struct, a fixed-width
+    value keeps an aggregation over it a hash aggregation (a struct makes Spark sort the rows on both sides of the
+    shuffle)."""
+    return F.shiftleft(F.col("topic_partition").cast("long"), 40) + F.col("topic_offset")
 
 
-def _input_ids(per_id: DataFrame) -> DataFrame:
-    """Suite ``input_ids``' frame: one row per input record."""
-    return per_id.where("is_input").select("id", "key", "seq", "inputs", "outputs")
+def _by_id(inputs: DataFrame, outputs: DataFrame, keys: bool = False) -> DataFrame:
+    """One row per id: how many input records and committed outputs carry it (``inputs``, ``outputs``), its input's
+    ``seq``, and where its first output was committed (``first``, as ``_at``). A record without an id matches nothing:
+    it is a row of its own, with its ``key``. With ``keys``, every id's input ``key`` too: a string makes the
+    aggregation sort, so without it only the ids that ``_input_ids`` flags get their key. Cached: the suites scan it,
+    and ``_outputs`` looks the ids it flags up in it."""
+    source = [F.struct("key", "seq").alias("source")] if keys else ["key", "seq"]
+    history = (inputs.select("id", F.lit(True).alias("is_input"), _at().alias("at"), *source)
+               .unionByName(outputs.select("id", F.lit(False).alias("is_input"), _at().alias("at")),
+                            allowMissingColumns=True))
+    orphan = F.when(F.col("id").isNull(), F.struct("is_input", "at", F.col("source.key" if keys else "key")))
+    input_seq = F.max("source") if keys else F.max(F.when(F.col("is_input"), F.col("seq")))
+    per_id = (history.groupBy("id", orphan.alias("orphan"))
+              .agg(F.count(F.when(F.col("is_input"), 1)).alias("inputs"),
+                   F.count(F.when(~F.col("is_input"), 1)).alias("outputs"),
+                   F.min(F.when(~F.col("is_input"), F.col("at"))).alias("first"), input_seq.alias("seq")))
+    key = F.col("seq.key") if keys else F.col("orphan.key")
+    return per_id.select("id", key.alias("key"), F.col("seq.seq" if keys else "seq").alias("seq"), "inputs",
+                         "outputs", "first").cache()
 
 
-def _in_key_order(per_id: DataFrame, within: list[str]) -> DataFrame:
-    """Suite ``outputs``' frame: one row per output, with whether it was committed in seq order: after no higher seq
-    among the earlier outputs (``prev_max_seq``, the expectation's reason) of the same ``within`` (its key; with
-    ``topic_partition``, its key in the partition it went to), ordered by where they were committed. Only an id's
-    first output counts for ordering; its repeats are duplicates, judged elsewhere."""
+def _input_ids(per_id: DataFrame, inputs: DataFrame) -> DataFrame:
+    """Suite ``input_ids``' frame: one row per input record (an id the input holds ``inputs`` times is as many rows),
+    with how many input records and committed outputs carry its id. The key of an id the run got wrong (the rows the
+    suite shows) is looked up in the ``inputs`` where ``_by_id`` left it out."""
+    ids = per_id.where("inputs > 0")
+    flagged = ids.where("id IS NOT NULL AND key IS NULL AND (inputs > 1 OR outputs <> 1)").select("id")
+    keys = (lookup(inputs.select("id", F.col("key").alias("input_key")), flagged, "id")
+            .groupBy("id").agg(F.min("input_key").alias("input_key")).cache())
+    return (lookup(ids, keys, "id", "left")
+            .select("id", F.coalesce("key", "input_key").alias("key"), "seq", "inputs", "outputs",
+                    F.explode(F.sequence(F.lit(1), "inputs")).alias("copy"))
+            .drop("copy"))
+
+
+def _outputs(per_id: DataFrame, outputs: DataFrame, adopt: bool = False) -> DataFrame:
+    """The outputs, each with whether its id was produced (``known``) and whether it is its id's first output
+    (``is_first``). Only the ids the run got wrong (no input, or several outputs) need looking up (``lookup``: a
+    broadcast when they are few, so the outputs are not shuffled for them). ``adopt``: an output takes its key and
+    seq from the input with its id (``_by_id`` with ``keys``), so every id is looked up (a team's app may rekey what
+    it writes, or drop the seq header)."""
+    if adopt:
+        flagged = per_id.where("id IS NOT NULL").select("id", F.col("key").alias("input_key"),
+                                                        F.col("seq").alias("input_seq"), "inputs", "first")
+    else:
+        flagged = per_id.where("id IS NOT NULL AND (inputs = 0 OR outputs > 1)").select("id", "inputs", "first")
+    marked = lookup(outputs, flagged, "id", "left").withColumns({
+        "known": F.coalesce(F.col("inputs") > 0, F.col("id").isNotNull()),  # an id not flagged has its one input
+        "is_first": F.col("first").isNull() | (_at() == F.col("first"))})
+    if adopt:
+        marked = marked.withColumns({"key": F.col("input_key"), "seq": F.col("input_seq")})
+    return marked.drop("inputs", "first", *(["input_key", "input_seq"] if adopt else []))
+
+
+def lookup(history: DataFrame, flagged: DataFrame, on: str | list[str], how: str = "inner") -> DataFrame:
+    """``history`` joined (``how``) with the ``flagged`` rows (on ``on``): by a broadcast of those when they are up to
+    ``BROADCAST_ROWS``, so the history is not shuffled to find a few records. The flagged side is a filter of a cached
+    frame, whose size Spark's planner only knows as the whole frame's, so it is counted here."""
+    return history.join(F.broadcast(flagged) if flagged.count() <= BROADCAST_ROWS else flagged, on, how)
+
+
+def _in_key_order(outputs: DataFrame, within: list[str]) -> DataFrame:
+    """Suite ``outputs``' frame: one row per output (``_outputs``), with whether it was committed in seq order: after
+    no higher seq among the earlier outputs (``prev_max_seq``, the expectation's reason) of the same ``within`` (its
+    key; with ``topic_partition``, its key in the partition it went to), ordered by where they were committed. Only an
+    id's first output counts for ordering; its repeats are duplicates, judged elsewhere."""
     in_key_order = Window.partitionBy(*within).orderBy("topic_partition", "topic_offset")
-    is_first = F.struct("topic_partition", "topic_offset") == F.col("first")
-    return (per_id.where(~F.col("is_input"))
-            .withColumn("prev_max_seq", F.max(F.when(is_first, F.col("seq")))
-                        .over(in_key_order.rowsBetween(Window.unboundedPreceding, -1)))
+    return (outputs.withColumn("prev_max_seq", F.max(F.when(F.col("is_first"), F.col("seq")))
+                               .over(in_key_order.rowsBetween(Window.unboundedPreceding, -1)))
             .select("id", "key", "seq", "assigned_id", "instance", "topic_partition", "topic_offset", "known",
-                    "prev_max_seq", (~is_first | F.col("prev_max_seq").isNull()
-                                     | (F.col("seq") >= F.col("prev_max_seq"))).alias("in_order")))
+                    "prev_max_seq", (~F.col("is_first") | F.col("prev_max_seq").isNull()
+                                     | (F.col("seq") >= F.col("prev_max_seq"))).alias("in_order")).cache())
 
 
 def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame,
@@ -163,20 +198,22 @@ def frames(inputs: DataFrame, outputs: DataFrame, assertions: DataFrame,
     """``{suite name: frame}`` for the suites in ``expectations/``: with an executions topic's ``versions``, the frames
     of the workflow contract, else those of the id-assignment contract.
 
-    Built for large runs: inputs and outputs meet in one shuffle by id (``_by_id``); one more shuffle by key orders
-    the outputs. Ids and keys are counted with ``collect_set`` alone, so Spark needs no expand-and-count pass for
-    distinct values."""
+    Built for large runs, each computed once and cached: inputs and outputs meet in one hash aggregation by id
+    (``_by_id``); one shuffle by key orders the outputs; the pairs of key and assigned id, few and reduced where the
+    outputs are read, serve both id-reuse frames."""
     per_id = _by_id(inputs, outputs)
-    input_ids = _input_ids(per_id)
+    input_ids = _input_ids(per_id, inputs)
+    known = _outputs(per_id, outputs)
     if versions is not None:
-        known = per_id.where(~F.col("is_input")).select("id", "key", "seq", "instance", "topic_partition",
-                                                        "topic_offset", "known")
-        return {"input_ids": input_ids, "outputs": known, "executions": executions(versions)}
-    key_ids = (outputs.groupBy("key").agg(F.sort_array(F.collect_set("assigned_id")).alias("ids"))
-               .select("key", F.size("ids").alias("assigned_ids"), "ids"))
-    id_keys = (outputs.groupBy("assigned_id").agg(F.sort_array(F.collect_set("key")).alias("key_list"))
-               .select("assigned_id", F.size("key_list").alias("keys"), "key_list"))
-    return {"input_ids": input_ids, "outputs": _in_key_order(per_id, ["key"]), "key_ids": key_ids,
+        return {"input_ids": input_ids, "outputs": known.select("id", "key", "seq", "instance", "topic_partition",
+                                                                 "topic_offset", "known").cache(),
+                "executions": executions(versions).cache()}
+    pairs = outputs.select("key", "assigned_id").distinct().cache()
+    key_ids = (pairs.groupBy("key").agg(F.sort_array(F.collect_list("assigned_id")).alias("ids"))
+               .select("key", F.size("ids").alias("assigned_ids"), "ids").cache())
+    id_keys = (pairs.groupBy("assigned_id").agg(F.sort_array(F.collect_list("key")).alias("key_list"))
+               .select("assigned_id", F.size("key_list").alias("keys"), "key_list").cache())
+    return {"input_ids": input_ids, "outputs": _in_key_order(known, ["key"]), "key_ids": key_ids,
             "assigned_ids": id_keys, "assertions": assertions}
 
 
@@ -184,9 +221,10 @@ def one_to_one(inputs: DataFrame, outputs: DataFrame) -> dict[str, DataFrame]:
     """The frames of a ``one-to-one`` output (``parse_output``) against a team's app's input (``parse_input``): the
     suites ``input_ids`` and ``outputs`` as for a reference app, each output judged with its input's key and seq, and
     in seq order within its key in each partition it went to (Kafka orders nothing across partitions, and an app that
-    rekeys may spread a key's records over several). Two shuffles, as the reference app's: by id, then by key."""
-    per_id = _by_id(inputs, outputs, adopt=True)
-    return {"input_ids": _input_ids(per_id), "outputs": _in_key_order(per_id, ["key", "topic_partition"])}
+    rekeys may spread a key's records over several). One aggregation by id, a join by id, a shuffle by key."""
+    per_id = _by_id(inputs, outputs, keys=True)
+    return {"input_ids": _input_ids(per_id, inputs),
+            "outputs": _in_key_order(_outputs(per_id, outputs, adopt=True), ["key", "topic_partition"])}
 
 
 # The function of an aggregate output over its key's inputs (``count`` counts them), on the inputs' ``measure``.
@@ -224,7 +262,7 @@ def aggregates(inputs: DataFrame, table: DataFrame, function: str, field: str, i
                            F.coalesce("last.kafka_ts", "last_input.ts").alias("last_ts"),
                            F.col("last_input.topic_partition").alias("in_partition"))
     input_ids = inputs.groupBy("id").agg(F.count("*").alias("inputs"))
-    return {"input_ids": input_ids, "aggregates": keyed}
+    return {"input_ids": input_ids.cache(), "aggregates": keyed.cache()}
 
 
 def incidents(spark: SparkSession, health: dict[str, Any]) -> DataFrame:

@@ -15,13 +15,11 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any
 
+from anomalies import lookup
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 EVENT_CAP = 500
-# Flagged records up to which their ids are sent to every partition of the history (a broadcast join: some MB), so the
-# history is not shuffled to find a few records; a run with more is joined the ordinary way.
-BROADCAST_ROWS = 1_000_000
 
 
 def _second(column: str) -> Column:
@@ -33,12 +31,6 @@ def _events(anomaly: str, frame: DataFrame, ts: str, instance: Column, partition
     return frame.select(F.lit(anomaly).alias("anomaly"), F.col(ts).cast("long").alias("ts"),
                         instance.cast("int").alias("instance"), partition.cast("int").alias("partition"),
                         F.col("id").cast("long").alias("id"), F.col("key"), detail.cast("string").alias("detail"))
-
-
-def lookup(history: DataFrame, flagged: DataFrame, on: str | list[str]) -> DataFrame:
-    """The rows of ``history`` that match the ``flagged`` ones (on ``on``). The flagged side is a filter of a cached
-    frame, whose size Spark's planner only knows as the whole frame's, so it is counted here."""
-    return history.join(F.broadcast(flagged) if flagged.count() <= BROADCAST_ROWS else flagged, on)
 
 
 def anomaly_events(history: dict[str, DataFrame], frames: dict[str, DataFrame], found: set[str]) -> DataFrame | None:

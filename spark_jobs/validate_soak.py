@@ -283,8 +283,8 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
         counts = {role: df.count() for role, df in history.items()}
     log.info("%sread %s", f"{subject['name']}: " if subject["name"] else "",
              ", ".join(f"{n} {r} records" for r, n in counts.items()))
-    with phase("frames"):  # computed and cached once here, so the suites only scan them
-        frames = {name: df.cache() for name, df in subject_frames(subject, history).items()}
+    with phase("frames"):  # computed once here into the caches ``anomalies`` keeps, so the suites only scan them
+        frames = subject_frames(subject, history)
         rows = {name: df.count() for name, df in frames.items()}
         if owner is not None:
             mine = [i for i in health["incidents"] if i.get("subject", "") == owner]

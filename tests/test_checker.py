@@ -81,6 +81,36 @@ def test_an_input_id_produced_twice_makes_the_run_inconclusive(spark, tmp_path):
     assert not any(outcome["anomalies"].values())
 
 
+def test_inputs_and_outputs_meet_by_id_in_a_hash_aggregation_and_only_the_ids_the_run_got_wrong_reach_the_outputs(
+        spark):
+    """The plan that keeps a large run's frames cheap: the aggregation by id hashes (its buffers are fixed-width: a
+    struct or a string in them makes Spark sort both sides of the shuffle), and the outputs are not shuffled by id,
+    the few ids the run got wrong are broadcast to them. A record without an id matches nothing, each on its own:
+    an input without one is lost (with its key, as the samples show it), an output without one unexpected."""
+    record = lambda i, key, seq: {"id": i, "key": key, "seq": seq, "ts": 0}
+    inputs = [(0, o, record(i, "k", o)) for o, i in enumerate([1, 2, 3])] + [(0, 3, {"key": "no-id", "seq": 9})]
+    out = lambda o, i, seq: (0, o, {**record(i, "k", seq), "assigned_id": 10, "instance": 1, "in_partition": 0,
+                                    "in_offset": o})
+    outputs = [out(0, 1, 0), out(1, 2, 1), out(2, 7, 2), out(3, 2, 1), (0, 4, {"key": "k", "seq": 3})]
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # Spark would broadcast frames this small itself
+    try:
+        history = (anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
+                   anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA))
+        frames = anomalies.frames(*history, anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA))
+        plan = lambda frame: frame._jdf.queryExecution().executedPlan().toString()
+        by_id, outputs_plan = plan(anomalies._by_id(*history)), plan(frames["outputs"])
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
+    assert "HashAggregate" in by_id and "SortAggregate" not in by_id
+    assert "BroadcastHashJoin" in outputs_plan and "SortMergeJoin" not in outputs_plan
+    rows = lambda name, where, *columns: sorted((tuple(r) for r in frames[name].where(where).select(*columns).collect()),
+                                                key=repr)
+    assert rows("input_ids", "outputs <> 1", "id", "key", "outputs") == [(2, "k", 2), (3, "k", 0), (None, "no-id", 0)]
+    assert rows("outputs", "NOT known", "id", "topic_offset") == [(7, 2), (None, 4)]
+    assert rows("outputs", "NOT in_order", "id") == []  # id 2's repeat after seq 2 is a duplicate, not late
+
+
 def test_truncated_evidence_is_inconclusive_never_passed():
     results = [{"suite": "input_ids", "type": "expect_column_values_to_be_between", "kwargs": {}, "success": True,
                 "meta": {"anomaly": "lost"}, "result": {}, "samples": []}]

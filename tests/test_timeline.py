@@ -92,13 +92,13 @@ def test_few_flagged_records_are_looked_up_by_broadcast_and_many_by_a_shuffle(sp
     plan = lambda frame: frame._jdf.queryExecution().executedPlan().toString()
     history = spark.range(1000).selectExpr("id", "id * 2 AS twice")
     flagged = history.where("id % 100 = 0").select("id")
-    monkeypatch.setattr(timeline, "BROADCAST_ROWS", 10)
-    few = timeline.lookup(history, flagged, "id")
-    monkeypatch.setattr(timeline, "BROADCAST_ROWS", 9)
+    monkeypatch.setattr(anomalies, "BROADCAST_ROWS", 10)
+    few = anomalies.lookup(history, flagged, "id")
+    monkeypatch.setattr(anomalies, "BROADCAST_ROWS", 9)
     previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # Spark would broadcast a range this small itself
     try:
-        many = timeline.lookup(history, flagged, "id")
+        many = anomalies.lookup(history, flagged, "id")
         assert "BroadcastHashJoin" in plan(few) and "BroadcastHashJoin" not in plan(many)
         assert sorted(r.twice for r in few.collect()) == sorted(r.twice for r in many.collect()) == \
             list(range(0, 2000, 200))
