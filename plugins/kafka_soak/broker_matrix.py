@@ -128,6 +128,12 @@ def single_or_all(results: dict[str, T]) -> T | dict[str, T]:
     return results[""] if "" in results else results
 
 
+def on_each(run_dir: Path, plan: dict[str, Any], body: Callable[[Member], T]) -> T | dict[str, T]:
+    """A task's work (``body``) on the run's cluster, or on every cluster of a matrix at once (``each``); its XCom as
+    ``single_or_all`` gives it."""
+    return single_or_all(each(members(run_dir, plan), body))
+
+
 def submit_failure(error: str) -> str:
     """Why a member's checker reached no verdict, in a few words (spark-submit's error repeats its whole command)."""
     code = re.search(r"Error code is: (-?\d+)", error)

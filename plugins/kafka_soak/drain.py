@@ -64,8 +64,7 @@ def worked_off(entry: dict[str, Any], timeout_s: float) -> bool:
 
 def drain_run(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
     """Task ``drain``: ``drain_cluster`` of the run's cluster, or of every cluster of a broker version matrix at once."""
-    return broker_matrix.single_or_all(broker_matrix.each(broker_matrix.members(run_dir, plan),
-                                                          lambda m: drain_cluster(m.dir, m.plan, m.cluster(cluster))))
+    return broker_matrix.on_each(run_dir, plan, lambda m: drain_cluster(m.dir, m.plan, m.cluster(cluster)))
 
 
 def drain_cluster(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:

@@ -114,11 +114,10 @@ class Load:
 
 def start_loads(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any], start_at: float, attempt: int) -> None:
     """Task ``start_generator``: the run's generator, or one per cluster of a broker version matrix, all from T0."""
-    broker_matrix.each(broker_matrix.members(run_dir, plan),
-                       lambda m: Load(m.dir, m.cluster(cluster), m.plan).start(start_at=start_at, attempt=attempt))
+    broker_matrix.on_each(run_dir, plan,
+                          lambda m: Load(m.dir, m.cluster(cluster), m.plan).start(start_at=start_at, attempt=attempt))
 
 
 def await_loads(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
     """Task ``await_generator``: ``Load.await_done`` of the run's generator, or of each cluster's."""
-    return broker_matrix.single_or_all(broker_matrix.each(broker_matrix.members(run_dir, plan),
-                                                          lambda m: Load(m.dir, m.cluster(cluster), m.plan).await_done()))
+    return broker_matrix.on_each(run_dir, plan, lambda m: Load(m.dir, m.cluster(cluster), m.plan).await_done())
