@@ -1,9 +1,9 @@
 """Overhead: the wall time of a whole demo run minus the program's own duration, by task.
 
 The demo runs through ``airflow dags test`` as ``make soak`` does (quick: the end-to-end tests' short
-program, once; large: the ``make soak`` default, three times in a row, each held to the target). Every task instance's start and end come from Airflow's
-database (``airflow tasks states-for-dag-run``); the time outside any task is Airflow's own (start-up,
-scheduling between tasks, shutdown). Each part's overhead is its wall time minus the part of the
+program, once; large: the ``make soak`` default, three times in a row, each held to the target). Every task
+instance's start and end come from Airflow's database (``airflow tasks states-for-dag-run``); the time outside any
+task is Airflow's own (start-up, scheduling between tasks, shutdown). Each part's overhead is its wall time minus the part of the
 program window (T0 .. T0 + steps × interval) it covers, so the parts add up to wall − program.
 """
 
