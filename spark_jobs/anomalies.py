@@ -130,14 +130,14 @@ def _by_id(inputs: DataFrame, outputs: DataFrame, keys: bool = False) -> DataFra
                .unionByName(outputs.select("id", F.lit(False).alias("is_input"), _at().alias("at")),
                             allowMissingColumns=True))
     orphan = F.when(F.col("id").isNull(), F.struct("is_input", "at", F.col("source.key" if keys else "key")))
-    input_seq = F.max("source") if keys else F.max(F.when(F.col("is_input"), F.col("seq")))
+    # only input records have a source (or a seq): outputs bring none to the maximum
+    from_input = F.max("source") if keys else F.max(F.when(F.col("is_input"), F.col("seq")))
     per_id = (history.groupBy("id", orphan.alias("orphan"))
               .agg(F.count(F.when(F.col("is_input"), 1)).alias("inputs"),
                    F.count(F.when(~F.col("is_input"), 1)).alias("outputs"),
-                   F.min(F.when(~F.col("is_input"), F.col("at"))).alias("first"), input_seq.alias("seq")))
-    key = F.col("seq.key") if keys else F.col("orphan.key")
-    return per_id.select("id", key.alias("key"), F.col("seq.seq" if keys else "seq").alias("seq"), "inputs",
-                         "outputs", "first").cache()
+                   F.min(F.when(~F.col("is_input"), F.col("at"))).alias("first"), from_input.alias("from_input")))
+    key, seq = (F.col("from_input.key"), F.col("from_input.seq")) if keys else (F.col("orphan.key"), F.col("from_input"))
+    return per_id.select("id", key.alias("key"), seq.alias("seq"), "inputs", "outputs", "first").cache()
 
 
 def _input_ids(per_id: DataFrame, inputs: DataFrame) -> DataFrame:
