@@ -75,14 +75,14 @@ workflow-rollback: setup
 	$(PY) bench/report.py
 
 # Apache Kafka from the project's jars as an image for backend=docker (BASE_IMAGE: see docker/kafka.Dockerfile).
-KAFKA_VERSION ?= $(shell $(PY) -c "from kafka_soak.backends.kafka_jars import DEFAULT_VERSION as v; print(v)" 2>/dev/null)
+KAFKA_VERSION ?= $(shell $(PY) -c "from kafka_soak.params import KAFKA_VERSION as v; print(v)" 2>/dev/null)
 kafka-image: setup
 	$(PY) -m kafka_soak.cli kafka-jars $(KAFKA_VERSION) >/dev/null
 	docker build -f docker/kafka.Dockerfile --build-arg KAFKA_VERSION=$(KAFKA_VERSION) \
 		-t kafka-soak-kafka:$(KAFKA_VERSION) .
 
 # The Kafka Streams app built against STREAMS_VERSION as an image for runtime=docker (docker/streams.Dockerfile).
-STREAMS_VERSION ?= $(shell $(PY) -c "from kafka_soak.app.streams import DEFAULT_VERSION as v; print(v)" 2>/dev/null)
+STREAMS_VERSION ?= $(shell $(PY) -c "from kafka_soak.params import STREAMS_VERSION as v; print(v)" 2>/dev/null)
 streams-image: setup
 	docker build -f docker/streams.Dockerfile -t kafka-soak-streams:$(STREAMS_VERSION) \
 		--build-arg APP_DIR=$$($(PY) -m kafka_soak.cli streams-app $(STREAMS_VERSION) | cut -d' ' -f1 | \

@@ -20,8 +20,8 @@ import baseline_validator
 import common
 import soak_history
 
-from kafka_soak.backends import SHORT_RUN_S
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.backends.provision import SHORT_RUN_S
 
 SIZES = {"quick": (20_000,), "large": (20_000, 1_000_000)}
 PAIRS = 3

@@ -19,6 +19,7 @@ from common import figure, parse_size, runs_dir, write_results
 
 from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.local_kafka import Layout, LocalKafkaBackend
+from kafka_soak.params import KAFKA_VERSION
 
 SIZES = {"quick": {"rounds": 3}, "large": {"rounds": 7}}
 TOPICS = {"input": 4, "output": 4, "changelog": 4, "assertions": 1}
@@ -80,7 +81,7 @@ def bare(work: Path, brokers: int) -> float:
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
     rounds = SIZES[size]["rounds"]
-    kafka_jars.resolve(kafka_jars.DEFAULT_VERSION)
+    kafka_jars.resolve(KAFKA_VERSION)
     work = runs_dir("broker-start")
     times: dict[str, dict[str, list[float]]] = {}
     for brokers in (1, 3):
@@ -96,7 +97,7 @@ def main() -> None:
         figures.append(figure(f"start to ready, {brokers} node(s)", mine, "s", base, f"≤ {TARGET:g}× baseline",
                               mine <= TARGET * base))
     body = f"""
-Apache Kafka {kafka_jars.DEFAULT_VERSION} from the project's jars, KRaft nodes that are broker and controller at
+Apache Kafka {KAFKA_VERSION} from the project's jars, KRaft nodes that are broker and controller at
 once, on loopback; {rounds} rounds per cluster size, alternating, medians. The figure is the `local` backend's
 provision: from the call until the metadata lists every node and the run's four topics
 ({", ".join(f"{k} × {v}" for k, v in TOPICS.items())} partitions) have leaders. The baseline formats and starts

@@ -23,8 +23,8 @@ import common
 from checker_jit import Variant
 
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
-from kafka_soak.class_data import SharedArchive
-from kafka_soak.operators.validate import SHORT_JOB_RECORDS
+from kafka_soak.checker.class_data import SharedArchive
+from kafka_soak.checker.validate import SHORT_JOB_RECORDS
 
 SIZES = {"quick": (6000,), "large": (6000, SHORT_JOB_RECORDS)}
 PAIRS = 3

@@ -21,9 +21,9 @@ import common
 import soak_history
 from validation import TIMEOUT_S, child_env, run_spark, submit_command
 
-from kafka_soak import spark_kafka
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, driver_archive, sized_conf
+from kafka_soak.checker import spark_kafka
+from kafka_soak.checker.validate import CONF, driver_archive, sized_conf
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 JOB = Path(__file__).resolve().parent / "checker_floors_job.py"

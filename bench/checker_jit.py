@@ -27,7 +27,7 @@ from validation import child_env, spark_command
 
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, SHORT_JOB_RECORDS, shuffle_partitions
+from kafka_soak.checker.validate import CONF, SHORT_JOB_RECORDS, shuffle_partitions
 
 SIZES = {"quick": (6000, SHORT_JOB_RECORDS), "large": (6000, SHORT_JOB_RECORDS, 1_000_000)}
 PAIRS = 2

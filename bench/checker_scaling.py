@@ -22,8 +22,8 @@ import common
 from checker_jit import Variant
 from support.spark_cluster import SparkStandalone
 
-from kafka_soak import spark_kafka
-from kafka_soak.operators.validate import driver_archive, sized_conf
+from kafka_soak.checker import spark_kafka
+from kafka_soak.checker.validate import driver_archive, sized_conf
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 PAIRS = 2

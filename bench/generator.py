@@ -1,7 +1,7 @@
 """Generator: records/s at full speed and rate accuracy, against a bare confluent-kafka loop, one broker.
 
 Every round produces into a fresh topic of the same Apache Kafka broker (backend local). Full speed: the generator
-(``kafka_soak.generator.produce``) and a bare ``produce()`` loop with the same producer settings and
+(``kafka_soak.load.generator.produce``) and a bare ``produce()`` loop with the same producer settings and
 values of the same size, alternating, so both see the same machine moment; then the same for a profile input (the
 app's own JSON format from a template, with the ``soak.id``/``soak.seq`` headers) against a bare loop writing the
 same records by hand. Rate: the generator at a fixed rate, and the simplest rate limiter (``time.sleep(1 / rate)``
@@ -18,9 +18,10 @@ from typing import Any
 from common import figure, parse_size, runs_dir, write_results
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_soak import encodings, generator, kafka_io
-from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.clients import kafka_io
+from kafka_soak.load import encodings, generator
+from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared.contracts import ID_HEADER, SEQ_HEADER
 
 PAYLOAD_BYTES, KEYS, PARTITIONS = 100, 500, 4
@@ -203,10 +204,10 @@ def main() -> None:
                                                                value=PROFILE_VALUE), PARTITIONS)
     profile_len = len(profile_records.chunk([plan["records"] // 2], 0)[0][2])
     body = f"""
-One Apache Kafka broker (backend `local`, Kafka {kafka_jars.DEFAULT_VERSION}, {PARTITIONS} partitions per topic),
+One Apache Kafka broker (backend `local`, Kafka {KAFKA_VERSION}, {PARTITIONS} partitions per topic),
 a fresh topic per round.
 Full speed: {plan['records']:,} records of {PAYLOAD_BYTES}-byte payloads ({value_len}-byte JSON values,
-{KEYS} keys) through `kafka_soak.generator.produce`, and a bare `Producer.produce()` loop with the same
+{KEYS} keys) through `kafka_soak.load.generator.produce`, and a bare `Producer.produce()` loop with the same
 producer settings (`{generator.PRODUCER_SETTINGS}`) and {value_len}-byte values, {plan['rounds']} rounds each,
 alternating; the figures are the median round: records / wall time of the call (producer creation to
 flush), and records / CPU time of this process over the same call (all its threads, so librdkafka's too;
@@ -221,7 +222,7 @@ with the broker process and with whatever else runs, so rounds vary (the CPU fig
 
 Profile input: the same {plan['records']:,} records, {KEYS} keys, as a team's own format: key `{PROFILE_KEY}`, value
 `{PROFILE_VALUE}` (about {profile_len}-byte JSON values), headers `soak.id` and `soak.seq`, through
-`kafka_soak.generator.produce` with the profile input, and a bare loop that writes the same records by hand (an
+`kafka_soak.load.generator.produce` with the profile input, and a bare loop that writes the same records by hand (an
 f-string per value, the amounts from the same `encodings.random_ints` a chunk of ids at a time, a header list per
 record, librdkafka's partitioner; both call `produce()` with every argument positional, as a keyword costs a
 dict per call), interleaved with the rounds above. The first {COMPARED:,} records of every

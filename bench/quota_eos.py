@@ -33,7 +33,7 @@ RUN_TIMEOUT_S = 1800
 def one_run(size: str) -> dict[str, Any]:
     """One matrix run: per version and control its status (or why there is none), anomalies, exceptions, incidents
     and quota outcome, read from the run directory."""
-    from kafka_soak import subjects
+    from kafka_soak.clients import subjects
 
     test = DagsTest(DAG_ID, CONF[size], runs_dir(f"quota-eos-{size}"))
     run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
@@ -62,7 +62,7 @@ def read(path: Path) -> Any:
 
 def count_exceptions(run_dir: Path, name: str) -> dict[str, int]:
     """Exceptions by class in one app's instance logs (``health.json`` counts them over every app)."""
-    from kafka_soak.health import log_events
+    from kafka_soak.clients.health import log_events
 
     counts: dict[str, int] = {}
     for path in (run_dir / "logs").glob(f"{DAG_ID}-app-{name}-[0-9]*.log"):

@@ -15,8 +15,8 @@ from functools import partial
 
 from common import caught, matrix_run, parse_size, runs_dir, side_by_side, write_results
 
-from kafka_soak.app.streams import DEFAULT_VERSION
-from kafka_soak.history import HISTORY, rates, scenarios
+from kafka_soak.evidence.history import HISTORY, rates, scenarios
+from kafka_soak.params import STREAMS_VERSION
 
 BUGGY = "3.4.0"
 SCENARIOS = ("soak_stale_state_standby", "soak_id_assignment_rebalance")
@@ -28,12 +28,12 @@ RUN_TIMEOUT_S = 1200
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
     shared = runs_dir("reproduction")
-    conf = {"streams_versions": [BUGGY, DEFAULT_VERSION]}
+    conf = {"streams_versions": [BUGGY, STREAMS_VERSION]}
     runs = {dag_id: [matrix_run(dag_id, conf, shared, RUN_TIMEOUT_S) for _ in range(RUNS[size])] for dag_id in SCENARIOS}
     figures, lines = [], []
     history = scenarios(shared)
     for dag_id, rows in runs.items():
-        found, table = side_by_side(dag_id, rows, BUGGY, DEFAULT_VERSION,
+        found, table = side_by_side(dag_id, rows, BUGGY, STREAMS_VERSION,
                                     partial(caught, affected=BUGGY, signs=BUG_ANOMALIES))
         figures += found
         lines += table
@@ -42,7 +42,7 @@ def main() -> None:
         lines += [f"| {r.app} | {r.runs} | {r.caught} | {r.passed} | {r.stalled} | {r.inconclusive} | {r.no_verdict} |"
                   for r in rates(history.get(dag_id, []))]
         lines.append("")
-    body = ("Each run: the scenario's defaults with `streams_versions: [\"3.4.0\", \"" + DEFAULT_VERSION + "\"]`; "
+    body = ("Each run: the scenario's defaults with `streams_versions: [\"3.4.0\", \"" + STREAMS_VERSION + "\"]`; "
             "caught = Kafka Streams 3.4.0 failed with stale_state or id_reuse; passed = the newest version's verdict "
             "passed. No baseline: the rate is the figure.\n\n" + "\n".join(lines))
     write_results("reproduction", "Reproduction rates of the seed scenarios (Kafka Streams app)", size, figures, body,

@@ -24,9 +24,11 @@ from functools import partial
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_soak import encodings, kafka_io, params, subjects
-from kafka_soak import profile as profiles
-from kafka_soak.generator import key_of, partition_of, seq_of
+from kafka_soak import run_plan
+from kafka_soak.clients import kafka_io, subjects
+from kafka_soak.clients import profile as profiles
+from kafka_soak.load import encodings
+from kafka_soak.load.generator import key_of, partition_of, seq_of
 from kafka_soak.shared import contracts
 
 # Measured on this backend with lz4 batches of these records: a partition holds ~5 MB of batches, and
@@ -76,7 +78,7 @@ class History:
 
     def group(self) -> tuple[str, str]:
         """The app's consumer group, as ``provision`` names it, and the role of the input it commits."""
-        return subjects.app_ids(params.check({}).as_dict())[0], "input"
+        return subjects.app_ids(run_plan.check({}))[0], "input"
 
 
 @dataclass

@@ -30,9 +30,11 @@ import common
 import process_meter
 import soak_history
 
-from kafka_soak import params, spark_kafka, subjects
+from kafka_soak import run_plan
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.operators.validate import CONF, JOB, driver_archive, job_args, shipped_modules, sized_conf
+from kafka_soak.checker import spark_kafka
+from kafka_soak.checker.validate import CONF, JOB, driver_archive, job_args, shipped_modules, sized_conf
+from kafka_soak.clients import subjects
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000, 10_000_000)}
 # The targets, by size: the Spark checker's time to the verdict at most this share of the baseline's.
@@ -77,7 +79,7 @@ def children_cpu() -> Iterator[dict[str, float]]:
 
 def reference_subjects(topics: dict[str, str]) -> list[dict[str, Any]]:
     """The reference worker's subject on ``topics`` (by role), as ``provision`` records it."""
-    plan = params.check({}).as_dict()
+    plan = run_plan.check({})
     return [s.as_dict() for s in subjects.build(plan, {role: topics.get(role, "") for role in subjects.topics(plan)})]
 
 

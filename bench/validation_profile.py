@@ -24,9 +24,9 @@ import common
 import soak_history
 from validation import GIB, PHASES, label, run_spark
 
-from kafka_soak import profile as profiles
-from kafka_soak import subjects
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.clients import profile as profiles
+from kafka_soak.clients import subjects
 from kafka_soak.shared import contracts
 
 SIZES = {"quick": (1_000_000,), "large": (1_000_000,)}

@@ -1,4 +1,4 @@
-# The reference app (kafka_soak.app.worker) as an image, for runtime=docker.
+# The reference app (kafka_soak.clients.reference.worker) as an image, for runtime=docker.
 #   docker build -f docker/worker.Dockerfile -t kafka-soak-worker:latest .
 # BASE_IMAGE: any image with Python 3.11+ and the venv module (python:3.11-slim by default).
 # PIP_ARGS: extra pip options; "--no-index" installs only from docker/wheelhouse/ (machines without PyPI).
@@ -12,10 +12,11 @@ RUN python3 -m venv /opt/venv \
  && pip install --no-cache-dir --disable-pip-version-check ${PIP_ARGS} --find-links /tmp/wheelhouse \
         -r /tmp/worker-requirements.txt \
  && rm -rf /tmp/wheelhouse
-COPY plugins/kafka_soak/__init__.py plugins/kafka_soak/kafka_io.py /app/kafka_soak/
+COPY plugins/kafka_soak/__init__.py plugins/kafka_soak/params.py /app/kafka_soak/
+COPY plugins/kafka_soak/clients/__init__.py plugins/kafka_soak/clients/kafka_io.py /app/kafka_soak/clients/
 COPY plugins/kafka_soak/shared/ /app/kafka_soak/shared/
-COPY plugins/kafka_soak/app/ /app/kafka_soak/app/
+COPY plugins/kafka_soak/clients/reference/ /app/kafka_soak/clients/reference/
 RUN useradd --system --no-create-home soak 2>/dev/null || true
 USER soak
 WORKDIR /app
-ENTRYPOINT ["python", "-m", "kafka_soak.app.worker"]
+ENTRYPOINT ["python", "-m", "kafka_soak.clients.reference.worker"]

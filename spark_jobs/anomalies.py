@@ -24,7 +24,7 @@ INPUT_SCHEMA = "id LONG, key STRING, seq LONG, ts LONG"
 OUTPUT_SCHEMA = "id LONG, key STRING, seq LONG, assigned_id LONG, instance INT, in_partition INT, in_offset LONG"
 ASSERTION_SCHEMA = "kind STRING, key STRING, expected LONG, found LONG, partition INT, instance INT, step STRING, ts LONG"
 EXECUTION_SCHEMA = "id LONG, key STRING, state STRING, task_runs MAP<STRING, STRING>, instance INT, in_partition INT"
-# health.json's incidents: unexpected instance exits and error-level log events (kafka_soak.health).
+# health.json's incidents: unexpected instance exits and error-level log events (kafka_soak.clients.health).
 INCIDENT_SCHEMA = "kind STRING, instance INT, at DOUBLE, what STRING, log STRING"
 # An aggregate's numbers, compared exactly: a sum of decimals has no rounding error, and an app's float noise past
 # nine decimals (0.30000000000000004) is not a wrong sum.

@@ -1,5 +1,5 @@
 """The run's topics as Spark frames, read with Spark's own Kafka source (``spark-sql-kafka-0-10``, given to
-spark-submit with ``--jars``; ``kafka_soak.spark_kafka`` fetches it).
+spark-submit with ``--jars``; ``kafka_soak.checker.spark_kafka`` fetches it).
 
 Each topic is read from its earliest to its latest offsets as the plan is made, under ``read_committed``: the
 records of committed transactions only, and never past an open one (the last stable offset). Transaction markers

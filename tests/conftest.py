@@ -113,7 +113,7 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario
-    from kafka_soak.app import streams
+    from kafka_soak.clients.reference import streams
 
     scenarios = {path.stem: load_scenario(path)["params"]
                  for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))}
@@ -167,9 +167,9 @@ def kafka(tmp_path_factory):
 def broker(kafka, request):
     """The session's broker with a run's topics of this test's own (``input``/``output``/``changelog`` with 4
     partitions, ``assertions`` with 1)."""
-    from kafka_soak import kafka_io
     from kafka_soak.backends.cluster import Cluster
-    from kafka_soak.subjects import Subject
+    from kafka_soak.clients import kafka_io
+    from kafka_soak.clients.subjects import Subject
 
     _backend, cluster = kafka
     prefix = f"test.{request.node.name}.{next(_topic_sets)}".replace("[", ".").replace("]", "")

@@ -12,14 +12,15 @@ import psutil
 import pytest
 from support.checks import SECRET
 
-from kafka_soak import backends, kafka_io
-from kafka_soak import params as soak_params
+from kafka_soak import run_plan
+from kafka_soak.backends import provision
 from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.connection import KafkaConnectionError, client_settings, connection_config
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend, broker_environment
 from kafka_soak.backends.external import ExternalBackend
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.instances import Instances
-from kafka_soak.kafka_connection import KafkaConnectionError, client_settings, connection_config
+from kafka_soak.clients import kafka_io
+from kafka_soak.clients.instances import Instances
 
 # The reference worker's subject as provision records it (subjects.Subject), with its one judged output.
 THE_APP = {"name": "", "app_id": "app", "version": "", "topics": {"output": "soak.out", "assertions": "soak.a"},
@@ -38,23 +39,23 @@ def test_docker_backend_broker_container(tmp_path):
 
 
 def test_create_picks_the_backend_the_params_ask_for(tmp_path):
-    plan = soak_params.check({"backend": "external", "kafka_conn_id": "x", "keep_topics": True,
-                              "quotas": [{"client_id": "c", "producer_byte_rate": 35000}]}).as_dict()
-    backend = backends.create(plan, tmp_path)
+    plan = run_plan.check({"backend": "external", "kafka_conn_id": "x", "keep_topics": True,
+                              "quotas": [{"client_id": "c", "producer_byte_rate": 35000}]})
+    backend = provision.create(plan, tmp_path)
     assert isinstance(backend, ExternalBackend) and backend.conn_id == "x" and backend.keep_topics
     assert backend.quotas[0].producer_byte_rate == 35000
     assert backend.groups == ["app"], "the suite's own app: its group is the run's to delete"
     team = {"name": "t", "group_id": "team-group", "command": ["app"],
             "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
             "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}
-    assert backends.create({**plan, "app_profile": soak_params.check({"app_profile": team}).app_profile},
+    assert provision.create({**plan, "app_profile": run_plan.check({"app_profile": team}).app_profile},
                            tmp_path).groups == [], "a team's group is its own"
-    assert isinstance(backends.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
-    local = backends.create(soak_params.check({"brokers": 3, "kafka_version": "4.1.1"}).as_dict(), tmp_path)
+    assert isinstance(provision.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
+    local = provision.create(run_plan.check({"brokers": 3, "kafka_version": "4.1.1"}), tmp_path)
     assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version, local.features) == (3, "4.1.1", {})
     assert local.short_lived, "a 30 s program: its brokers compile with C1 alone"
-    long_soak = soak_params.check({"program": "1" + " 0" * 30, "interval_s": 10}).as_dict()  # 310 s
-    assert not backends.create(long_soak, tmp_path).short_lived, "past SHORT_RUN_S: the JVM's default JIT"
+    long_soak = run_plan.check({"program": "1" + " 0" * 30, "interval_s": 10})  # 310 s
+    assert not provision.create(long_soak, tmp_path).short_lived, "past SHORT_RUN_S: the JVM's default JIT"
 
 
 def test_the_finalized_features_are_read_as_kafka_features_describe_prints_them():
@@ -94,7 +95,7 @@ def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
     line by line. Each form is masked in the task log (Airflow's real masker), and in what the UI serves."""
     from airflow.sdk._shared.secrets_masker import redact
 
-    from kafka_soak.kafka_connection import secret_values
+    from kafka_soak.backends.connection import secret_values
 
     jaas = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="soak" password="{JAAS_PASSWORD}";'
     pem = "\n".join(["-----BEGIN PRIVATE KEY-----", *PEM_BODY, "-----END PRIVATE KEY-----"])
@@ -112,7 +113,7 @@ def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
 def test_a_file_of_any_size_is_masked_in_bounded_memory_a_secret_straddling_two_chunks_included():
     import io
 
-    from kafka_soak.kafka_connection import masked
+    from kafka_soak.backends.connection import masked
 
     text = b"a" * 5 + b"SECRET" + b"b" * 7 + b"SECRET"
     for chunk in (1, 3, 7, 64):
@@ -126,9 +127,9 @@ def test_secrets_reach_instances_only_through_their_environment(kafka_connection
     settings in SOAK_KAFKA_CONFIG; its command line, the cluster XCom and the run's files do not hold them."""
     run_dir = tmp_path / "soak_dag" / "run_1"
     cluster = {**broker.as_dict(), "backend": "external", "conn_id": kafka_connection}
-    plan = soak_params.check({"app_command": ["python", "-c", "import os, sys, time; print(sorted(os.environ)); "
+    plan = run_plan.check({"app_command": ["python", "-c", "import os, sys, time; print(sorted(os.environ)); "
                                               "print(sys.argv); time.sleep(30)", "{bootstrap_servers}", "{instance}"]
-                              }).as_dict()
+                              })
     instances = Instances.for_run(run_dir, cluster, plan)
     rec = instances.start(1, 0)
     try:
@@ -188,7 +189,7 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
     cluster reports, naming the param (as on any backend's cluster at provision)."""
     from kafka_soak.backends import kafka_jars
 
-    backend = backends.create(soak_params.check({"kafka_version": "4.1.1", "transaction_version": 1}).as_dict(),
+    backend = provision.create(run_plan.check({"kafka_version": "4.1.1", "transaction_version": 1}),
                               tmp_path)
     cluster = backend.provision({"input": 2}, "soak.version")
     try:
@@ -197,10 +198,10 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
         assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2
         assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
         assert kafka_jars.SHORT_LIVED_JIT in backend.processes.process("kafka-1").cmdline(), "a short run's broker"
-        with pytest.raises(backends.FeatureMissing, match=r"^group_protocol: 'streams' needs the cluster's "
+        with pytest.raises(provision.FeatureMissing, match=r"^group_protocol: 'streams' needs the cluster's "
                            r"streams.version feature at 1 or more .* the local cluster at 127.0.0.1:\d+ has 0"):
-            backends.require_group_protocol(cluster, "4.1.1", "streams")
-        assert backends.require_group_protocol(cluster, "4.1.1", "consumer") == 1, "KIP-848's groups: 4.0 on"
+            provision.require_group_protocol(cluster, "4.1.1", "streams")
+        assert provision.require_group_protocol(cluster, "4.1.1", "consumer") == 1, "KIP-848's groups: 4.0 on"
     finally:
         backend.release(cluster)
     assert not backend.processes.is_alive("kafka-1")
@@ -257,7 +258,7 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     can read, which also keeps the installation's spark-defaults.conf and is removed after the submit; a driver that
     runs here (a standalone master) inherits them from the submitting process's environment; spark-submit's command
     line has none of them, and carries Spark's Kafka source and the job's modules."""
-    from kafka_soak.operators.validate import JOB_MODULES, ValidateOperator
+    from kafka_soak.checker.validate import JOB_MODULES, ValidateOperator
 
     extra = {"bootstrap.servers": "127.0.0.1:9", "sasl.username": "soak", "sasl.password": SECRET}
     monkeypatch.setenv("AIRFLOW_CONN_SOAK_SECURED_SPARK", json.dumps({"conn_type": "kafka", "extra": extra}))
@@ -313,15 +314,15 @@ def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_
     """The validate task's driver JVM of a run that ends within a minute or two gets C1 alone (its C2 compiles cost
     more CPU than they save); a big run keeps tiered compilation. On a local master every run maps the driver's
     class-data archive, which the first run dumps; options given to the operator win."""
-    from kafka_soak import spark_kafka
-    from kafka_soak.operators.validate import CONF, ValidateOperator, driver_archive, shuffle_partitions
+    from kafka_soak.checker import spark_kafka
+    from kafka_soak.checker.validate import CONF, ValidateOperator, driver_archive, shuffle_partitions
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "spark-submit").write_text(RECORDING_SPARK_SUBMIT)
     (tmp_path / "bin" / "spark-submit").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("SUBMITTED", str(tmp_path / "submitted.txt"))
-    monkeypatch.setattr("kafka_soak.class_data.archives_dir", lambda: tmp_path / "class-data")
+    monkeypatch.setattr("kafka_soak.checker.class_data.archives_dir", lambda: tmp_path / "class-data")
     archive = driver_archive("local[2]", spark_kafka.resolve())
     if archived:
         archive.path.parent.mkdir(parents=True)
@@ -341,7 +342,7 @@ def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_
 def test_the_checker_s_shuffle_partitions_grow_with_the_run_past_a_floor():
     """Sized so a task's share of the sort fits a default driver (RECORDS_PER_SHUFFLE_PARTITION each), never fewer than
     the floor that keeps both cores busy on a small run."""
-    from kafka_soak.operators.validate import shuffle_partitions
+    from kafka_soak.checker.validate import shuffle_partitions
 
     assert [shuffle_partitions(n) for n in (0, 6_000, 1_000_000, 2_000_000, 2_000_001, 10_000_000)] == \
         [8, 8, 8, 8, 9, 40]
@@ -353,9 +354,9 @@ def test_a_class_data_archive_dumped_at_a_jvm_s_exit_is_mapped_by_the_next_jvm(m
     import subprocess
 
     from kafka_soak.backends import kafka_jars
-    from kafka_soak.class_data import SharedArchive
+    from kafka_soak.checker.class_data import SharedArchive
 
-    monkeypatch.setattr("kafka_soak.class_data.archives_dir", lambda: tmp_path)
+    monkeypatch.setattr("kafka_soak.checker.class_data.archives_dir", lambda: tmp_path)
     jars = kafka_jars.resolve()
     archive = SharedArchive.of("kafka-tool", [jars])
 

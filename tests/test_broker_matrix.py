@@ -6,16 +6,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from kafka_soak import broker_matrix, params
-from kafka_soak.broker_matrix import Member
+from kafka_soak import run_plan
+from kafka_soak.backends import broker_matrix
+from kafka_soak.backends.broker_matrix import Member
 from kafka_soak.shared import rundir
 
 
 def test_a_run_of_one_cluster_is_its_only_member_and_a_matrix_has_one_directory_and_plan_per_release(tmp_path):
-    plan = params.check({}).as_dict()
+    plan = run_plan.check({})
     [only] = broker_matrix.members(tmp_path, plan)
     assert (only.name, only.dir, only.plan) == ("", tmp_path, plan)
-    matrix = params.check({"kafka_versions": ["4.1.1", "4.3.1"]}).as_dict()
+    matrix = run_plan.check({"kafka_versions": ["4.1.1", "4.3.1"]})
     members = broker_matrix.members(tmp_path, matrix)
     assert [(m.name, m.dir, m.plan["kafka_version"], m.plan["kafka_versions"]) for m in members] == [
         ("4.1.1", tmp_path / "brokers" / "4.1.1", "4.1.1", []), ("4.3.1", tmp_path / "brokers" / "4.3.1", "4.3.1", [])]
@@ -71,7 +72,7 @@ def health(what: str, deaths: int) -> dict:
 
 def test_the_matrix_verdict_has_a_row_per_broker_and_app_pair_and_a_member_without_a_verdict_is_inconclusive(
         tmp_path):
-    plan = params.check({"kafka_versions": ["4.0.0", "4.1.1", "4.3.1"]}).as_dict()
+    plan = run_plan.check({"kafka_versions": ["4.0.0", "4.1.1", "4.3.1"]})
     old, fixed, lost = broker_matrix.members(tmp_path, plan)
     old.dir.mkdir(parents=True)
     rundir.write_json(old.dir / rundir.VERDICT,

@@ -6,6 +6,8 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 from support import ROOT
 
+from kafka_soak import run_plan
+
 DAGS = ROOT / "dags"
 
 
@@ -34,12 +36,11 @@ def test_a_run_started_from_this_machine_builds_only_its_own_scenarios(monkeypat
 
 def test_every_scenario_default_is_a_valid_run(dagbag):
     """What the nightly schedule runs passes the trigger form's schema and the cross-param checks."""
-    from kafka_soak import params
 
     for dag_id in SCENARIOS:
         values = dagbag.dags[dag_id].params.validate()
-        plan = params.check(values)
-        assert plan.program_source == "given" and plan.backend == "local", dag_id
+        plan = run_plan.check(values)
+        assert plan["program_source"] == "given" and plan["backend"] == "local", dag_id
 
 
 def test_scenario_defaults_follow_the_originals(dagbag):
@@ -78,7 +79,7 @@ def test_setup_and_teardown_wrap_the_run(dagbag, dag_id):
     dag = dagbag.dags[dag_id]
     assert dag.get_task("provision").is_setup
     assert dag.get_task("release").is_teardown and dag.get_task("stop_instances").is_teardown
-    assert dag.get_task("toggle").is_mapped
+    assert dag.get_task("program_step").is_mapped
     assert "provision" in dag.get_task("check_params").downstream_task_ids
     assert {"drain", "stop_instances"} <= dag.get_task("validate").upstream_task_ids
     assert not [t.task_id for t in dag.tasks if getattr(t, "multiple_outputs", False)], \
@@ -120,12 +121,12 @@ def test_the_compose_stack_matches_the_project():
     """docker/compose.yaml cannot be brought up here (no registry); it must at least name what the code uses."""
     import yaml
 
-    from kafka_soak.app.reference import IMAGE as REFERENCE_IMAGE
-    from kafka_soak.backends.docker_kafka import DEFAULT_IMAGE
+    from kafka_soak.clients.reference.profiles import IMAGE as REFERENCE_IMAGE
+    from kafka_soak.params import KAFKA_IMAGE
 
     root = DAGS.parent
     compose = yaml.safe_load((root / "docker" / "compose.yaml").read_text())["services"]
-    assert compose["kafka"]["image"] == DEFAULT_IMAGE
+    assert compose["kafka"]["image"] == KAFKA_IMAGE
     assert compose["worker-image"]["image"] == REFERENCE_IMAGE
     for service in ("worker-image", "airflow"):
         assert (root / "docker" / compose[service]["build"]["dockerfile"].split("/")[-1]).exists()
@@ -154,7 +155,7 @@ def test_the_worker_image_carries_every_module_the_worker_imports(tmp_path):
             else:
                 dest.mkdir(parents=True, exist_ok=True)
                 shutil.copy(root / source, dest)
-    started = subprocess.run([sys.executable, "-m", "kafka_soak.app.worker", "--help"], cwd=tmp_path,
+    started = subprocess.run([sys.executable, "-m", "kafka_soak.clients.reference.worker", "--help"], cwd=tmp_path,
                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(app)}, capture_output=True, text=True,
                              timeout=60)
     assert started.returncode == 0, started.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_soak import kafka_io
+from kafka_soak.clients import kafka_io
 from kafka_soak.drain import DrainTimeout, backlog, stalled_partitions, wait_for_zero_lag, worked_off
 
 

@@ -39,7 +39,8 @@ from support.soak_runs import (
 )
 from support.spark_cluster import SparkStandalone
 
-from kafka_soak.app.worker import CRASH_EXIT_CODE
+from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
+from kafka_soak.params import KAFKA_VERSION
 
 
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
@@ -291,7 +292,7 @@ def test_a_kill_on_kafka_streams_is_conclusive_and_app_health_counts_an_injected
         # the app's group as the brokers list it once instance 1 joined (Kafka's kafka-groups: GROUP TYPE PROTOCOL)
         bootstrap = json.loads((run_dir / "cluster.json").read_text())["bootstrap_servers"]
         while not groups and time.monotonic() < deadline:
-            output = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, "org.apache.kafka.tools.GroupsCommand",
+            output = kafka_jars.run_tool(KAFKA_VERSION, "org.apache.kafka.tools.GroupsCommand",
                                          ["--bootstrap-server", bootstrap, "--list"], timeout=60)
             groups.extend(line.split() for line in output.splitlines() if line.startswith(f"{DAG_ID}-app "))
         time.sleep(4)
@@ -352,8 +353,7 @@ def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_passwo
     secured topics with the connection's settings. The password is in no file of the run (logs, report and the
     Airflow output included), of the Spark cluster (its daemons' logs, each executor's log and files), not in the
     alert and in nothing Airflow stored (XCom, rendered fields)."""
-    from kafka_soak import quotas
-    from kafka_soak.backends import kafka_jars
+    from kafka_soak.backends import kafka_jars, quotas
     from kafka_soak.shared import java_client
 
     quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
@@ -376,7 +376,7 @@ def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_passwo
         assert any(name.startswith("spark-sql-kafka") for name in fetched) and "anomalies.py" in fetched, fetched
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["quotas"] == [{"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]
-    described = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, kafka_jars.CONFIG_COMMAND, quotas.describe_command(
+    described = kafka_jars.run_tool(KAFKA_VERSION, kafka_jars.CONFIG_COMMAND, quotas.describe_command(
         quota["client_id"], secured_cluster.bootstrap_servers, "/dev/stdin"),
         stdin=java_client.tool_config(secured_cluster.client_settings()))
     assert quotas.parse_describe(described).get(quota["client_id"], {}) == {}, "release removes the run's quota"

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 
-from kafka_soak import encodings, generator, kafka_io, params
+from kafka_soak import run_plan
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.load import GENERATOR, Load
-from kafka_soak.steps import plan_steps
+from kafka_soak.clients import kafka_io
+from kafka_soak.faults.schedule import plan_steps
+from kafka_soak.load import encodings, generator
+from kafka_soak.load.process import GENERATOR, Load
 
 ORDERS_KEY = "customer-{key}"
 ORDERS = {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
@@ -63,9 +65,9 @@ def test_the_largest_payload_a_run_admits_makes_records_kafka_takes_and_one_byte
     starts, naming payload_bytes (the producer once refused it with MSG_SIZE_TOO_LARGE after provisioning)."""
     records = 3
     largest = generator.MESSAGE_MAX_BYTES - generator.FRAMING_BYTES - generator.largest_record_bytes(records, 1, 0)
-    params.check({"records": records, "keys": 1, "payload_bytes": largest})
-    with pytest.raises(params.ParamsError, match=f"payload_bytes: {largest + 1} makes the input's largest record "):
-        params.check({"records": records, "keys": 1, "payload_bytes": largest + 1})
+    run_plan.check({"records": records, "keys": 1, "payload_bytes": largest})
+    with pytest.raises(run_plan.ParamsError, match=f"payload_bytes: {largest + 1} makes the input's largest record "):
+        run_plan.check({"records": records, "keys": 1, "payload_bytes": largest + 1})
     spec = generator.LoadSpec(broker.bootstrap_servers, broker.topics["input"], records=records, keys=1,
                               payload_bytes=largest)
     assert generator.produce(spec) == records
@@ -97,8 +99,8 @@ def kill_mid_run_and_resume(broker: Cluster, tmp_path: Path, records: int, profi
     """The run's load as the DAG runs it (``Load``): start the generator at a rate, kill -9 it once a sixth of the
     records are in (the rate leaves most to do, however busy the machine), then ``await_done`` (task
     ``await_generator``) sees it dead, starts it again and waits for it to finish: every record then in the topic."""
-    plan = params.check({"program": "1", "interval_s": 1, "records": records, "keys": 50, "rate": records // 2,
-                         **({"app_profile": profile} if profile else {})}).as_dict()
+    plan = run_plan.check({"program": "1", "interval_s": 1, "records": records, "keys": 50, "rate": records // 2,
+                         **({"app_profile": profile} if profile else {})})
     steps = plan_steps(tmp_path, plan, lead_s=0)
     load, topic = Load(tmp_path, broker.as_dict(), plan), broker.topics["input"]
     load.start(start_at=steps[0]["planned_at"], attempt=1)
@@ -132,7 +134,7 @@ def test_a_profile_input_resumes_after_kill_from_its_soak_id_headers(broker, tmp
 
 
 def test_the_cli_refuses_a_bad_profile_input_naming_it():
-    cmd = [sys.executable, "-m", "kafka_soak.generator", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--records",
+    cmd = [sys.executable, "-m", "kafka_soak.load.generator", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--records",
            "1", "--keys", "1", "--key-template", "c-{ts}", "--value", '{"encoding": "int16"}']
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 2

@@ -6,9 +6,9 @@ import json
 import time
 from pathlib import Path
 
-from kafka_soak import health
-from kafka_soak.runtime import Registry
-from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.clients import health
+from kafka_soak.clients.runtime import Registry
+from kafka_soak.clients.runtime.local import LocalProcesses
 from kafka_soak.shared.rundir import journal
 
 STREAMS_LOG = """\
@@ -86,7 +86,7 @@ def test_exceptions_are_counted_by_class_with_their_first_trace_and_exits_judged
 def test_injected_crashes_and_restarts_are_counted_and_only_other_exits_are_incidents(tmp_path):
     """With crash_probability the worker exits with its crash code; its supervisor restarts it (``restart`` events).
     Those crashes are the soak's faults, counted but not incidents; an exit with another code still is one."""
-    from kafka_soak.app.worker import CRASH_EXIT_CODE
+    from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
 
     (tmp_path / "logs").mkdir()
     journal(tmp_path, "start", instance=1, subject="", step="0", log="app-1.0.log", pid=101)
@@ -111,7 +111,7 @@ def test_injected_crashes_and_restarts_are_counted_and_only_other_exits_are_inci
 def test_crash_draws_are_replayed_from_the_seed_and_drawn_anew_for_each_restart_step_and_instance():
     """crash_probability's draws: a process of a run replayed with the same seed crashes after as many records; its
     restart (``SOAK_RESTART``), another step's start of it or another instance does not crash at the same count."""
-    from kafka_soak.app.worker import chaos
+    from kafka_soak.clients.reference.worker import chaos
 
     def draws(*process: object) -> list[float]:
         rng = chaos(*process)

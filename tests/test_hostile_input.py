@@ -24,9 +24,9 @@ from airflow.serialization.serialized_objects import DagSerialization
 from support import ROOT
 from support.checks import cli_refusal, live_processes
 
-from kafka_soak import cli, preflight
-from kafka_soak import params as soak_params
+from kafka_soak import cli, run_plan
 from kafka_soak.admission import Admission, load_scenario
+from kafka_soak.toolchain import preflight
 
 DAGS = ROOT / "dags"
 DAG_ID = "soak_eos_id_assignment"
@@ -191,7 +191,7 @@ def trigger(trigger_dag, conf: dict) -> str:
     try:
         params = trigger_dag.params.deep_merge(conf).validate()  # the API refuses the trigger: no run is created
         Admission.for_scenario(load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml")).admit(conf, params)
-    except (ParamValidationError, soak_params.ParamsError, *preflight.ERRORS) as exc:
+    except (ParamValidationError, run_plan.ParamsError, *preflight.ERRORS) as exc:
         return str(exc).splitlines()[0]
     pytest.fail(f"admitted: {conf}")
 
@@ -241,20 +241,20 @@ def test_what_only_the_deployment_sets_on_a_shared_cluster_is_judged_by_the_back
     monkeypatch.setenv("SOAK_TRIGGER_ALLOW", '{"backend": ["external"]}')
     admission = Admission.for_scenario(load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml"))
     name = next(iter(conf))
-    with pytest.raises(soak_params.ParamsError, match=f"{name}: decides what runs where"):
+    with pytest.raises(run_plan.ParamsError, match=f"{name}: decides what runs where"):
         admission.admit({"backend": "external", **conf}, {**admission.defaults, "backend": "external", **conf})
-    assert soak_params.trigger_errors(conf, admission.defaults, admission.allow) == [], "its own broker: the run's"
+    assert run_plan.trigger_errors(conf, admission.defaults, admission.allow) == [], "its own broker: the run's"
 
 
 def test_integral_floats_are_integers_before_anything_uses_them(own_runs):
     """JSON Schema counts 3.0 as an integer; range(), Kafka's configs and the generator's ids do not: admitted as
     ints (they once crashed admission with a traceback, or passed and crashed after provisioning)."""
-    plan = soak_params.check({"instances": 3.0, "records": 20000.0, "partitions": 4.0, "app": "streams",
+    plan = run_plan.check({"instances": 3.0, "records": 20000.0, "partitions": 4.0, "app": "streams",
                               "threads": 2.0, "phases": [{"records": 20000.0, "after_step": 1.0}]}, app_id="a")
-    assert (plan.instances, plan.records, plan.partitions, plan.threads) == (3, 20000, 4, 2)
-    assert all(type(v) is int for v in (plan.instances, plan.records, plan.partitions, plan.threads))
-    assert type(plan.phases[0]["after_step"]) is int and type(plan.phases[0]["records"]) is int
-    assert soak_params.check({"interval_s": 10.0}).interval_s == 10.0, "a number param stays a number"
+    assert (plan["instances"], plan["records"], plan["partitions"], plan["threads"]) == (3, 20000, 4, 2)
+    assert all(type(v) is int for v in (plan["instances"], plan["records"], plan["partitions"], plan["threads"]))
+    assert type(plan["phases"][0]["after_step"]) is int and type(plan["phases"][0]["records"]) is int
+    assert run_plan.check({"interval_s": 10.0})["interval_s"] == 10.0, "a number param stays a number"
 
 
 @pytest.mark.parametrize("conf, refusal", [
@@ -271,7 +271,7 @@ def test_json_the_cli_cannot_read_is_refused_in_one_line(conf, refusal, capsys, 
 def test_a_run_whose_data_would_not_fit_on_the_disk_of_the_evidence_is_refused():
     """Every run on the machine writes its evidence to one disk: a run whose input, outputs and state would fill it
     is refused before anything starts (a single conf once wrote 65 GB in five minutes and failed every run)."""
-    plan = soak_params.check({"records": 10_000_000, "payload_bytes": 1000, "rate": 10_000, "brokers": 3}).as_dict()
+    plan = run_plan.check({"records": 10_000_000, "payload_bytes": 1000, "rate": 10_000, "brokers": 3})
     assert preflight.disk_problem(plan, free_bytes=400 * 2**30) == ""
     problem = preflight.disk_problem(plan, free_bytes=20 * 2**30)
     assert problem.startswith("records: 10000000 records of payload_bytes 1000 need about 93.9 GiB on 3 broker(s)")
@@ -290,12 +290,12 @@ def test_the_deployment_may_allow_values_and_quotas_are_its_own_on_a_shared_clus
     assert admission.admit({"runtime": "local"}, defaults).runtime == "local"
     quota = [{"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 1000}]
     assert admission.admit({"quotas": quota}, {**defaults, "quotas": quota}).quotas == quota
-    with pytest.raises(soak_params.ParamsError, match="kafka_conn_id: decides what runs where"):
+    with pytest.raises(run_plan.ParamsError, match="kafka_conn_id: decides what runs where"):
         admission.admit({"kafka_conn_id": "kafka_prod"}, {**defaults, "kafka_conn_id": "kafka_prod"})
     monkeypatch.setenv("SOAK_PARAM_DEFAULTS", '{"backend": "external", "kafka_conn_id": "kafka_shared"}')
     shared = Admission.for_scenario(scenario)
     assert shared.refusal == ""
-    assert soak_params.trigger_errors({"quotas": quota}, shared.defaults, shared.allow)[0].startswith(
+    assert run_plan.trigger_errors({"quotas": quota}, shared.defaults, shared.allow)[0].startswith(
         "quotas: decides what runs where")
 
 
@@ -335,7 +335,7 @@ def test_the_report_s_replay_commands_survive_a_quote(tmp_path):
     import shlex
 
     from kafka_soak.evidence import RunEvidence
-    from kafka_soak.report import replay
+    from kafka_soak.evidence.report import replay
 
     params = {"app_env": {"GREETING": "it's; touch /tmp/owned"}, "program": "1 2 1"}
     evidence = RunEvidence(run_dir=tmp_path, dag_id=DAG_ID, run_id="r", params=params,

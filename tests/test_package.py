@@ -29,7 +29,7 @@ import json
 from airflow.dag_processing.dagbag import DagBag
 from airflow.providers_manager import ProvidersManager
 import kafka_soak, kafka_soak.shared.rundir as rundir
-from kafka_soak.operators import validate
+from kafka_soak.checker import validate
 
 bag = DagBag(dag_folder="{dags}", safe_mode=True)
 info = ProvidersManager().providers["kafka-soak"]
@@ -90,15 +90,13 @@ def test_a_wheel_installed_into_a_fresh_virtualenv_registers_and_builds_a_team_f
     assert [v["name"] for v in plugin["external_views"]] == ["Soak reports", "Soak report"]
 
 
-def test_what_is_shipped_to_spark_imports_only_the_standard_library_and_confluent_kafka():
-    """``kafka_soak.shared`` goes to a Spark cluster's driver and executors as one zip (``validate.shipped_modules``),
-    where nothing else of the project is, nor Airflow: each of its modules imports the standard library, confluent-kafka
-    (the topics' offsets, which the driver reads) and the package itself, nothing else."""
+def imports_beyond(paths: list[Path], allowed: tuple[str, ...]) -> dict[str, set[str]]:
+    """What each module of ``paths`` imports besides the standard library and the ``allowed`` packages (a relative
+    import is of ``kafka_soak.shared``, the one package that uses them)."""
     import ast
 
-    shared = ROOT / "plugins" / "kafka_soak" / "shared"
     outside: dict[str, set[str]] = {}
-    for path in sorted(shared.glob("*.py")):
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -107,10 +105,23 @@ def test_what_is_shipped_to_spark_imports_only_the_standard_library_and_confluen
             else:
                 continue
             for name in names:
-                top = name.split(".")[0]
-                if not (top in sys.stdlib_module_names or top in ("__future__", "confluent_kafka")
-                        or name == "kafka_soak.shared" or name.startswith("kafka_soak.shared.")):
+                if not (name.split(".")[0] in (*sys.stdlib_module_names, "__future__")
+                        or any(name == a or name.startswith(a + ".") for a in allowed)):
                     outside.setdefault(path.name, set()).add(name)
-    assert {p.stem for p in shared.glob("*.py")} == {"__init__", "contracts", "java_client", "offsets", "rundir", "verdicts"}
-    assert outside == {}
+    return outside
 
+
+def test_what_is_shipped_to_spark_imports_only_the_standard_library_and_confluent_kafka():
+    """``kafka_soak.shared`` goes to a Spark cluster's driver and executors as one zip (``validate.shipped_modules``),
+    where nothing else of the project is, nor Airflow: each of its modules imports the standard library, confluent-kafka
+    (the topics' offsets, which the driver reads) and the package itself, nothing else."""
+    shared = ROOT / "plugins" / "kafka_soak" / "shared"
+    assert {p.stem for p in shared.glob("*.py")} == {"__init__", "contracts", "java_client", "offsets", "rundir", "verdicts"}
+    assert imports_beyond(sorted(shared.glob("*.py")), ("confluent_kafka", "kafka_soak.shared")) == {}
+
+
+def test_the_params_are_declared_without_loading_an_implementation():
+    """``params`` (each param's default, schema and audience) is read wherever a conf is checked or a DAG parsed, and
+    in the reference worker's image: it imports the standard library alone, and the implementations read their
+    defaults from it, not the other way round."""
+    assert imports_beyond([ROOT / "plugins" / "kafka_soak" / "params.py"], ()) == {}

@@ -1,37 +1,53 @@
+import types
+import typing
+
 import pytest
 from support.checks import cli_refusal
 
-from kafka_soak import params
+from kafka_soak import params, run_plan
 
 
 def test_defaults_resolve_to_a_plan_spread_over_the_program():
-    plan = params.check({})
-    assert plan.program == ["1", "2", "1"] and plan.program_source == "given"
-    assert plan.rate == pytest.approx(20_000 / 30)
-    assert plan.phases == [{"records": 20_000, "at_s": 0, "rate": pytest.approx(20_000 / 30), "first_id": 1}]
-    assert (plan.backend, plan.brokers, plan.kafka_version) == ("local", 1, "4.3.1")
+    plan = run_plan.check({})
+    assert plan["program"] == ["1", "2", "1"] and plan["program_source"] == "given"
+    assert plan["rate"] == pytest.approx(20_000 / 30)
+    assert plan["phases"] == [{"records": 20_000, "at_s": 0, "rate": pytest.approx(20_000 / 30), "first_id": 1}]
+    assert (plan["backend"], plan["brokers"], plan["kafka_version"]) == ("local", 1, "4.3.1")
+
+
+def test_the_plan_every_task_is_given_has_a_typed_key_for_each_param_and_nothing_else():
+    """``run_plan.Plan`` types the plan at each task boundary: its keys are the declared params (and the program's
+    source), and each resolved value has the type it declares."""
+    fields = typing.get_type_hints(run_plan.Plan)
+    assert set(fields) == set(params.PARAMS) | {"program_source"}
+    plan = run_plan.check({"kafka_versions": ["4.1.1", "4.3.1"], "transaction_version": 1, "quotas": [
+        {"client_id": "{app_id}-1-producer", "producer_byte_rate": 35000}]}, app_id="typed")
+    for name, value in plan.items():
+        hint = fields[name]
+        origin = typing.get_origin(hint)
+        assert isinstance(value, hint if origin in (None, types.UnionType) else origin), (name, value, hint)
 
 
 def test_empty_program_becomes_a_stored_random_program():
-    plan = params.check({"program": "", "seed": 3})
-    assert plan.program_source == "random(seed=3)"
-    assert plan.program == params.check({"program": [], "seed": 3}).program
+    plan = run_plan.check({"program": "", "seed": 3})
+    assert plan["program_source"] == "random(seed=3)"
+    assert plan["program"] == run_plan.check({"program": [], "seed": 3})["program"]
 
 
 def test_every_problem_is_named():
-    with pytest.raises(params.ParamsError) as err:
-        params.check({"program": "1 9", "colour": "red"})
+    with pytest.raises(run_plan.ParamsError) as err:
+        run_plan.check({"program": "1 9", "colour": "red"})
     message = str(err.value)
     assert "unknown params ['colour']" in message
     assert "instance 9 is out of range" in message
 
 
 def test_phases_get_consecutive_id_ranges_and_must_add_up():
-    plan = params.check({"records": 63_000, "program": "1 2 2", "phases": [
+    plan = run_plan.check({"records": 63_000, "program": "1 2 2", "phases": [
         {"records": 3000, "at_s": 0}, {"records": 60_000, "after_step": 1, "rate": 5000}]})
-    assert [(p["first_id"], p["records"], p["rate"]) for p in plan.phases] == [(1, 3000, 0.0), (3001, 60_000, 5000.0)]
-    with pytest.raises(params.ParamsError) as err:
-        params.check({"records": 100, "program": "1 2", "phases": [{"records": 50, "at_s": 0},
+    assert [(p["first_id"], p["records"], p["rate"]) for p in plan["phases"]] == [(1, 3000, 0.0), (3001, 60_000, 5000.0)]
+    with pytest.raises(run_plan.ParamsError) as err:
+        run_plan.check({"records": 100, "program": "1 2", "phases": [{"records": 50, "at_s": 0},
                                                                   {"records": 40, "after_step": 2}]})
     assert "phases: their records add up to 90 but param records is 100" in str(err.value)
     assert "phase 2 waits for step 2 but the program has 2 steps (0..1)" in str(err.value)
@@ -101,29 +117,29 @@ def test_cli_refuses_bad_params_before_airflow_runs(conf, fragment, capsys, own_
 
 
 def test_deployment_params_travel_in_the_plan():
-    plan = params.check({"runtime": "docker", "app_image": "my/app:1", "app_env": {"JAVA_OPTS": "-Xmx1g"},
+    plan = run_plan.check({"runtime": "docker", "app_image": "my/app:1", "app_env": {"JAVA_OPTS": "-Xmx1g"},
                          "app_command": ["--bootstrap", "{bootstrap_servers}"], "backend": "external",
                          "kafka_conn_id": "prod_kafka", "quotas": [{"client_id": "c", "producer_byte_rate": 35000}]})
-    assert (plan.runtime, plan.app_image, plan.backend, plan.kafka_conn_id) == ("docker", "my/app:1", "external",
+    assert (plan["runtime"], plan["app_image"], plan["backend"], plan["kafka_conn_id"]) == ("docker", "my/app:1", "external",
                                                                                   "prod_kafka")
-    assert plan.quotas == [{"client_id": "c", "producer_byte_rate": 35000}] and not plan.keep_topics
-    with pytest.raises(params.ParamsError, match="brokers: 3 brokers are for backend 'local'"):
-        params.check({"backend": "external", "brokers": 3})
-    with pytest.raises(params.ParamsError, match="transaction_version: 1 is set when backend 'local' formats its "
+    assert plan["quotas"] == [{"client_id": "c", "producer_byte_rate": 35000}] and not plan["keep_topics"]
+    with pytest.raises(run_plan.ParamsError, match="brokers: 3 brokers are for backend 'local'"):
+        run_plan.check({"backend": "external", "brokers": 3})
+    with pytest.raises(run_plan.ParamsError, match="transaction_version: 1 is set when backend 'local' formats its "
                                                  "brokers' storage; backend 'docker' has its own features"):
-        params.check({"backend": "docker", "transaction_version": 1})
+        run_plan.check({"backend": "docker", "transaction_version": 1})
 
 
 def test_docker_runtime_runs_an_image_per_kafka_streams_version():
     """runtime=docker starts the Kafka Streams app from its image per version (make streams-image), unless app_image
     names the user's own; preflight names each, with the param that chose it and how to build it."""
-    from kafka_soak import preflight
+    from kafka_soak.toolchain import preflight
 
-    plan = params.check({"app": "streams", "runtime": "docker", "streams_versions": ["3.4.0", "4.3.1"]})
+    plan = run_plan.check({"app": "streams", "runtime": "docker", "streams_versions": ["3.4.0", "4.3.1"]})
     assert preflight.app_images(plan) == [
         ("kafka-soak-streams:3.4.0", "streams_version", "build it with: make streams-image STREAMS_VERSION=3.4.0"),
         ("kafka-soak-streams:4.3.1", "streams_version", "build it with: make streams-image STREAMS_VERSION=4.3.1")]
-    own = params.check({"app": "streams", "runtime": "docker", "app_image": "team/app:7"})
+    own = run_plan.check({"app": "streams", "runtime": "docker", "app_image": "team/app:7"})
     assert preflight.app_images(own) == [("team/app:7", "app_image", "")]
 
 
@@ -131,14 +147,14 @@ def test_a_quota_on_app_id_is_one_quota_per_application_id_of_the_run():
     """soak_quota_eos names its producer as {app_id}-1-StreamThread-1-producer: each version of a matrix gets its own
     quota, a run of one version one; a client the app does not have is refused."""
     quota = {"client_id": "{app_id}-1-StreamThread-1-producer", "producer_byte_rate": 35000}
-    matrix = params.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "instances": 1, "program": "1",
+    matrix = run_plan.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "instances": 1, "program": "1",
                            "quotas": [quota]}, app_id="q-app")
-    assert [q["client_id"] for q in matrix.quotas] == ["q-app-3.8.1-1-StreamThread-1-producer",
+    assert [q["client_id"] for q in matrix["quotas"]] == ["q-app-3.8.1-1-StreamThread-1-producer",
                                                        "q-app-4.3.1-1-StreamThread-1-producer"]
-    single = params.check({"app": "streams", "instances": 1, "program": "1", "quotas": [quota]}, app_id="q-app")
-    assert single.quotas == [{**quota, "client_id": "q-app-1-StreamThread-1-producer"}]
-    with pytest.raises(params.ParamsError, match="client_id 'q-app-2-StreamThread-1-producer' is no client"):
-        params.check({"app": "streams", "instances": 1, "program": "1",
+    single = run_plan.check({"app": "streams", "instances": 1, "program": "1", "quotas": [quota]}, app_id="q-app")
+    assert single["quotas"] == [{**quota, "client_id": "q-app-1-StreamThread-1-producer"}]
+    with pytest.raises(run_plan.ParamsError, match="client_id 'q-app-2-StreamThread-1-producer' is no client"):
+        run_plan.check({"app": "streams", "instances": 1, "program": "1",
                       "quotas": [{**quota, "client_id": "{app_id}-2-StreamThread-1-producer"}]}, app_id="q-app")
 
 
@@ -149,15 +165,15 @@ def test_controls_run_beside_each_version_with_settings_of_their_own(tmp_path):
     control that runs without it; the control's setting reaches its JVM last."""
     import validate_soak
 
-    from kafka_soak import subjects
     from kafka_soak.backends.cluster import Cluster
-    from kafka_soak.instances import Instances
+    from kafka_soak.clients import subjects
+    from kafka_soak.clients.instances import Instances
 
     quota = {"client_id": "{app_id}-1-StreamThread-1-producer", "producer_byte_rate": 35000}
     variants = [{"name": "txn-60s", "streams_config": {"producer.transaction.timeout.ms": 60000}},
                 {"name": "no-quota", "quotas": False}]
-    plan = params.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "variants": variants,
-                         "instances": 1, "program": "1", "quotas": [quota]}, app_id="q").as_dict()
+    plan = run_plan.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "variants": variants,
+                         "instances": 1, "program": "1", "quotas": [quota]}, app_id="q")
     names = ["3.8.1", "3.8.1-txn-60s", "3.8.1-no-quota", "4.3.1", "4.3.1-txn-60s", "4.3.1-no-quota"]
     assert subjects.matrix(plan) == names
     assert [q["client_id"] for q in plan["quotas"]] == [f"q-{n}-1-StreamThread-1-producer" for n in names
@@ -179,13 +195,13 @@ def test_controls_run_beside_each_version_with_settings_of_their_own(tmp_path):
 def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_before_a_control_s_own():
     """streams_config and group_protocol apply to every version and control of the Kafka Streams app; a control's own
     settings come after them (the app applies --config last, so its value wins)."""
-    from kafka_soak import subjects
+    from kafka_soak.clients import subjects
 
-    plan = params.check({"app": "streams", "streams_versions": ["4.2.2", "4.3.1"], "group_protocol": "streams",
+    plan = run_plan.check({"app": "streams", "streams_versions": ["4.2.2", "4.3.1"], "group_protocol": "streams",
                          "streams_config": {"producer.transaction.timeout.ms": 30000,
                                             "__state.updater.enabled__": False},
                          "variants": [{"name": "txn-60s", "streams_config": {"producer.transaction.timeout.ms": 60000}}],
-                         "instances": 1, "program": "1"}, app_id="q").as_dict()
+                         "instances": 1, "program": "1"}, app_id="q")
     topics = {role: f"t.{role}" for role in subjects.topics(plan)}
     configs = {s.name: s.args[s.args.index("--config") + 1] for s in subjects.build(plan, topics)}
     run = "producer.transaction.timeout.ms=30000;__state.updater.enabled__=false;group.protocol=streams"
@@ -219,8 +235,8 @@ def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_be
      "streams_config: 'bootstrap.servers' is the run's to set"),
 ])
 def test_streams_settings_and_a_rebalance_protocol_that_cannot_run_are_refused(conf, fragment):
-    with pytest.raises(params.ParamsError) as err:
-        params.check(conf)
+    with pytest.raises(run_plan.ParamsError) as err:
+        run_plan.check(conf)
     assert fragment in str(err.value)
 
 
@@ -233,8 +249,8 @@ def test_streams_settings_and_a_rebalance_protocol_that_cannot_run_are_refused(c
      "variants: x: streams_config 'a.b': '1;c=2' holds ';', '=' or a line break"),
 ])
 def test_controls_that_cannot_run_are_refused(conf, fragment):
-    with pytest.raises(params.ParamsError) as err:
-        params.check(conf)
+    with pytest.raises(run_plan.ParamsError) as err:
+        run_plan.check(conf)
     assert fragment in str(err.value)
 
 
@@ -249,17 +265,17 @@ def test_controls_that_cannot_run_are_refused(conf, fragment):
      "state_write_bytes: is a store of the id-assignment topology; the aggregate topology has none"),
 ])
 def test_workflow_params_that_contradict_each_other_are_refused(conf, fragment):
-    with pytest.raises(params.ParamsError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
-        params.check({"app": "streams", **conf})
+    with pytest.raises(run_plan.ParamsError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        run_plan.check({"app": "streams", **conf})
 
 
 def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_topics():
     """A design matrix: each design its own application id, output, assertions and workflow topics, one build."""
-    from kafka_soak import subjects
+    from kafka_soak.clients import subjects
 
-    plan = params.check({"app": "streams", "topology": "workflow", "workflow_designs": ["ktable-self-join",
+    plan = run_plan.check({"app": "streams", "topology": "workflow", "workflow_designs": ["ktable-self-join",
                                                                                        "single-writer"]},
-                        app_id="wf-app").as_dict()
+                        app_id="wf-app")
     topics = subjects.topics(plan)
     assert {"executions.single-writer", "tasks.ktable-self-join", "results.single-writer"} <= set(topics)
     names = {role: f"run.{role}" for role in topics}
@@ -274,7 +290,7 @@ def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_
         ("ktable-self-join", "design ktable-self-join", "workflow", "run.executions.ktable-self-join"),
         ("single-writer", "design single-writer", "workflow", "run.executions.single-writer")]
     assert subjects.profile(plan).versions == ["4.3.1"]
-    one = params.check({"app": "streams"}).as_dict()
+    one = run_plan.check({"app": "streams"})
     [only] = subjects.build(one, {role: role for role in subjects.topics(one)})
     assert (only.name, only.args, only.topic("executions")) == ("", [], "")
     assert [(j["name"], j["label"], j["contract"]) for j in subjects.judged({"subjects": [only.as_dict()]})] == [
@@ -285,10 +301,10 @@ def test_two_workflow_designs_are_two_subjects_on_one_version_with_the_workflow_
 def test_an_aggregation_s_count_and_sum_tables_are_judged_by_the_aggregate_contract(topology):
     """Each Kafka Streams version's counts and sums, against the input's records per key and their amounts: input in
     JSON with the suite's headers (the contract's), no self-check topic; each table a verdict of its own."""
-    from kafka_soak import subjects
+    from kafka_soak.clients import subjects
 
-    plan = params.check({"app": "streams", "topology": topology, "streams_versions": ["4.2.2", "4.3.1"]},
-                        app_id="agg").as_dict()
+    plan = run_plan.check({"app": "streams", "topology": topology, "streams_versions": ["4.2.2", "4.3.1"]},
+                        app_id="agg")
     profile = subjects.profile(plan)
     assert [i.value["encoding"] for i in profile.inputs] == ["json"]
     assert set(subjects.topics(plan)) == {"input", "counts.4.2.2", "sums.4.2.2", "counts.4.3.1", "sums.4.3.1"}
@@ -300,7 +316,7 @@ def test_an_aggregation_s_count_and_sum_tables_are_judged_by_the_aggregate_contr
         ("sums@4.2.2", "Kafka Streams 4.2.2: sums", "agg-4.2.2", "run.sums.4.2.2", "aggregate", "sum", "amount"),
         ("counts@4.3.1", "Kafka Streams 4.3.1: counts", "agg-4.3.1", "run.counts.4.3.1", "aggregate", "count", ""),
         ("sums@4.3.1", "Kafka Streams 4.3.1: sums", "agg-4.3.1", "run.sums.4.3.1", "aggregate", "sum", "amount")]
-    alone = params.check({"app": "streams", "topology": topology}, app_id="agg").as_dict()
+    alone = run_plan.check({"app": "streams", "topology": topology}, app_id="agg")
     [one] = subjects.build(alone, {role: role for role in subjects.topics(alone)})
     assert [(j["name"], j["label"]) for j in subjects.judged({"subjects": [one.as_dict()]})] == [
         ("counts", "Kafka Streams 4.3.1: counts"), ("sums", "Kafka Streams 4.3.1: sums")]

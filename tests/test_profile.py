@@ -8,9 +8,10 @@ import copy
 import pytest
 from support.outside_apps import contract_app_profile
 
-from kafka_soak import params, subjects
+from kafka_soak import run_plan
 from kafka_soak.backends.cluster import Cluster, topic_names
-from kafka_soak.instances import Instances
+from kafka_soak.clients import subjects
+from kafka_soak.clients.instances import Instances
 
 ORDERS = {"topic": "orders", "partitions": 6, "key": "customer-{key}",
           "value": {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
@@ -48,7 +49,7 @@ def changed(*path: str | int, to: object) -> dict:
 
 
 def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker_judges(tmp_path):
-    plan = params.check({"app_profile": PROFILE, "partitions": 4}).as_dict()
+    plan = run_plan.check({"app_profile": PROFILE, "partitions": 4})
     app = plan["app_profile"]
     assert [o["partitions"] for o in app["outputs"]] == [4, 4, 4, 4] and app["inputs"][0]["partitions"] == 6
     assert app["topics"] == {"orders-by-customer": 2}
@@ -94,8 +95,8 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
                                        "{topic:orders}", "{topic:orders-enriched}", "{topic:orders-count}",
                                        "{topic:orders-total}", "{topic:orders-audit}", "{topic:orders-by-customer}"])
     versioned["versions"] = ["3.8.1", "4.3.1"]
-    plan = params.check({"app_profile": versioned, "quotas": [{"client_id": "{app_id}-1", "producer_byte_rate": 1024}]
-                         }, app_id="dag-app").as_dict()
+    plan = run_plan.check({"app_profile": versioned, "quotas": [{"client_id": "{app_id}-1", "producer_byte_rate": 1024}]
+                         }, app_id="dag-app")
     assert subjects.matrix(plan) == ["3.8.1", "4.3.1"] and subjects.profile(plan).versions == ["3.8.1", "4.3.1"]
     assert [q["client_id"] for q in plan["quotas"]] == ["orders-enricher-3.8.1-1", "orders-enricher-4.3.1-1"]
     roles = subjects.topics(plan)
@@ -124,13 +125,13 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
     assert lines["application.id"] == "orders-enricher-3.8.1" and lines["client.id"] == "orders-enricher-3.8.1-1"
     assert lines["state.dir"] == str(tmp_path / "state" / "instance-1@3.8.1")
     # in containers, each version's own image
-    from kafka_soak import preflight
+    from kafka_soak.toolchain import preflight
 
-    boxed = params.check({"runtime": "docker", "app_profile": {**versioned, "image": "team/orders:{version}",
+    boxed = run_plan.check({"runtime": "docker", "app_profile": {**versioned, "image": "team/orders:{version}",
                                                                "command": versioned["command"][3:]}})
     assert [image for image, _param, _how in preflight.app_images(boxed)] == ["team/orders:3.8.1", "team/orders:4.3.1"]
     # a single version fills {version} and runs one app, under the profile's own group
-    single = params.check({"app_profile": {**versioned, "versions": ["4.3.1"]}}).as_dict()
+    single = run_plan.check({"app_profile": {**versioned, "versions": ["4.3.1"]}})
     [only] = subjects.build(single, topic_names(subjects.topics(single), "p", subjects.app_names(single), owned=True))
     assert (only.name, only.app_id, only.version) == ("", "orders-enricher", "4.3.1")
     assert subjects.judged({"subjects": [only.as_dict()]})[0]["name"] == "orders-enriched"
@@ -139,7 +140,7 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
 def test_the_suites_own_apps_are_profiles_whose_facts_the_run_asks_instead_of_which_app_it_is(tmp_path):
     """No app_profile: the plan carries the profile of the reference worker, the Kafka Streams app or an app_command,
     and provision, the instances, the drain and the quota check take everything they need from it."""
-    worker = params.check({"instances": 2, "bug": "drop", "bug_every": 7, "seed": 11}, app_id="w-app").as_dict()
+    worker = run_plan.check({"instances": 2, "bug": "drop", "bug_every": 7, "seed": 11}, app_id="w-app")
     app = subjects.profile(worker)
     assert (app.name, app.group_id, app.scoped, app.build) == ("worker", "w-app", True, "")
     assert subjects.stop_leaves_group(worker) and subjects.matrix(worker) == []
@@ -151,7 +152,7 @@ def test_the_suites_own_apps_are_profiles_whose_facts_the_run_asks_instead_of_wh
     [subject] = subjects.build(worker, names)
     cluster = Cluster("local", "127.0.0.1:9", names, subjects=[subject.as_dict()])
     command = Instances(tmp_path, cluster, worker, [subject]).command(subject, 2, 3)
-    assert command[1:3] == ["-m", "kafka_soak.app.worker"] and not app.takes_properties
+    assert command[1:3] == ["-m", "kafka_soak.clients.reference.worker"] and not app.takes_properties
     flags = dict(zip(command[3::2], command[4::2], strict=True))
     assert (flags["--app-id"], flags["--instance"], flags["--step"], flags["--bug"], flags["--bug-every"]) == \
         ("w-app", "2", "3", "drop", "7")
@@ -160,12 +161,12 @@ def test_the_suites_own_apps_are_profiles_whose_facts_the_run_asks_instead_of_wh
     [judged] = subjects.judged(cluster.as_dict())
     assert (judged["name"], judged["label"], judged["contract"], judged["assertions"]) == \
         ("", "the app", "id-assignment", "soak.d.r.assertions")
-    streams = params.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "threads": 2}).as_dict()
+    streams = run_plan.check({"app": "streams", "streams_versions": ["3.8.1", "4.3.1"], "threads": 2})
     app = subjects.profile(streams)
     assert (app.build, app.versions, subjects.matrix(streams)) == ("streams", ["3.8.1", "4.3.1"], ["3.8.1", "4.3.1"])
     assert not subjects.stop_leaves_group(streams), "Kafka Streams holds its partitions after a close"
     assert "app-4.3.1-3-StreamThread-2-restore-consumer" in subjects.client_ids(streams)
-    command = params.check({"app_command": ["my-app", "--out", "{output_topic}"]}).as_dict()
+    command = run_plan.check({"app_command": ["my-app", "--out", "{output_topic}"]})
     assert (subjects.profile(command).command, subjects.stop_leaves_group(command)) == \
         (["my-app", "--out", "{output_topic}"], True)
 
@@ -173,12 +174,12 @@ def test_the_suites_own_apps_are_profiles_whose_facts_the_run_asks_instead_of_wh
 def test_a_teams_versions_are_its_own_and_not_built_as_kafka_streams_releases():
     """Preflight builds the suite's Kafka Streams app for a run of it, never for a team's app: a profile's versions
     are the team's names (they once reached Maven as Kafka Streams releases and refused the run)."""
-    from kafka_soak import preflight
+    from kafka_soak.toolchain import preflight
 
     versioned = changed("command", to=["/opt/orders-{version}/bin/run", "{properties_file}", "{topic:orders}",
                                        "{topic:orders-enriched}", "{topic:orders-count}", "{topic:orders-total}",
                                        "{topic:orders-audit}", "{topic:orders-by-customer}"])
-    plan = params.check({"app_profile": {**versioned, "versions": ["blue", "green"]}})
+    plan = run_plan.check({"app_profile": {**versioned, "versions": ["blue", "green"]}})
     assert subjects.profile(plan.as_dict()).build == "" and subjects.matrix(plan.as_dict()) == ["blue", "green"]
     preflight.check(plan)  # no StreamsVersionError: nothing to build
 
@@ -248,8 +249,8 @@ def test_a_teams_versions_are_its_own_and_not_built_as_kafka_streams_releases():
     (changed("image", to="orders:1.4"), "local", "app_profile.image: is for runtime docker (runtime is 'local')"),
 ])
 def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
-    with pytest.raises(params.ParamsError) as err:
-        params.check({"app_profile": profile, "backend": backend})
+    with pytest.raises(run_plan.ParamsError) as err:
+        run_plan.check({"app_profile": profile, "backend": backend})
     assert fragment in str(err.value)
 
 
@@ -261,6 +262,6 @@ def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
     ({"runtime": "docker"}, "app_profile.image: is missing; runtime docker starts each instance as a container"),
 ])
 def test_a_profile_takes_no_other_app_and_no_setting_of_the_reference_apps(conf, fragment):
-    with pytest.raises(params.ParamsError) as err:
-        params.check({"app_profile": PROFILE, **conf})
+    with pytest.raises(run_plan.ParamsError) as err:
+        run_plan.check({"app_profile": PROFILE, **conf})
     assert fragment in str(err.value)

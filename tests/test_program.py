@@ -1,6 +1,6 @@
 import pytest
 
-from kafka_soak import program
+from kafka_soak.faults import program
 
 
 def test_parse_string_and_list_agree():

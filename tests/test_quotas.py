@@ -7,10 +7,9 @@ import time
 
 import pytest
 
-from kafka_soak import quotas
-from kafka_soak.backends import quota_meter
-from kafka_soak.quotas import Quota, QuotaError
-from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.backends import quota_meter, quotas
+from kafka_soak.backends.quotas import Quota, QuotaError
+from kafka_soak.clients.runtime.local import LocalProcesses
 
 STREAMS = Quota("my-app-StreamThread-1-producer", producer_byte_rate=35000)
 

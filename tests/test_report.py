@@ -15,7 +15,7 @@ import pytest
 from support import ROOT
 from support.soak_runs import ALERTED_RUNS, SHORT
 
-from kafka_soak import history, report
+from kafka_soak.evidence import history, report
 
 # Its tests read a run of the session's alerted pair: the pytest-xdist worker that runs that pair runs them.
 pytestmark = pytest.mark.xdist_group(name=ALERTED_RUNS)

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafka_soak import history
-from kafka_soak.evidence import RunEvidence
+from kafka_soak import run_plan
+from kafka_soak.evidence import RunEvidence, history
 from kafka_soak.shared import rundir
 
 DAG = "soak_eos_id_assignment"
@@ -143,14 +143,14 @@ def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one
 
     import psutil
 
-    from kafka_soak import params as soak_params
-    from kafka_soak import reaper, subjects
-    from kafka_soak.instances import Instances
-    from kafka_soak.runtime.local import LocalProcesses
+    from kafka_soak import reaper
+    from kafka_soak.clients import subjects
+    from kafka_soak.clients.instances import Instances
+    from kafka_soak.clients.runtime.local import LocalProcesses
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
     runs = {"ended": "manual__ended", "running": "manual__running", RUN: RUN}
-    plan = soak_params.check({"app_command": sleeper, "instances": 1, "program": "1"}).as_dict()
+    plan = run_plan.check({"app_command": sleeper, "instances": 1, "program": "1"})
     names = {role: f"soak.test.{role}" for role in subjects.topics(plan)}
     cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": names,
                "subjects": [s.as_dict() for s in subjects.build(plan, names)]}
@@ -189,23 +189,23 @@ def test_an_attempt_cleared_on_a_shared_cluster_is_released_from_its_evidence_al
     cluster (and would leave its quotas, a docker run its container). The next attempt's check_params releases it from
     its journal (provisioned, never released); provision asked again of a released attempt is refused, saying what to
     clear instead."""
-    from kafka_soak import backends, reaper
-    from kafka_soak import params as soak_params
+    from kafka_soak import reaper
+    from kafka_soak.backends import provision
 
-    plan = soak_params.check({"backend": "external", "kafka_conn_id": kafka_connection, "instances": 1,
-                              "program": "1"}, app_id=f"{DAG}-app").as_dict()
+    plan = run_plan.check({"backend": "external", "kafka_conn_id": kafka_connection, "instances": 1,
+                              "program": "1"}, app_id=f"{DAG}-app")
     first = rundir.for_context(context(RUN), create=True)
     rundir.write_json(first / rundir.PARAMS, {"dag_id": DAG, "run_id": RUN, "plan": plan})
-    cluster = backends.provision_run(first, plan, DAG)
+    cluster = provision.provision_run(first, plan, DAG)
     topics = set(cluster["topics"].values())
-    assert topics <= listed(broker.bootstrap_servers) and backends.unreleased(first)
+    assert topics <= listed(broker.bootstrap_servers) and provision.unreleased(first)
     second = rundir.for_context(context(RUN, clear_number=1), create=True)
     assert first.name in reaper.reap_earlier(second, RUN, lambda run_id: False)
     assert not topics & listed(broker.bootstrap_servers), "its topics are given back"
-    assert backends.released(first) and not backends.unreleased(first)
+    assert provision.released(first) and not provision.unreleased(first)
     assert reaper.reap_earlier(second, RUN, lambda run_id: False) == {}, "released once"
-    with pytest.raises(backends.AttemptReleased, match="clear the whole DAG run to run it again as a new attempt"):
-        backends.provision_run(first, plan, DAG)
+    with pytest.raises(provision.AttemptReleased, match="clear the whole DAG run to run it again as a new attempt"):
+        provision.provision_run(first, plan, DAG)
 
 
 def test_a_task_cleared_on_its_own_runs_again_on_its_attempts_brokers_and_data(root):
@@ -213,17 +213,18 @@ def test_a_task_cleared_on_its_own_runs_again_on_its_attempts_brokers_and_data(r
     their data (the input the run wrote is still there), so the checker judges the attempt's evidence again."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from kafka_soak import backends, kafka_io, teardowns
-    from kafka_soak import params as soak_params
+    from kafka_soak import teardowns
+    from kafka_soak.backends import provision
+    from kafka_soak.clients import kafka_io
 
-    plan = soak_params.check({"instances": 1, "program": "1", "partitions": 1}, app_id=f"{DAG}-app").as_dict()
+    plan = run_plan.check({"instances": 1, "program": "1", "partitions": 1}, app_id=f"{DAG}-app")
     attempt = rundir.for_context(context(RUN), create=True)
-    cluster = backends.provision_run(attempt, plan, DAG)
+    cluster = provision.provision_run(attempt, plan, DAG)
     producer = Producer(kafka_io.client_config(cluster["bootstrap_servers"]))
     producer.produce(cluster["topics"]["input"], b"the run's input")
     assert producer.flush(30) == 0
     teardowns.release(attempt, plan)
-    again = backends.provision_run(attempt, plan, DAG)
+    again = provision.provision_run(attempt, plan, DAG)
     try:
         assert again["topics"] == cluster["topics"]
         consumer = Consumer(kafka_io.client_config(again["bootstrap_servers"], {"group.id": "probe"}))
@@ -244,12 +245,12 @@ def listed(bootstrap: str) -> set[str]:
 def test_nothing_of_an_attempt_starts_once_its_teardown_stopped_the_app(root):
     """A task still running when its run was marked failed (the drain replacing an instance) starts nothing after the
     teardown stopped the app; provision, run again by a task cleared on its own, opens the attempt again."""
-    from kafka_soak import params as soak_params
-    from kafka_soak import reaper, subjects, teardowns
-    from kafka_soak.instances import Instances
+    from kafka_soak import reaper, teardowns
+    from kafka_soak.clients import subjects
+    from kafka_soak.clients.instances import Instances
 
-    plan = soak_params.check({"app_command": [sys.executable, "-c", "import time; time.sleep(120)"], "instances": 1,
-                              "program": "1"}).as_dict()
+    plan = run_plan.check({"app_command": [sys.executable, "-c", "import time; time.sleep(120)"], "instances": 1,
+                              "program": "1"})
     names = {role: f"soak.test.{role}" for role in subjects.topics(plan)}
     cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": names,
                "subjects": [s.as_dict() for s in subjects.build(plan, names)]}

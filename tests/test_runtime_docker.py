@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kafka_soak import params as soak_params
-from kafka_soak import subjects, teardowns
+from kafka_soak import run_plan, teardowns
 from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
-from kafka_soak.instances import Instances
-from kafka_soak.runtime.docker import (
+from kafka_soak.clients import subjects
+from kafka_soak.clients.instances import Instances
+from kafka_soak.clients.runtime.docker import (
     BROKER_ROLE,
     INSTANCE_ROLE,
     DockerContainers,
@@ -116,9 +116,9 @@ def test_teardown_removes_every_container_of_the_run_and_only_those(docker_engin
 def test_an_interrupted_runs_teardowns_remove_its_instance_and_broker_containers(docker_engine, run_dir):
     """`make soak` interrupted (no teardown task ran): the teardowns it runs itself, from what the run wrote, stop
     the instance container gracefully and remove it and the broker container, their logs kept."""
-    plan = soak_params.check({"runtime": "docker", "backend": "docker", "kafka_image": docker_engine.BASE_IMAGE,
+    plan = run_plan.check({"runtime": "docker", "backend": "docker", "kafka_image": docker_engine.BASE_IMAGE,
                               "app_image": docker_engine.BASE_IMAGE, "app_command": APP, "instances": 1,
-                              "program": "1"}).as_dict()
+                              "program": "1"})
     containers = DockerContainers(run_dir, docker_engine.BASE_IMAGE)
     api = containers.api
     broker = api.create_container(docker_engine.BASE_IMAGE, command=["sh", "-c", "echo broker says hi; sleep 600"],

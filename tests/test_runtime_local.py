@@ -5,7 +5,8 @@ import sys
 import psutil
 import pytest
 
-from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak import run_plan
+from kafka_soak.clients.runtime.local import LocalProcesses
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -99,11 +100,11 @@ def test_a_process_whose_starter_dies_right_after_the_start_is_registered_and_re
     import subprocess
 
     from kafka_soak import reaper
-    from kafka_soak.runtime import Registry
-    from kafka_soak.runtime.local import child_env, python_command
+    from kafka_soak.clients.runtime import Registry
+    from kafka_soak.clients.runtime.local import child_env, python_command
 
     registry = Registry(tmp_path)
-    out = subprocess.run(python_command("kafka_soak.runtime.spawn", "--name", "instance-2", str(tmp_path / "w.log"),
+    out = subprocess.run(python_command("kafka_soak.clients.runtime.spawn", "--name", "instance-2", str(tmp_path / "w.log"),
                                         str(registry.exits_file), "--", *SLEEPER),
                          env=child_env(), capture_output=True, text=True, check=True)
     pid, supervisor = map(int, out.stdout.split())
@@ -129,11 +130,10 @@ class StopFailsFor(LocalProcesses):
 
 
 def test_an_instance_that_fails_to_stop_stops_none_of_the_others_and_nothing_is_left(tmp_path):
-    from kafka_soak import params
-    from kafka_soak.instances import Instances
-    from kafka_soak.subjects import Subject
+    from kafka_soak.clients.instances import Instances
+    from kafka_soak.clients.subjects import Subject
 
-    plan = params.check({"app_command": SLEEPER, "instances": 3}).as_dict()
+    plan = run_plan.check({"app_command": SLEEPER, "instances": 3})
     subject = Subject("", "app", "", {"output": "out", "changelog": "cl", "assertions": "assertions"})
     cluster = {"backend": "local", "bootstrap_servers": "127.0.0.1:9", "topics": {"input": "in"},
                "subjects": [subject.as_dict()]}
@@ -169,7 +169,7 @@ def wait_for(condition, timeout=20.0):
 
 def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_and_its_private_file(processes,
                                                                                                   tmp_path):
-    from kafka_soak.runtime.spawn import Restart
+    from kafka_soak.clients.runtime.spawn import Restart
 
     runs, private = tmp_path / "runs", tmp_path / "app.properties"
     private.write_text("sasl.jaas.config=...\n")
@@ -197,7 +197,7 @@ def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_
 
 
 def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):
-    from kafka_soak.runtime.spawn import Restart
+    from kafka_soak.clients.runtime.spawn import Restart
 
     crashing = [sys.executable, "-c", "import sys; sys.exit(5)"]
     processes.start("worker-2", crashing, tmp_path / "w.log", restart=Restart(30, {"instance": 2, "log": "w.log"}))
@@ -209,7 +209,7 @@ def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):
 
 
 def test_the_suite_s_own_kill_is_not_restarted(processes, tmp_path):
-    from kafka_soak.runtime.spawn import Restart
+    from kafka_soak.clients.runtime.spawn import Restart
 
     processes.start("worker-3", SLEEPER, tmp_path / "w.log", restart=Restart(0.1, {"instance": 3, "log": "w.log"}))
     assert processes.kill("worker-3") == -9

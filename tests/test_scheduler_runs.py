@@ -28,8 +28,10 @@ from confluent_kafka.admin import AdminClient
 from support.airflow_stack import PROBE_DAG, AirflowStack
 from support.outside_apps import stuck_app_command
 
-from kafka_soak import backends, quotas, reaper, ui
-from kafka_soak.backends import kafka_jars
+from kafka_soak import reaper
+from kafka_soak.backends import kafka_jars, provision, quotas
+from kafka_soak.evidence import ui
+from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import rundir
 
 DAG_ID = "soak_cleared_probe"
@@ -161,7 +163,7 @@ def on_cluster(bootstrap: str) -> dict[str, set[str]]:
     topics = {t for t in admin.list_topics(timeout=30).topics if t.startswith(f"soak.{EXTERNAL_DAG}.")}
     listed = admin.list_consumer_groups(request_timeout=30).result(30)
     groups = {g.group_id for g in listed.valid if g.group_id.startswith(EXTERNAL_DAG)}
-    described = kafka_jars.run_tool(kafka_jars.DEFAULT_VERSION, kafka_jars.CONFIG_COMMAND,
+    described = kafka_jars.run_tool(KAFKA_VERSION, kafka_jars.CONFIG_COMMAND,
                                     quotas.describe_command(STUCK_CLIENT, bootstrap))
     return {"topics": topics, "groups": groups, "quotas": set(quotas.parse_describe(described).get(STUCK_CLIENT, {}))}
 
@@ -185,7 +187,7 @@ def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it
 
             assert api.post(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}/clear", json={"dry_run": False}).is_success
             stack.wait_for("attempt 2 drains", lambda: draining(api, run_id, second), 300)
-            assert backends.released(first) and not reaper.leftovers(first), "attempt 2 released what attempt 1 held"
+            assert provision.released(first) and not reaper.leftovers(first), "attempt 2 released what attempt 1 held"
             second_topics = set(json.loads((second / rundir.CLUSTER).read_text())["topics"].values())
             stack.wait_for("attempt 1's topics are gone from the cluster's metadata, attempt 2's are there",
                            lambda: on_cluster(bootstrap)["topics"] == second_topics, 60)
@@ -193,7 +195,7 @@ def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it
             assert api.patch(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}", json={"state": "failed"}).is_success
             stack.wait_for("the teardowns of the run marked failed ran", lambda: api.get(
                 f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}").json()["state"] == "success", 180)
-        assert backends.released(second) and not reaper.leftovers(second)
+        assert provision.released(second) and not reaper.leftovers(second)
         nothing = {"topics": set(), "groups": set(), "quotas": set()}
         stack.wait_for("the cluster's metadata holds nothing of the run", lambda: on_cluster(bootstrap) == nothing, 60)
         released = [e for e in rundir.read_jsonl(first / rundir.EVENTS) if e["event"] == "released"]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_soak import maven, params, subjects
-from kafka_soak.app import streams
+from kafka_soak import run_plan
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.instances import Instances
+from kafka_soak.clients import subjects
+from kafka_soak.clients.instances import Instances
+from kafka_soak.clients.reference import streams
+from kafka_soak.toolchain import maven
 
 
 def test_a_version_is_built_once_and_reused(tmp_path, monkeypatch):
@@ -20,10 +22,10 @@ def test_a_version_is_built_once_and_reused(tmp_path, monkeypatch):
     assert seconds > 0 and target.parent == tmp_path / "apps" / "streams"
     assert (target / "soak-streams.jar").is_file() and (target / "lib" / "kafka-streams-3.5.0.jar").is_file()
     assert streams.build("3.5.0") == (target, 0.0)
-    plan = params.check({"app": "streams", "threads": 4, "standbys": 1, "cache_entries": 10, "partitions": 12,
+    plan = run_plan.check({"app": "streams", "threads": 4, "standbys": 1, "cache_entries": 10, "partitions": 12,
                          "commit_interval_ms": 100, "session_timeout_ms": 6000, "acceptable_recovery_lag": 0,
                          "max_warmup_replicas": 1, "topology": "workflow", "workflow_designs": ["single-writer"],
-                         "parallel_tasks": 5, "streams_version": "3.5.0"}).as_dict()
+                         "parallel_tasks": 5, "streams_version": "3.5.0"})
     [subject] = subjects.build(plan, {role: role for role in subjects.topics(plan)})
     cluster = Cluster("local", "127.0.0.1:9", {"input": "in"}, subjects=[subject.as_dict()])
     command = Instances(tmp_path, cluster, plan, [subject]).command(subject, 2, 0)

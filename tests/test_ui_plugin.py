@@ -21,10 +21,10 @@ from fastapi import FastAPI
 from support.airflow_stack import PROBE_DAG, AirflowStack
 from support.checks import SECRET
 
-from kafka_soak import params as soak_params
-from kafka_soak import ui
+from kafka_soak import run_plan
 from kafka_soak.backends.docker_kafka import free_port
-from kafka_soak.instances import Instances
+from kafka_soak.clients.instances import Instances
+from kafka_soak.evidence import ui
 from kafka_soak.shared import rundir
 
 DAG_ID = "soak_eos_id_assignment"
@@ -213,10 +213,10 @@ def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_conn
     run_dir = evidence / "soak_secured" / rundir.safe_name(run_id)
     (run_dir / "logs").mkdir(parents=True)
     cluster = {**broker.as_dict(), "backend": "external", "conn_id": kafka_connection}
-    plan = soak_params.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
-    rundir.write_json(run_dir / "params.json", {"dag_id": "soak_secured", "run_id": run_id, "plan": plan.as_dict()})
+    plan = run_plan.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
+    rundir.write_json(run_dir / "params.json", {"dag_id": "soak_secured", "run_id": run_id, "plan": plan})
     rundir.write_json(run_dir / "cluster.json", cluster)
-    instances = Instances.for_run(run_dir, cluster, plan.as_dict())
+    instances = Instances.for_run(run_dir, cluster, plan)
     assert instances.runtime.exit_code(instances.start(1, 0).pid, wait_s=30) == 0
     instances.stop_all(timeout=5)
     port, token = served
@@ -236,7 +236,7 @@ def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the
     """The app prints its settings as JSON (quotes, backslashes and non-ASCII escaped): no served page holds the
     password in any form; the run's release masks them at rest, so they stay masked once the connection is rotated
     or deleted (the UI then has nothing to mask with)."""
-    from kafka_soak import kafka_connection
+    from kafka_soak.backends import connection
 
     extra = {"bootstrap.servers": broker.bootstrap_servers, "sasl.username": "soak", "sasl.password": NASTY}
     monkeypatch.setenv("AIRFLOW_CONN_SOAK_NASTY", json.dumps({"conn_type": "kafka", "extra": extra}))
@@ -244,9 +244,9 @@ def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the
     run_dir = evidence / "soak_nasty" / rundir.safe_name(run_id)
     (run_dir / "logs").mkdir(parents=True)
     cluster = {**broker.as_dict(), "backend": "external", "conn_id": "soak_nasty"}
-    plan = soak_params.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
+    plan = run_plan.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
     rundir.write_json(run_dir / "cluster.json", cluster)
-    instances = Instances.for_run(run_dir, cluster, plan.as_dict())
+    instances = Instances.for_run(run_dir, cluster, plan)
     assert instances.runtime.exit_code(instances.start(1, 0).pid, wait_s=30) == 0
     instances.stop_all(timeout=5)
     log_file = run_dir / "logs" / "app-1.0.log"
@@ -256,8 +256,8 @@ def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the
     url = f"{ui.URL_PREFIX}/runs/soak_nasty/{quote(run_id, safe='')}/logs/app-1.0.log"
     page = get(port, url, token)[2]
     assert '"sasl.password": "***"' in page and not [f for f in forms if f in page]
-    secrets = kafka_connection.secret_values(kafka_connection.connection_config("soak_nasty"))
-    assert kafka_connection.scrub(run_dir, secrets) == [log_file]
+    secrets = connection.secret_values(connection.connection_config("soak_nasty"))
+    assert connection.scrub(run_dir, secrets) == [log_file]
     monkeypatch.delenv("AIRFLOW_CONN_SOAK_NASTY")  # rotated or deleted after the run
     on_disk, page = log_file.read_text(), get(port, url, token)[2]
     assert '"sasl.password": "***"' in page and not [f for f in forms if f in page + on_disk]

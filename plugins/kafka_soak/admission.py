@@ -21,10 +21,12 @@ from airflow.sdk import Param
 from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 
 from kafka_soak import params as soak_params
-from kafka_soak import preflight, reaper, subjects
-from kafka_soak import program as programs
-from kafka_soak.generator import Phase
+from kafka_soak import reaper, run_plan
+from kafka_soak.clients import subjects
+from kafka_soak.faults import program as programs
+from kafka_soak.load.generator import Phase
 from kafka_soak.shared import rundir
+from kafka_soak.toolchain import preflight
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +124,8 @@ class Admission:
         refusal = deployment.problem
         if not refusal:
             try:
-                soak_params.check(values, app_id_of(scenario))
-            except soak_params.ParamsError as exc:
+                run_plan.check(values, app_id_of(scenario))
+            except run_plan.ParamsError as exc:
                 refusal = f"the defaults of {scenario['dag_id']} (its scenario file and {DEFAULTS_ENV}) cannot run: {exc}"
         return cls(params, deployment.allow, refusal, app_id_of(scenario))
 
@@ -131,13 +133,13 @@ class Admission:
     def defaults(self) -> dict[str, Any]:
         return {name: param.value for name, param in self.params.items()}
 
-    def admit(self, conf: dict[str, Any], params: dict[str, Any]) -> soak_params.RunPlan:
+    def admit(self, conf: dict[str, Any], params: dict[str, Any]) -> run_plan.Plan:
         """The plan of a run triggered with ``conf`` whose resolved params are ``params``; raises
-        ``soak_params.ParamsError`` or one of ``preflight.ERRORS`` naming each param that stops it."""
-        refused = [self.refusal] if self.refusal else soak_params.trigger_errors(conf, self.defaults, self.allow)
+        ``run_plan.ParamsError`` or one of ``preflight.ERRORS`` naming each param that stops it."""
+        refused = [self.refusal] if self.refusal else run_plan.trigger_errors(conf, self.defaults, self.allow)
         if refused:
-            raise soak_params.ParamsError("; ".join(refused))
-        plan = soak_params.check(params, self.app_id)
+            raise run_plan.ParamsError("; ".join(refused))
+        plan = run_plan.check(params, self.app_id)
         preflight.check(plan)
         return plan
 
@@ -166,25 +168,25 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> d
         raise AirflowFailException(unwritable(rundir.runs_root(), exc)) from None
     try:
         plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]))
-    except (soak_params.ParamsError, *preflight.ERRORS) as exc:
+    except (run_plan.ParamsError, *preflight.ERRORS) as exc:
         raise AirflowFailException(f"refused before provisioning: {exc}") from None
     try:
         rundir.write_json(run_dir / rundir.PARAMS, {"dag_id": dag_id, "run_id": context["run_id"],
                                                     "attempt": rundir.attempt_of(context["dag_run"]),
                                                     "launch": os.environ.get(rundir.LAUNCH_ENV, ""),
-                                                    "params": dict(context["params"]), "plan": plan.as_dict()})
+                                                    "params": dict(context["params"]), "plan": plan})
     except OSError as exc:
         raise AirflowFailException(unwritable(run_dir, exc)) from None
     reaper.reap_earlier(run_dir, context["run_id"], lambda run_id: dag_run_over(context["ti"], dag_id, run_id))
     log.info("program %r (%s), %d steps every %.0f s; %d records over %d keys; run directory %s",
-             programs.render(plan.program), plan.program_source, len(plan.program), plan.interval_s,
-             plan.records, plan.keys, run_dir)
-    for phase in plan.phases:
+             programs.render(plan["program"]), plan["program_source"], len(plan["program"]), plan["interval_s"],
+             plan["records"], plan["keys"], run_dir)
+    for phase in plan["phases"]:
         log.info("  load: %s", Phase(**phase).describe())
-    log.info("app under test: %s", subjects.describe(plan.as_dict()))
-    log.info("backend %s%s, runtime %s%s", plan.backend,
-             f" (Apache Kafka {', '.join(soak_params.broker_versions(plan.as_dict())[1])}, {plan.brokers} broker(s)"
-             f"{' each' if plan.kafka_versions else ''})" if plan.backend == "local" else "",
-             plan.runtime, ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
-             if plan.runtime == "docker" else "")
-    return plan.as_dict()
+    log.info("app under test: %s", subjects.describe(plan))
+    log.info("backend %s%s, runtime %s%s", plan["backend"],
+             f" (Apache Kafka {', '.join(run_plan.broker_versions(plan)[1])}, {plan['brokers']} broker(s)"
+             f"{' each' if plan['kafka_versions'] else ''})" if plan['backend'] == "local" else "",
+             plan["runtime"], ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
+             if plan["runtime"] == "docker" else "")
+    return plan

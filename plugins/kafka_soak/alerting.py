@@ -24,7 +24,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_soak import evidence
 from kafka_soak.backends.quota_meter import describe
-from kafka_soak.health import one_line
+from kafka_soak.clients.health import one_line
 from kafka_soak.shared import rundir
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def airflow_url(dag_id: str, run_id: str, report: bool = False) -> str | None:
     if not base:
         return None
     if report:
-        from kafka_soak.ui import URL_PREFIX
+        from kafka_soak.evidence.ui import URL_PREFIX
 
         return f"{base}{URL_PREFIX}/runs/{quote(dag_id)}/{quote(run_id, safe='')}/"
     return f"{base}/dags/{quote(dag_id)}/runs/{quote(run_id)}"
@@ -196,7 +196,7 @@ class SoakAlertNotifier(BaseNotifier):
         run_dir = rundir.run_dir(dag_id, run_id, rundir.attempt_of(context["dag_run"]))
         url = airflow_url(dag_id, run_id)
         unwritten: list[str] = []  # evidence a full disk or an unwritable runs directory kept from being written
-        from kafka_soak import report  # the pages' modules (charts, templates) only when a run ends
+        from kafka_soak.evidence import report  # the pages' modules (charts, templates) only when a run ends
 
         report_path = report.write_pages(run_dir, url, unwritten)
         book = StreakBook(dag_id)

@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak import params as soak_params
+from kafka_soak import run_plan
 from kafka_soak.shared import rundir
 
 SCENARIOS_DIR = rundir.PROJECT_ROOT / "dags" / "scenarios"
 # Lines worth a person's attention while the soak runs: our own loggers, task failures, the run's end.
-SHOWN = re.compile(r"\[kafka_soak|ToggleStepOperator|ALERT|Task failed|DagRun Finished|verdict:|"
+SHOWN = re.compile(r"\[kafka_soak|ProgramStepOperator|ALERT|Task failed|DagRun Finished|verdict:|"
                    r"\[error|Error|Exception")
 STRUCTLOG = re.compile(r"^(\S+)\s+\[(\w+)\s*\]\s+(.*?)\s+\[[A-Za-z_][\w.]*\](?:\s+loc=\S+)?.*$")
 
@@ -50,8 +51,8 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.definitions.param import ParamsDict
     from airflow.sdk.exceptions import ParamValidationError
 
-    from kafka_soak import preflight
     from kafka_soak.admission import Admission, load_scenario
+    from kafka_soak.toolchain import preflight
 
     path = SCENARIOS_DIR / f"{scenario}.yaml"
     if not path.exists():
@@ -71,7 +72,7 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(first + (f" (param {name}: {allowed})" if allowed else "")) from None
     try:
         admission.admit(conf, values)
-    except (soak_params.ParamsError, *preflight.ERRORS) as exc:
+    except (run_plan.ParamsError, *preflight.ERRORS) as exc:
         raise UsageError(str(exc)) from None
     return values
 
@@ -183,18 +184,18 @@ def report_verdict(run_dir: Path, dags_test_code: int) -> int:
 def build_cached(what: str, version: str | None) -> int:
     """``kafka-jars``/``streams-app``/``spark-kafka-jars``: fetch or build into the checkout's cache; print where it
     is."""
-    from kafka_soak import spark_kafka
-    from kafka_soak.app import streams
     from kafka_soak.backends import kafka_jars
-    from kafka_soak.maven import BuildError
+    from kafka_soak.checker import spark_kafka
+    from kafka_soak.clients.reference import streams
+    from kafka_soak.toolchain.maven import BuildError
 
     try:
         if what == "kafka-jars":
-            print(kafka_jars.resolve(version or kafka_jars.DEFAULT_VERSION))
+            print(kafka_jars.resolve(version or soak_params.KAFKA_VERSION))
         elif what == "spark-kafka-jars":
             print(spark_kafka.resolve(version)[0].parent)
         else:
-            target, seconds = streams.build(version or streams.DEFAULT_VERSION)
+            target, seconds = streams.build(version or soak_params.STREAMS_VERSION)
             print(f"{target}" + (f" (built in {seconds:.1f} s)" if seconds else " (cached)"))
     except BuildError as exc:
         print(f"kafka-soak: {exc}", file=sys.stderr)
@@ -250,7 +251,7 @@ def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, s
         current, malformed = env_object(DEFAULTS_ENV, environ), ""
     except ValueError as exc:  # the run refuses itself with this unless the conf needs the variable
         current, malformed = {}, str(exc)
-    deployment, rest = soak_params.split(conf, conf.get("backend") or current.get("backend") or
+    deployment, rest = run_plan.split(conf, conf.get("backend") or current.get("backend") or
                                          soak_params.DEFAULTS["backend"])
     if not deployment:
         return dict(environ), rest

@@ -23,17 +23,21 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_soak import backends, broker_matrix, kafka_io, subjects
-from kafka_soak import program as programs
-from kafka_soak.backends import Backend, kafka_jars
-from kafka_soak.instances import Instances
-from kafka_soak.kafka_connection import client_settings, settings_in_env
+from kafka_soak.backends import broker_matrix, kafka_jars, provision
+from kafka_soak.backends.connection import client_settings, settings_in_env
+from kafka_soak.backends.provision import Backend
+from kafka_soak.clients import kafka_io, subjects
+from kafka_soak.clients.instances import Instances
+from kafka_soak.clients.subjects import Subject
+from kafka_soak.faults import program as programs
+from kafka_soak.faults.schedule import set_broker
 from kafka_soak.shared import java_client, rundir
 from kafka_soak.shared.rundir import journal
-from kafka_soak.steps import set_broker
-from kafka_soak.subjects import Subject
+
+if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
+    from kafka_soak.run_plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +66,18 @@ def worked_off(entry: dict[str, Any], timeout_s: float) -> bool:
     return entry["clears_in_s"] is not None and entry["clears_in_s"] <= timeout_s
 
 
-def drain_run(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+def drain_run(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, Any]:
     """Task ``drain``: ``drain_cluster`` of the run's cluster, or of every cluster of a broker version matrix at once."""
     return broker_matrix.on_each(run_dir, plan, lambda m: drain_cluster(m.dir, m.plan, m.cluster(cluster)))
 
 
-def drain_cluster(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, Any]:
     """The drain of a run's cluster: bring back what the program left broken, then wait, with the grace its faults
     need, until every subject's group has committed all input. A timeout does not stop the run: the account
     (``drain.json``) says why (lag, stalled partitions, owners, open transactions), and the checker judges what the app
     committed."""
     instances = Instances.for_run(run_dir, cluster, plan)
-    restored = restore_service(instances, backends.create(plan, run_dir), plan["program"])
+    restored = restore_service(instances, provision.create(plan, run_dir), plan["program"])
     grace_s, grace_reason = fault_grace_s(plan["program"], subjects.stop_leaves_group(plan))
     if grace_reason:
         log.info("drain: %s", grace_reason)

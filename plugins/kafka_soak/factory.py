@@ -1,8 +1,7 @@
-"""Scenario files -> soak DAGs. Every scenario in ``dags/scenarios/*.yaml`` becomes one DAG wired here; each task
-body is a call into the module whose job it is (``admission``, ``backends``, ``steps``, ``load``, ``drain``,
-``teardowns``, the operators).
+"""Scenario files -> soak DAGs. Every scenario in ``dags/scenarios/*.yaml`` becomes one DAG, wired here from the
+tasks of ``tasks.py`` and the two operators (``faults.step_operator``, ``checker.validate``):
 
-    check_params -> provision (setup) -> plan_program -> start_generator -> toggle[step] (mapped, deferrable)
+    check_params -> provision (setup) -> schedule_program -> start_generator -> program_step[step] (mapped, deferrable)
     -> await_generator -> drain -> stop_instances (teardown) -> validate (spark-submit) -> release (teardown)
 """
 
@@ -14,19 +13,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, get_current_context, setup, task, teardown
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk import DAG
 
-from kafka_soak import backends, broker_matrix, teardowns
-from kafka_soak.admission import Admission, load_scenario, open_run
+from kafka_soak import tasks
+from kafka_soak.admission import Admission, load_scenario
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
+from kafka_soak.checker.validate import ValidateOperator
 from kafka_soak.deadline import overdue_alert, under_dags_test
-from kafka_soak.drain import drain_run
-from kafka_soak.load import LoadFailed, await_loads, start_loads
-from kafka_soak.operators.toggle import ToggleStepOperator
-from kafka_soak.operators.validate import ValidateOperator
+from kafka_soak.faults.step_operator import ProgramStepOperator
 from kafka_soak.shared import rundir
-from kafka_soak.steps import plan_steps
 
 NIGHTLY = "0 2 * * *"
 
@@ -39,11 +34,6 @@ DAGS_TEST_LEAD_S = 2.0
 # The scenarios (dag ids, comma-separated) ``build_all`` builds, when set: `airflow dags test` parses the whole DAG
 # folder and writes every DAG it holds to the database, each time; a run started from this machine needs only its own.
 ONLY_ENV = "SOAK_ONLY_SCENARIOS"
-
-
-def _run_dir() -> Path:
-    """The attempt the task works in: the one ``check_params`` opened (a task cleared on its own works in it)."""
-    return rundir.for_context(get_current_context())
 
 
 def build_dag(scenario: dict[str, Any]) -> DAG:
@@ -73,73 +63,22 @@ def build_dag(scenario: dict[str, Any]) -> DAG:
         user_defined_macros={"soak_run_dir": lambda dag_run: str(rundir.run_dir(dag_id, dag_run.run_id,
                                                                                  rundir.attempt_of(dag_run)))},
     ) as dag:
-
-        @task(multiple_outputs=False)  # one XCom, not one per key as a dict annotation implies
-        def check_params() -> dict[str, Any]:
-            """Refuse a bad run before anything is provisioned; store the resolved program for replay."""
-            return open_run(get_current_context(), admission, dag_id)
-
-        @setup
-        @task(multiple_outputs=False)
-        def provision(plan: dict[str, Any]) -> dict[str, Any]:
-            """Start the run's Kafka (or reach the external one), create its topics, set its quotas."""
-            try:
-                return backends.provision_run(_run_dir(), plan, dag_id)
-            except (backends.AttemptReleased, broker_matrix.MemberFailed) as exc:
-                raise AirflowFailException(str(exc)) from None
-
-        @task
-        def plan_program(plan: dict[str, Any], cluster: dict[str, Any]) -> list[dict[str, Any]]:
-            """Fix T0 a little ahead, so the generator and the first step start together."""
-            return plan_steps(_run_dir(), plan, lead_s)
-
-        @task
-        def start_generator(plan: dict[str, Any], cluster: dict[str, Any], steps: list[dict[str, Any]]) -> None:
-            """Start the load in its own process so it flows through the whole program (from T0 on)."""
-            start_loads(_run_dir(), plan, cluster, steps[0]["planned_at"], get_current_context()["ti"].try_number)
-
-        @task(multiple_outputs=False)
-        def await_generator(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-            """Wait for the generator; if it died, restart it (it resumes without duplicating an id)."""
-            try:
-                return await_loads(_run_dir(), plan, cluster)
-            except (LoadFailed, broker_matrix.MemberFailed) as exc:
-                raise AirflowFailException(str(exc)) from None
-
-        @task(multiple_outputs=False)
-        def drain(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-            """Bring back what the program left broken, then wait until the app has committed all input. A timeout
-            does not stop the run: it says why (lag, stalled partitions, owners, open transactions) in the log and
-            ``drain.json``, and the checker judges what the app committed."""
-            return drain_run(_run_dir(), plan, cluster)
-
-        @teardown
-        @task(multiple_outputs=False)
-        def stop_instances(plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-            """Stop every instance gracefully (and the generator); runs even when something failed."""
-            return teardowns.stop_apps(_run_dir(), plan, cluster)
-
-        @teardown
-        def release(plan: dict[str, Any]) -> None:
-            """Stop the Kafka this run started (or give back what it used of an external one)."""
-            teardowns.release_all(_run_dir(), plan)
-
-        plan = check_params()
-        cluster = provision(plan)
-        program = plan_program(plan, cluster)
-        generator = start_generator(plan, cluster, program)
-        toggles = ToggleStepOperator.partial(
-            task_id="toggle", cluster=cluster, plan=plan, map_index_template="{{ step_label }}",
+        plan = tasks.CheckParamsOperator(task_id="check_params", admission=admission).output
+        cluster = tasks.provision(plan)
+        program = tasks.schedule_program(plan, cluster, lead_s)
+        generator = tasks.start_generator(plan, cluster, program)
+        steps = ProgramStepOperator.partial(
+            task_id="program_step", cluster=cluster, plan=plan, map_index_template="{{ step_label }}",
         ).expand(step=program)
-        loaded = await_generator(plan, cluster)
-        drained = drain(plan, cluster)
-        stopped = stop_instances(plan, cluster)
+        loaded = tasks.await_generator(plan, cluster)
+        drained = tasks.drain(plan, cluster)
+        stopped = tasks.stop_instances(plan, cluster)
         validate = ValidateOperator(
             task_id="validate", cluster=cluster, plan=plan, conn_id="spark_default", name=f"kafka-soak-validate-{dag_id}",
             out_dir="{{ soak_run_dir(dag_run) }}", expected_records="{{ params.records }}")
-        released = release(plan)
+        released = tasks.release(plan)
 
-        plan >> cluster >> program >> generator >> toggles >> loaded >> drained >> stopped >> validate >> released
+        plan >> cluster >> program >> generator >> steps >> loaded >> drained >> stopped >> validate >> released
         drained >> validate
         stopped.as_teardown(setups=cluster)
         released.as_teardown(setups=cluster)

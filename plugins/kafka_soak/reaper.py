@@ -16,8 +16,9 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_soak import backends, broker_matrix, teardowns
-from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak import teardowns
+from kafka_soak.backends import broker_matrix, provision
+from kafka_soak.clients.runtime.local import LocalProcesses
 from kafka_soak.shared import rundir
 from kafka_soak.shared.rundir import journal, read_json
 
@@ -54,7 +55,7 @@ def reap_earlier(current: Path, this_run: str, is_over: Callable[[str], bool]) -
     ended. Returns ``{run directory name: instances and processes stopped}``."""
     reaped = {}
     for run_dir in sorted(p for p in current.parent.iterdir() if p.is_dir() and not p.is_symlink() and p != current):
-        if not leftovers(run_dir) and not backends.unreleased(run_dir):  # a container, a shared cluster's topics
+        if not leftovers(run_dir) and not provision.unreleased(run_dir):  # a container, a shared cluster's topics
             continue
         run_id = (read_json(run_dir / rundir.PARAMS) or {}).get("run_id")
         if run_id is None or (run_id != this_run and not is_over(run_id)):

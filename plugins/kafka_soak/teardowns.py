@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_soak import backends, broker_matrix, health, kafka_connection
-from kafka_soak.app.worker import CRASH_EXIT_CODE
-from kafka_soak.backends import quota_meter
+from kafka_soak.backends import broker_matrix, connection, provision, quota_meter
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.instances import Instances
-from kafka_soak.load import Load
+from kafka_soak.clients import health
+from kafka_soak.clients.instances import Instances
+from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
+from kafka_soak.load.process import Load
 from kafka_soak.shared import rundir
+
+if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
+    from kafka_soak.run_plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +33,7 @@ def cluster_on_file(run_dir: Path) -> Cluster | None:
     return Cluster(**written) if written else None
 
 
-def stop_apps(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> Any:
+def stop_apps(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> Any:
     """Task ``stop_instances``: ``stop_app`` on the run's cluster, or on every cluster of a broker version matrix at
     once, whose app health over all clusters (``health.json`` in the run's directory) the run's report shows."""
     all_members = broker_matrix.members(run_dir, plan)
@@ -41,7 +44,7 @@ def stop_apps(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> A
     return broker_matrix.single_or_all(codes)
 
 
-def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> dict[str, int | None]:
+def stop_app(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, int | None]:
     """Stop every instance gracefully and the generator; returns their exit codes. The quotas' measurement ends with
     the app (``quotas.json``); how the instances fared is judged (``health.json``). Nothing of the app starts again
     after this (``rundir.close_app``), whatever task of the run still runs."""
@@ -56,32 +59,32 @@ def stop_app(run_dir: Path, plan: dict[str, Any], cluster: dict[str, Any]) -> di
     log.info("app health: %s", health.one_line(app_health))
     for incident in app_health["incidents"][:10]:
         log.warning("  %s", incident["what"])
-    for usage in backends.create(plan, run_dir).quota_usage():
+    for usage in provision.create(plan, run_dir).quota_usage():
         log.info("%s", quota_meter.describe(usage))
     return codes
 
 
-def release_all(run_dir: Path, plan: dict[str, Any]) -> None:
+def release_all(run_dir: Path, plan: Plan) -> None:
     """Task ``release``: ``release`` the run's cluster, or every cluster of a broker version matrix at once."""
     all_members = broker_matrix.members(run_dir, plan)
     broker_matrix.each(all_members, lambda m: release(m.dir, m.plan))
     if all_members[0].name:
-        rundir.journal(run_dir, backends.RELEASED, backend=plan["backend"])
+        rundir.journal(run_dir, provision.RELEASED, backend=plan["backend"])
 
 
-def release(run_dir: Path, plan: dict[str, Any]) -> None:
+def release(run_dir: Path, plan: Plan) -> None:
     """Stop the Kafka this run started (or give back what it used of an external one). The run directory is kept,
-    with the secrets of a shared cluster's connection masked in every file (``kafka_connection.scrub``)."""
+    with the secrets of a shared cluster's connection masked in every file (``connection.scrub``)."""
     cluster = cluster_on_file(run_dir)
-    backends.create(plan, run_dir).release(cluster)
-    rundir.journal(run_dir, backends.RELEASED, backend=plan["backend"])
+    provision.create(plan, run_dir).release(cluster)
+    rundir.journal(run_dir, provision.RELEASED, backend=plan["backend"])
     if cluster is not None and cluster.conn_id:
         try:
-            secrets = kafka_connection.secret_values(kafka_connection.connection_config(cluster.conn_id))
-        except kafka_connection.KafkaConnectionError as exc:
+            secrets = connection.secret_values(connection.connection_config(cluster.conn_id))
+        except connection.KafkaConnectionError as exc:
             log.error("could not mask the connection's secrets in the evidence: %s", exc)
             secrets = []
-        for path in kafka_connection.scrub(run_dir, secrets):
+        for path in connection.scrub(run_dir, secrets):
             log.warning("masked the connection's secrets in %s (the app under test wrote them)", path)
     log.info("evidence kept in %s", run_dir)
 
@@ -104,6 +107,6 @@ def from_files(run_dir: Path, why: str) -> dict[str, int | None]:
         except Exception as exc:
             log.error("could not release the Kafka of %s: %s", member.dir, exc)
     if plan and plan.get("kafka_versions"):
-        rundir.journal(run_dir, backends.RELEASED, backend=plan["backend"])
+        rundir.journal(run_dir, provision.RELEASED, backend=plan["backend"])
     rundir.journal(run_dir, "torn-down", why=why, instances=sorted(stopped))
     return stopped

@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kafka_soak.params import KAFKA_VERSION, STREAMS_VERSION
 from support import ROOT
 
 SOCKET = "unix:///var/run/docker.sock"
@@ -108,19 +109,19 @@ def build_kafka_image() -> None:
     from kafka_soak.backends import kafka_jars
 
     debootstrap_image(JRE_IMAGE, ["openjdk-17-jre-headless"])
-    kafka_jars.resolve(kafka_jars.DEFAULT_VERSION)
+    kafka_jars.resolve(KAFKA_VERSION)
     client().images.build(path=str(ROOT), dockerfile="docker/kafka.Dockerfile", tag=KAFKA_IMAGE, rm=True,
-                          buildargs={"BASE_IMAGE": JRE_IMAGE, "KAFKA_VERSION": kafka_jars.DEFAULT_VERSION})
+                          buildargs={"BASE_IMAGE": JRE_IMAGE, "KAFKA_VERSION": KAFKA_VERSION})
 
 
 def build_streams_image() -> str:
     """docker/streams.Dockerfile (the Kafka Streams app of the default version) on the local JRE base, tagged as
     runtime=docker looks it up (``kafka-soak-streams:<version>``)."""
-    from kafka_soak.app import streams
+    from kafka_soak.clients.reference import streams
 
     debootstrap_image(JRE_IMAGE, ["openjdk-17-jre-headless"])
-    app_dir, _ = streams.build(streams.DEFAULT_VERSION)
-    tag = streams.image(streams.DEFAULT_VERSION)
+    app_dir, _ = streams.build(STREAMS_VERSION)
+    tag = streams.image(STREAMS_VERSION)
     client().images.build(path=str(ROOT), dockerfile="docker/streams.Dockerfile", tag=tag, rm=True,
                           buildargs={"BASE_IMAGE": JRE_IMAGE, "APP_DIR": app_dir.relative_to(ROOT).as_posix()})
     return tag
@@ -146,6 +147,6 @@ def build_orders_py_image() -> str:
 
 def run_containers(run_dir: Path) -> list[str]:
     """Containers labelled with this run (any state)."""
-    from kafka_soak.runtime.docker import run_filter
+    from kafka_soak.clients.runtime.docker import run_filter
 
     return [c.name for c in client().containers.list(all=True, filters=run_filter(run_dir))]

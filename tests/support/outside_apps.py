@@ -5,7 +5,7 @@ own: it enriches orders keyed by customer and keeps each customer's order count 
 ``--fault`` it plants one known defect (order 77 dropped from the enriched stream, or counted twice). It is built
 once per Kafka Streams release with Maven into ``.cache/tests/orders-streams/<source hash>/<release>/``
 (``orders-streams.jar`` and its ``lib/``), the
-way ``kafka_soak.app.streams`` builds the reference app: two pytest-xdist workers building it at once both end
+way ``kafka_soak.clients.reference.streams`` builds the reference app: two pytest-xdist workers building it at once both end
 with the one good copy.
 
 ``orders-py`` (``tests/apps/orders-py``) is a confluent-kafka transactional app that copies no header: the order id
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kafka_soak import maven
 from kafka_soak.backends.kafka_jars import java_executable
+from kafka_soak.toolchain import maven
 from support import ROOT
 
 APPS = ROOT / "tests" / "apps"
@@ -85,7 +85,7 @@ def contract_app_profile(*worker_args: str) -> dict:
     bug switches). Its input is the suite's own records, its output judged by the id-assignment contract with its
     self-check on a topic of the profile. A 6 s session: a killed instance's partitions come back quickly."""
     return {"name": "contract-app", "group_id": "contract-app",
-            "command": [sys.executable, "-m", "kafka_soak.app.worker", "--bootstrap", "{bootstrap_servers}",
+            "command": [sys.executable, "-m", "kafka_soak.clients.reference.worker", "--bootstrap", "{bootstrap_servers}",
                         "--app-id", "{app_id}", "--instance", "{instance}", "--step", "{step}",
                         "--input-topic", "{topic:events}", "--output-topic", "{topic:event-ids}",
                         "--changelog-topic", "{topic:ids-changelog}", "--assertions-topic", "{topic:self-check}",

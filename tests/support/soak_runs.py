@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psutil
 
-from kafka_soak.app import worker
 from kafka_soak.cli import as_owner
+from kafka_soak.clients.reference import worker
 from kafka_soak.factory import ONLY_ENV
 from support.checks import live_processes
 

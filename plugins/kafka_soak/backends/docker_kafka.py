@@ -14,12 +14,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io
-from kafka_soak import quotas as soak_quotas
+from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.backends.cluster import Cluster, topic_names
-from kafka_soak.runtime.docker import (
+from kafka_soak.clients import kafka_io
+from kafka_soak.clients.runtime.docker import (
     BROKER_ROLE,
-    DEFAULT_URL,
     container_name,
     docker_api,
     ensure_image,
@@ -28,10 +27,10 @@ from kafka_soak.runtime.docker import (
     remove_run_containers,
     run_labels,
 )
+from kafka_soak.params import DOCKER_URL, KAFKA_IMAGE
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IMAGE = "apache/kafka:4.1.0"
 INTERNAL_BOOTSTRAP = "localhost:19092"
 KAFKA_CONFIGS = "/opt/kafka/bin/kafka-configs.sh"
 
@@ -66,8 +65,8 @@ def broker_environment(port: int) -> dict[str, str]:
 class DockerKafkaBackend:
     name = "docker"
 
-    def __init__(self, run_dir: Path, image: str = DEFAULT_IMAGE, quotas: list[soak_quotas.Quota] | None = None,
-                 docker_url: str = DEFAULT_URL, docker_conn_id: str | None = None) -> None:
+    def __init__(self, run_dir: Path, image: str = KAFKA_IMAGE, quotas: list[soak_quotas.Quota] | None = None,
+                 docker_url: str = DOCKER_URL, docker_conn_id: str | None = None) -> None:
         self.run_dir, self.image, self.quotas = run_dir, image, quotas or []
         self.docker_url, self.docker_conn_id = docker_url, docker_conn_id
 

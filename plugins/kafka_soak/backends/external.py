@@ -12,11 +12,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io
-from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars
+from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.backends.cluster import Cluster, topic_names
-from kafka_soak.kafka_connection import client_settings, connection_config, settings_in_env
+from kafka_soak.backends.connection import client_settings, connection_config, settings_in_env
+from kafka_soak.clients import kafka_io
+from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import java_client
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ class ExternalBackend:
     name = "external"
 
     def __init__(self, run_dir: Path, conn_id: str, quotas: list[soak_quotas.Quota] | None = None,
-                 keep_topics: bool = False, kafka_version: str = kafka_jars.DEFAULT_VERSION,
+                 keep_topics: bool = False, kafka_version: str = KAFKA_VERSION,
                  groups: list[str] | None = None) -> None:
         """``groups``: the consumer groups the run's apps use under names the suite gave them, deleted at release."""
         self.run_dir, self.conn_id, self.quotas, self.keep_topics = run_dir, conn_id, quotas or [], keep_topics

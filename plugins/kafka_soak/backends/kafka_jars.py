@@ -17,13 +17,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kafka_soak import maven
+from kafka_soak.params import KAFKA_VERSION, KAFKA_VERSION_PATTERN
+from kafka_soak.toolchain import maven
 
-DEFAULT_VERSION = "4.3.1"
-# 4.x: KRaft only, Java 17, the storage tool and config names this backend writes.
-# A whole-string pattern in Python and in a browser alike: "$" lets Python's re accept a trailing newline, "\d" any
-# script's digits; "(?![\s\S])" is the string's true end in both.
-VERSION_PATTERN = r"^4\.[0-9]+\.[0-9]+(?![\s\S])"
 RESOURCES = Path(__file__).resolve().parent / "kafka"
 POM = RESOURCES / "pom.xml"
 LOG_CONFIG = RESOURCES / "log4j2.properties"
@@ -54,12 +50,12 @@ def is_resolved(version: str) -> bool:
     return maven.is_built(jars_dir(version))
 
 
-def resolve(version: str = DEFAULT_VERSION, timeout: float = 600.0, param: str = "kafka_version") -> Path:
+def resolve(version: str = KAFKA_VERSION, timeout: float = 600.0, param: str = "kafka_version") -> Path:
     """The directory holding every jar of Kafka ``version``'s broker and tools, downloading them on first use.
 
     Raises ``KafkaVersionError`` naming ``param`` (the one that asked for ``version``) when the version is malformed
     or not served."""
-    if not re.match(VERSION_PATTERN, version):
+    if not re.match(KAFKA_VERSION_PATTERN, version):
         raise KafkaVersionError(f"{param}: {version!r} is not an Apache Kafka 4.x release number "
                                 "(allowed: 4.MINOR.PATCH, e.g. 4.1.1 or 4.3.1)")
     target = jars_dir(version)

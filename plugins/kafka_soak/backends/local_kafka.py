@@ -24,12 +24,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_soak import kafka_io
-from kafka_soak import quotas as soak_quotas
 from kafka_soak.backends import kafka_jars, quota_meter
+from kafka_soak.backends import quotas as soak_quotas
+from kafka_soak.backends.broker_matrix import carry
 from kafka_soak.backends.cluster import Cluster, topic_names
-from kafka_soak.broker_matrix import carry
-from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.clients import kafka_io
+from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import java_client, rundir
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class Layout:
 class LocalKafkaBackend:
     name = "local"
 
-    def __init__(self, run_dir: Path, brokers: int = 1, version: str = kafka_jars.DEFAULT_VERSION,
+    def __init__(self, run_dir: Path, brokers: int = 1, version: str = KAFKA_VERSION,
                  quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None,
                  short_lived: bool = False) -> None:
         self.run_dir, self.brokers, self.version, self.quotas = run_dir, brokers, version, quotas or []

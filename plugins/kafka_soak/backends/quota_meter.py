@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak.backends import kafka_jars
-from kafka_soak.quotas import Quota
-from kafka_soak.runtime.local import LocalProcesses
+from kafka_soak.backends.quotas import Quota
+from kafka_soak.clients.runtime.local import LocalProcesses
 
 # quota setting -> (the broker's quota sensor, the attribute it is judged on, its unit)
 SENSORS = {"producer_byte_rate": ("Produce", "byte-rate", "B/s"), "consumer_byte_rate": ("Fetch", "byte-rate", "B/s"),

@@ -1,0 +1,187 @@
+"""The broker version matrix (param ``kafka_versions``): the same app, load and program on a cluster of each Apache
+Kafka release, side by side in one DAG run, with a verdict each.
+
+Each release is a member with a run directory of its own, ``brokers/<version>/``, laid out as a run of one cluster
+(its cluster, generator, instances, drain, app health, verdict, Data Docs and report), so every module that works on
+a run directory works on a member's as it is. The run's own directory keeps what the members share: the params, the
+program (one T0; each step is claimed once and applied to every member at the same moment) and the verdict that
+combines theirs. Each member has its own generator with the run's seed, so each cluster gets the same input. A run of
+one cluster is a matrix of one member whose directory is the run's own.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kafka_soak.shared import rundir, verdicts
+
+if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
+    from kafka_soak.run_plan import Plan
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str  # the Apache Kafka release; "" for a run's only cluster
+    dir: Path  # its run directory
+    plan: Plan  # the run's plan, with ``kafka_version`` its release
+
+    def cluster(self, provisioned: dict[str, Any]) -> dict[str, Any]:
+        """Its part of ``provision``'s output (a run's only cluster is the whole of it)."""
+        return provisioned["members"][self.name] if self.name else provisioned
+
+    @property
+    def label(self) -> str:
+        return f"Apache Kafka {self.name}"
+
+
+def members(run_dir: Path, plan: Plan) -> list[Member]:
+    """The clusters a run judges, each with its directory and plan."""
+    versions = plan.get("kafka_versions") or []
+    if not versions:
+        return [Member("", run_dir, plan)]
+    return [Member(v, run_dir / rundir.BROKERS / v, {**plan, "kafka_version": v, "kafka_versions": []})
+            for v in versions]
+
+
+def member_dirs(run_dir: Path) -> list[Path]:
+    """The members' directories a run left (none for a run of one cluster), for what reads a run back from its files."""
+    brokers = run_dir / rundir.BROKERS
+    return sorted(p for p in brokers.iterdir() if p.is_dir()) if brokers.is_dir() else []
+
+
+_working_on = threading.local()  # the member a thread of ``each`` works on
+
+
+class _MemberPrefix(logging.Filter):
+    """Starts each log line of a member's thread with its release, so a person can follow each cluster's account in
+    the task's one log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = getattr(_working_on, "name", "")
+        if name and isinstance(record.msg, str) and not getattr(record, "soak_member", ""):  # not a structlog event
+            record.msg, record.soak_member = f"[Apache Kafka {name}] {record.msg}", name
+        return True
+
+
+def carry(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` as another thread runs it for the caller, keeping the member the caller works on (its log lines keep
+    their release)."""
+    name = getattr(_working_on, "name", "")
+
+    def run(*args: Any, **kwargs: Any) -> T:
+        _working_on.name = name
+        return fn(*args, **kwargs)
+    return run
+
+
+class MemberFailed(RuntimeError):
+    """A task's work failed on some members of a matrix; the others' results are in ``results``."""
+
+    def __init__(self, failures: dict[str, Exception], results: dict[str, Any]) -> None:
+        super().__init__("; ".join(f"Apache Kafka {name}: {exc}" for name, exc in failures.items()))
+        self.failures, self.results = failures, results
+
+
+def each(all_members: list[Member], body: Callable[[Member], T]) -> dict[str, T]:
+    """``body`` of every member, all at once (each waits on its own cluster, app and clock, and the program's steps
+    must reach every cluster at the same moment); its results by member. A run's only member is done in the caller's
+    thread, its exceptions unchanged. In a matrix, every member runs to its end before ``MemberFailed`` names those
+    that failed."""
+    if len(all_members) == 1 and not all_members[0].name:
+        return {"": body(all_members[0])}
+
+    def on(member: Member) -> T:
+        _working_on.name = member.name
+        return body(member)
+
+    prefix = _MemberPrefix()
+    handlers = logging.getLogger().handlers
+    for handler in handlers:
+        handler.addFilter(prefix)
+    try:
+        with ThreadPoolExecutor(max_workers=len(all_members), thread_name_prefix="kafka") as pool:
+            futures = {m.name: pool.submit(on, m) for m in all_members}
+    finally:
+        for handler in handlers:
+            handler.removeFilter(prefix)
+    results, failures = {}, {}
+    for name, future in futures.items():
+        try:
+            results[name] = future.result()
+        except Exception as exc:
+            log.error("Apache Kafka %s: %s: %s", name, type(exc).__name__, exc)
+            failures[name] = exc
+    if failures:
+        raise MemberFailed(failures, results)
+    return results
+
+
+def single_or_all(results: dict[str, T]) -> T | dict[str, T]:
+    """A task's XCom: a run of one cluster's result as it is, a matrix's by release."""
+    return results[""] if "" in results else results
+
+
+def on_each(run_dir: Path, plan: Plan, body: Callable[[Member], T]) -> T | dict[str, T]:
+    """A task's work (``body``) on the run's cluster, or on every cluster of a matrix at once (``each``); its XCom as
+    ``single_or_all`` gives it."""
+    return single_or_all(each(members(run_dir, plan), body))
+
+
+def submit_failure(error: str) -> str:
+    """Why a member's checker reached no verdict, in a few words (spark-submit's error repeats its whole command)."""
+    code = re.search(r"Error code is: (-?\d+)", error)
+    return f"the checker's spark-submit exited with code {code.group(1)}" if code else error.splitlines()[0][:300]
+
+
+def no_verdict(member: Member, why: str) -> dict[str, Any]:
+    """An inconclusive verdict for a member whose checker did not reach one."""
+    return {"status": "inconclusive", "anomalies": {}, "samples": {}, "expectations": [], "label": "the app",
+            "inconclusive_reasons": [f"no verdict: {why} (see the validate task's log)"],
+            "records": {"input": 0, "output": 0, "expected_input": member.plan["records"]}, "topics": {},
+            "data_docs": ""}
+
+
+def combine(run_dir: Path, all_members: list[Member], failures: dict[str, str]) -> dict[str, Any]:
+    """The matrix's verdict from its members' (``verdict.json`` of each, or ``no_verdict`` where ``failures`` says why
+    there is none): one row per pair of broker and app (a member judged several apps: one row each, from its
+    ``subjects/<name>/``), its counts and status, the combined app health, and each member's report."""
+    flat: dict[str, dict[str, Any]] = {}
+    for m in all_members:
+        relative = f"{rundir.BROKERS}/{m.name}"
+        own = rundir.read_json(m.dir / rundir.VERDICT) or no_verdict(m, failures.get(m.name, "none was written"))
+        parts = {f"{m.name}/{row['version']}": (rundir.read_json(m.dir / row["dir"] / rundir.VERDICT),
+                                                 f"{relative}/{row['dir']}") for row in own.get("matrix", [])}
+        for key, (verdict, where) in (parts or {m.name: (own, relative)}).items():
+            flat[key] = {**verdict, "label": f"{m.label} · {verdict['label']}", "dir": where,
+                         "report": f"{relative}/{rundir.REPORT}"}
+    healths = {m.name: rundir.read_json(m.dir / rundir.HEALTH) for m in all_members}
+    return {**verdicts.combine(flat), "backend": {"name": "local", "kafka_versions": [m.name for m in all_members]},
+            "quotas": [{**u, "cluster": m.label} for m in all_members for u in rundir.read_json(m.dir / rundir.QUOTAS) or []],
+            "health": merge_health({k: v for k, v in healths.items() if v})}
+
+
+def merge_health(healths: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The app's health over the clusters of a matrix (each member's ``health.json``): every instance and incident
+    named with its release, the counts added up."""
+    merged: dict[str, Any] = {"instances": {}, "exceptions": {}, "incidents": [], "allowance": None}
+    for name, health in healths.items():
+        merged["allowance"] = health["allowance"]
+        merged["instances"].update({f"{key}/{name}": value for key, value in health["instances"].items()})
+        merged["incidents"].extend({**i, "what": f"Apache Kafka {name}: {i['what']}"} for i in health["incidents"])
+        for cls, seen in health["exceptions"].items():
+            total = merged["exceptions"].setdefault(cls, {**seen, "count": 0})
+            total["count"] += seen["count"]
+        for count in ("thread_deaths", "injected_crashes", "restarts", "unexpected_exits", "errors"):
+            merged[count] = merged.get(count, 0) + (health.get(count) or 0)
+    merged["exceptions"] = dict(sorted(merged["exceptions"].items(), key=lambda kv: -kv[1]["count"]))
+    return merged

@@ -1,0 +1,242 @@
+"""The app instances of a run: start/stop/kill/pause/resume instance *n* on the run's runtime.
+
+Instances run where param ``runtime`` says: ``local`` processes or ``docker`` containers, both behind the same
+``Runtime`` interface (the load generator is the harness's, in ``load.py``). One log per instance per program step
+(``logs/<app_id>-<n>.<step>.log``), as in the multi-runner reproduction, so what an instance did between
+two toggles can be read on its own.
+
+The app under test is whatever its profile (``app_profile``) says: a team's own app, or one of the suite's
+(``app/reference.py``: the Python worker, the Kafka Streams app of each version as a JVM, an ``app_command``), started
+the same way. It learns the run from the data contract's environment variables (``SOAK_BOOTSTRAP_SERVERS``,
+``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}`` in its command, from
+``{properties_file}`` (a Java properties file of its client settings written for each start), ``{state_dir}`` and
+``{topic:NAME}``, each of its topics by the name it knows it.
+
+A matrix (``subjects.py``) runs one app per member (a version, a design, a control): "instance *n*" is then instance
+*n* of every member, driven together (in parallel, so that each member's toggle lands at the planned moment).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_soak.backends.broker_matrix import carry
+from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.connection import client_settings
+from kafka_soak.clients import kafka_io
+from kafka_soak.clients import profile as profiles
+from kafka_soak.clients import subjects as run_subjects
+from kafka_soak.clients.reference import streams
+from kafka_soak.clients.runtime import ProcessRecord, Runtime
+from kafka_soak.clients.runtime.docker import DockerContainers
+from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.clients.runtime.spawn import Restart
+from kafka_soak.clients.subjects import Subject
+from kafka_soak.shared import java_client, rundir
+from kafka_soak.shared.rundir import journal
+
+if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
+    from kafka_soak.run_plan import Plan
+
+log = logging.getLogger(__name__)
+# Where a profile's app finds its properties file in a container (put there before it starts, gone with it).
+CONTAINER_PROPERTIES = "/etc/kafka-soak/app.properties"
+# The topics of the suite's data contract an app learns by name (SOAK_<NAME>_TOPIC, {<name>_topic}).
+CONTRACT_TOPICS = ("output", "changelog", "assertions", "executions", "tasks", "results", "counts", "sums")
+
+
+
+def contract(cluster: Cluster, subject: Subject, instance: int | str, step: int | str) -> dict[str, str]:
+    """What an instance of the app under test needs to know of the run (see ``app_command``): its subject's topic of
+    each name of the suite's data contract ("" where its app has none)."""
+    return {"bootstrap_servers": cluster.bootstrap_servers, "app_id": subject.app_id, "instance": str(instance),
+            "step": str(step), "input_topic": cluster.topics["input"],
+            **{f"{name}_topic": subject.topic(name) for name in CONTRACT_TOPICS}}
+
+
+class Instances:
+    def __init__(self, run_dir: Path, cluster: Cluster, plan: Plan, subjects: list[Subject],
+                 client_settings: dict[str, Any] | None = None) -> None:
+        self.run_dir, self.cluster, self.plan, self.subjects = run_dir, cluster, plan, subjects
+        self.client_settings = client_settings
+        self.app = run_subjects.profile(plan)
+        self.client_env = kafka_io.settings_env(client_settings)
+        self.runtime: Runtime = (
+            DockerContainers(run_dir, self.app.image_of(subjects[0].version if subjects else ""), plan["app_env"],
+                             plan["docker_url"], plan["docker_conn_id"] or None, self.app.image_param)
+            if plan["runtime"] == "docker" else LocalProcesses(run_dir))
+
+    @classmethod
+    def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: Plan) -> Instances:
+        """From the XComs of ``provision`` and ``check_params``, with the cluster's security settings."""
+        return cls(run_dir, Cluster(**cluster), plan, run_subjects.recorded(cluster), client_settings(cluster))
+
+    def only(self, subject: Subject) -> Instances:
+        """The instances of one subject of a matrix."""
+        return Instances(self.run_dir, self.cluster, self.plan, [subject], self.client_settings)
+
+    def _each(self, action, instance: int) -> list[Any]:
+        """``action(subject, instance)`` for every subject, side by side."""
+        if len(self.subjects) == 1:
+            return [action(self.subjects[0], instance)]
+        with ThreadPoolExecutor(len(self.subjects)) as pool:
+            return list(pool.map(carry(lambda s: action(s, instance)), self.subjects))
+
+    def command(self, subject: Subject, instance: int, step: int | str, properties_file: Path | None = None) -> list[str]:
+        """The app's command and its member's own options, their placeholders filled: the contract's values, the
+        instance's ``{properties_file}`` and ``{state_dir}``, the member's ``{version}``, and ``{topic:NAME}``."""
+        values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file),
+                  profiles.VERSION: subject.version, profiles.STATE_DIR: self.state_dir(subject, instance)}
+        return [profiles.render(part, values, subject.topics) for part in [*self.app.command, *subject.args]]
+
+    def image(self, subject: Subject) -> str | None:
+        """The container image of a subject's instances (runtime=docker): its version's."""
+        return self.app.image_of(subject.version) if self.plan["runtime"] == "docker" else None
+
+    def state_dir(self, subject: Subject, instance: int) -> str:
+        """The instance's own directory for its state: in the run directory, kept across its restarts as on a real
+        host; in a container, the container's."""
+        if self.plan["runtime"] == "docker":
+            return streams.CONTAINER_STATE_DIR
+        return str(self.run_dir / "state" / subject.process(instance))
+
+    def properties(self, subject: Subject, instance: int) -> str:
+        """A profile's app's client settings as a Java properties file: its group (``application.id`` and
+        ``group.id``; ``<group>-<version>`` in a matrix), a ``client.id`` per instance (``<group>-<n>``, which a quota
+        can name), a Kafka Streams
+        ``state.dir`` of its own (in the run directory, kept across restarts as on a real host; in a container, the
+        container's), its
+        ``client_properties``, then what the run decides: the bootstrap servers and the cluster's security settings."""
+        settings = {"application.id": subject.app_id, "group.id": subject.app_id, "client.id": f"{subject.app_id}-{instance}",
+                    "state.dir": self.state_dir(subject, instance),
+                    **{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.app.client_properties.items()},
+                    "bootstrap.servers": self.cluster.bootstrap_servers,
+                    **java_client.java_settings(self.client_settings or {})}
+        return java_client.properties(settings)
+
+    def write_properties(self, subject: Subject, instance: int) -> Path:
+        """The properties file of one start of a profile's app: readable by this user only and outside the run
+        directory (it may hold the cluster's credentials), named after the run (so a leak points at its run); its
+        supervisor removes it when the instance ends."""
+        fd, path = tempfile.mkstemp(prefix=f"soak-{self.run_dir.name}-{subject.app_id}-{instance}-",
+                                    suffix=".properties")  # mode 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(self.properties(subject, instance))
+        return Path(path)
+
+    def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
+        """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line)."""
+        values = contract(self.cluster, subject, instance, step)
+        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env}
+
+    def is_running(self, instance: int) -> bool:
+        return any(self.runtime.is_alive(s.process(instance)) for s in self.subjects)
+
+    def start(self, instance: int, step: int | str) -> ProcessRecord | None:
+        """Start ``instance`` (of every subject) unless it already runs (a retried step converges); returns the
+        first subject's record."""
+        return self._each(lambda s, n: self._start(s, n, step), instance)[0]
+
+    def _start(self, subject: Subject, instance: int, step: int | str) -> ProcessRecord | None:
+        name = subject.process(instance)
+        if self.runtime.is_alive(name):
+            log.info("%s already running", subject.label(instance))
+            return self.runtime.record(name)
+        log_path = self.run_dir / "logs" / f"{subject.app_id}-{instance}.{step}.log"
+        restart = Restart(self.plan["restart_backoff_s"], {"instance": instance, "subject": subject.name,
+                                                           "step": str(step), "log": log_path.name}) \
+            if self.plan["restart"] == "on-failure" else None
+        private, files, properties_file = None, None, None
+        if self.plan["runtime"] == "docker":
+            properties_file = Path(CONTAINER_PROPERTIES)
+            files = {CONTAINER_PROPERTIES: self.properties(subject, instance)}
+        elif self.app.takes_properties:
+            private = properties_file = self.write_properties(subject, instance)
+        try:
+            with rundir.starting(self.run_dir, subject.label(instance)):
+                record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,
+                                            step=str(step), extra_env=self.environment(subject, instance, step),
+                                            image=self.image(subject), restart=restart, remove_after=private,
+                                            files=files)
+        except BaseException:
+            if private is not None:
+                private.unlink(missing_ok=True)
+            raise
+        journal(self.run_dir, "start", instance=instance, subject=subject.name, step=str(step), log=log_path.name,
+                pid=record.pid)
+        return record
+
+    def stop(self, instance: int, timeout: float = 30.0) -> int | None:
+        """Graceful stop; the exit code (of the first subject's instance)."""
+        return self._each(lambda s, n: self._end(s, n, "stop", timeout), instance)[0]
+
+    def kill(self, instance: int) -> int | None:
+        return self._each(lambda s, n: self._end(s, n, "kill"), instance)[0]
+
+    def _end(self, subject: Subject, instance: int, how: str, timeout: float = 30.0) -> int | None:
+        name = subject.process(instance)
+        if how == "stop" and not self.runtime.is_alive(name):
+            log.info("%s already stopped", subject.label(instance))
+            return None
+        record = self.runtime.record(name)
+        code = self.runtime.stop(name, timeout) if how == "stop" else self.runtime.kill(name)
+        journal(self.run_dir, how, instance=instance, subject=subject.name, exit_code=code,
+                pid=record.pid if record else None)
+        return code
+
+    def pause(self, instance: int) -> bool:
+        return self._signal(instance, paused=True)
+
+    def resume(self, instance: int) -> bool:
+        return self._signal(instance, paused=False)
+
+    def _signal(self, instance: int, paused: bool) -> bool:
+        def one(subject: Subject, n: int) -> bool:
+            done = (self.runtime.pause if paused else self.runtime.resume)(subject.process(n))
+            journal(self.run_dir, "pause" if paused else "resume", instance=n, subject=subject.name)
+            return done
+
+        return all(self._each(one, instance))
+
+    def record(self, instance: int) -> ProcessRecord | None:
+        return self.runtime.record(self.subjects[0].process(instance))
+
+    def sync_logs(self) -> None:
+        """Bring the instances' output so far into their step logs (containers keep it inside)."""
+        self.runtime.collect_logs()
+
+    def running(self) -> list[int]:
+        """Instances alive (paused ones included) in any subject."""
+        return [n for n in range(1, self.plan["instances"] + 1) if self.is_running(n)]
+
+    def paused(self) -> list[int]:
+        return [n for n in self.running() if any(self.runtime.is_paused(s.process(n)) for s in self.subjects)]
+
+    def stop_all(self, timeout: float = 30.0) -> dict[str, int | None]:
+        """Stop every instance still running, all at once (a Kafka Streams close can take its whole timeout);
+        returns their exit codes. Then whatever is left of them (with Docker: every container of the run, logs
+        copied first) is removed."""
+        alive = [(s, n) for s in self.subjects for n in range(1, self.plan["instances"] + 1)
+                 if self.runtime.is_alive(s.process(n))]
+        with ThreadPoolExecutor(max(1, len(alive))) as pool:
+            futures = {s.process(n): pool.submit(carry(self._end), s, n, "stop", timeout) for s, n in alive}
+        codes, errors = {}, {}
+        for name, future in futures.items():  # one instance that fails to stop stops none of the others
+            try:
+                codes[name] = future.result()
+            except Exception as exc:
+                errors[name] = exc
+                try:
+                    self.runtime.kill(name)
+                except Exception as kill_error:
+                    log.error("could not kill %s either: %s", name, kill_error)
+        self.runtime.clean_up()
+        if errors:
+            raise RuntimeError("could not stop " + "; ".join(f"{name}: {exc}" for name, exc in errors.items())
+                               + " (killed instead)")
+        return codes

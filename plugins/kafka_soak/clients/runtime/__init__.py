@@ -1,0 +1,99 @@
+"""Where a run's long-lived processes live: one small interface, one registry.
+
+Like kafkatest's ``Service``, every kind of process a run starts (a broker node, an app instance, the
+generator, a quota meter) is started, stopped gracefully, killed, paused and resumed by name through a
+``Runtime``, and registered in one place, ``<run_dir>/processes/<name>.json`` (``Registry``), so any task of the
+run, a retry or an interrupted ``make soak`` finds it again. ``local.LocalProcesses`` runs OS processes,
+``docker.DockerContainers`` containers; what differs (a container's log must be copied out, its remains
+removed) hides behind ``collect_logs`` and ``clean_up``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kafka_soak.clients.runtime.spawn import Restart
+from kafka_soak.shared.rundir import append_jsonl, read_jsonl
+
+
+@dataclass
+class ProcessRecord:
+    name: str
+    pid: int
+    create_time: float
+    log: str
+    started_at: float
+    container: str | None = None  # set by the Docker runtime
+    supervisor: int | None = None  # set by the local runtime: the process that waits for it (runtime.spawn)
+
+
+class Registry:
+    """``<run_dir>/processes/``: one record per named process of the run, written atomically."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / "processes"
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def record(self, name: str) -> ProcessRecord | None:
+        path = self.path / f"{name}.json"
+        return ProcessRecord(**json.loads(path.read_text())) if path.exists() else None
+
+    def write(self, record: ProcessRecord) -> None:
+        tmp = self.path / f".{record.name}.tmp"
+        tmp.write_text(json.dumps(asdict(record), indent=2))
+        tmp.replace(self.path / f"{record.name}.json")
+
+    @property
+    def exits_file(self) -> Path:
+        """How the run's processes ended, one JSON line each (``{"pid", "code", "signal", "at"}``; the Docker
+        runtime adds ``container``)."""
+        return self.path / "exits.jsonl"
+
+    def exits(self) -> list[dict]:
+        return read_jsonl(self.exits_file)
+
+    def add_exit(self, record: dict) -> None:
+        append_jsonl(self.exits_file, record)
+
+    def names(self, containers: bool) -> list[str]:
+        """Registered names of containers (``True``) or of local processes (``False``)."""
+        return sorted(p.stem for p in self.path.glob("*.json")
+                      if bool((record := self.record(p.stem)) and record.container) == containers)
+
+
+class Runtime(Protocol):
+    """The operations a program step needs from wherever instances run."""
+
+    def start(self, name: str, command: list[str], log_path: Path, step: str = "",
+              extra_env: dict[str, str] | None = None, image: str | None = None,
+              restart: Restart | None = None, remove_after: Path | None = None,
+              files: dict[str, str] | None = None) -> ProcessRecord:
+        """``image``: the container image, where the runtime runs containers (default: its own); ``restart``: the
+        restart policy of a process that exits by itself (None: it stays down). A private file of this start (an app's
+        properties file): a local process's is written beforehand and ``remove_after`` is removed once the instance
+        has ended; a container gets ``files`` (path inside it: content) put into it before it starts."""
+
+    def stop(self, name: str, timeout: float = 30.0) -> int | None: ...
+
+    def kill(self, name: str) -> int | None: ...
+
+    def pause(self, name: str) -> bool: ...
+
+    def resume(self, name: str) -> bool: ...
+
+    def is_alive(self, name: str) -> bool: ...
+
+    def is_paused(self, name: str) -> bool: ...
+
+    def record(self, name: str) -> ProcessRecord | None: ...
+
+    def names(self) -> list[str]: ...
+
+    def collect_logs(self) -> None:
+        """Bring every process's output so far into its log file in the run directory."""
+
+    def clean_up(self) -> list[str]:
+        """Teardown: remove what is left of the run's processes; returns what had to be removed."""

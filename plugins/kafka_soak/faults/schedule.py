@@ -1,0 +1,188 @@
+"""Applying program steps exactly once, in order, whichever step task is awake at a step's deadline.
+
+Every step is claimed by creating ``program/step-<i>.claim`` exclusively; the claimant drives the
+instance to the step's desired state and writes ``program/step-<i>.json`` (planned vs. actual time,
+PID, log). A step task first applies any earlier step that nobody has claimed yet: ``airflow dags
+test`` runs mapped tasks one at a time in no fixed order, and a scheduler may start them late, yet the
+program must still run in order and on time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_soak.backends import broker_matrix, provision
+from kafka_soak.backends.provision import Backend
+from kafka_soak.clients.instances import Instances
+from kafka_soak.faults.program import Step, render, schedule
+from kafka_soak.shared import rundir
+from kafka_soak.shared.rundir import append_jsonl, journal, write_json
+
+if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
+    from kafka_soak.run_plan import Plan
+
+log = logging.getLogger(__name__)
+
+
+class StepFailed(RuntimeError):
+    pass
+
+
+class StepBook:
+    """The claims and results of a run's program steps."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir / "program"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.timeline = run_dir / rundir.STEPS
+
+    def result(self, index: int) -> dict[str, Any] | None:
+        path = self.dir / f"step-{index}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def claimant(self, index: int) -> dict[str, Any] | None:
+        path = self.dir / f"step-{index}.claim"
+        return json.loads(path.read_text() or "{}") if path.exists() else None
+
+    def claim(self, index: int, by: dict[str, Any]) -> bool:
+        """True when this caller owns step ``index`` (first claim, or its own earlier claim on a retry)."""
+        path = self.dir / f"step-{index}.claim"
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            current = self.claimant(index) or {}
+            return current.get("map_index") == by.get("map_index")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(by, fh)
+        return True
+
+    def next_pending(self, up_to: int) -> int | None:
+        """The first step ``<= up_to`` with no result yet."""
+        return next((i for i in range(up_to + 1) if self.result(i) is None), None)
+
+    def refuse_after_failure(self, up_to: int) -> None:
+        """Once a step failed, no later step is applied: the program would no longer be the one asked for."""
+        for index in range(up_to + 1):
+            result = self.result(index)
+            if result and "failed" in result:
+                raise StepFailed(f"{result['label']} failed ({result['failed']}): the rest of the program is not "
+                                 f"applied; see {self.timeline}")
+
+    def record(self, step: Step, outcome: dict[str, Any]) -> dict[str, Any]:
+        result = {**step.as_dict(), "label": step.label, **outcome}
+        write_json(self.dir / f"step-{step.index}.json", result)
+        append_jsonl(self.timeline, result)
+        return result
+
+
+def write_program(run_dir: Path, plan: Plan, t0: float, steps: list[dict[str, Any]]) -> None:
+    """The program as it will run, with the conf (``replay_conf``) that runs the same program again."""
+    write_json(run_dir / rundir.PROGRAM, {"program": render(plan["program"]), "source": plan["program_source"],
+                                          "seed": plan["seed"], "t0": t0, "steps": steps,
+                                          "replay_conf": {"program": render(plan["program"]),
+                                                          "interval_s": plan["interval_s"]}})
+
+
+def plan_steps(run_dir: Path, plan: Plan, lead_s: float) -> list[dict[str, Any]]:
+    """The program's steps with their planned times: T0 a little ahead (``lead_s``), so that the generator and the
+    first step start together; written to ``program.json`` with the conf that replays it."""
+    t0 = time.time() + lead_s
+    steps = [s.as_dict() for s in schedule(plan["program"], t0, plan["interval_s"])]
+    for member in {run_dir, *(m.dir for m in broker_matrix.members(run_dir, plan))}:  # each cluster's generator reads it
+        write_program(member, plan, t0, steps)
+    for s in steps:
+        log.info("  %s at T0%+.0f s", Step(**s).label, s["planned_at"] - t0)
+    log.info("replay this program with -c '%s'", json.dumps({"program": render(plan["program"]),
+                                                              "interval_s": plan["interval_s"]}))
+    return steps
+
+
+def read_t0(run_dir: Path) -> float:
+    return json.loads((run_dir / rundir.PROGRAM).read_text())["t0"]
+
+
+def read_steps(run_dir: Path) -> list[Step]:
+    return [Step(**s) for s in json.loads((run_dir / rundir.PROGRAM).read_text())["steps"]]
+
+
+def sleep_until(deadline: float) -> None:
+    """Sleep to ``deadline`` (epoch s) precisely: coarse sleeps, then a short spin for the last few ms."""
+    while True:
+        remaining = deadline - time.time()
+        if remaining <= 0:
+            return
+        time.sleep(remaining - 0.002 if remaining > 0.004 else 0)
+
+
+def set_broker(kafka: Backend, run_dir: Path, broker: int, up: bool) -> str:
+    """Kill broker N or start it again, noted in the run's events. Only backend ``local`` started its brokers and
+    can (``run_plan.check`` refuses ``bN±`` on the others)."""
+    state = kafka.set_broker(broker, up)
+    log.info("broker %d %s", broker, state)
+    journal(run_dir, f"broker-{state}", broker=broker)
+    return state
+
+
+def apply(step: Step, instances: Instances, kafka: Backend, by: dict[str, Any]) -> dict[str, Any]:
+    """Drive the step's instance (``instances``) or broker (the ``kafka`` backend) to the step's desired state
+    now; returns the step's evidence."""
+    actual = time.time()
+    outcome: dict[str, Any] = {"actual_at": actual, "jitter_ms": round((actual - step.planned_at) * 1000, 1),
+                               "applied_by": by}
+    n = step.instance
+    before = instances.record(n) if n and instances.is_running(n) else None
+    if step.action == "start":
+        before = instances.start(n, step.index)
+    elif step.action == "stop":
+        outcome["exit_code"] = instances.stop(n)
+    elif step.action == "kill":
+        outcome["exit_code"] = instances.kill(n)
+    elif step.action == "pause":
+        outcome["signalled"] = instances.pause(n)
+    elif step.action == "resume":
+        outcome["signalled"] = instances.resume(n)
+    elif step.action in ("broker-down", "broker-up"):
+        outcome["broker"] = set_broker(kafka, instances.run_dir, step.broker, up=step.action == "broker-up")
+    if n and before is not None:
+        outcome.update({"pid": before.pid, "log": before.log})
+    outcome["took_s"] = round(time.time() - actual, 3)
+    instances.sync_logs()
+    outcome["running_after"] = instances.running()
+    outcome["paused_after"] = instances.paused()
+    log.info("%s at %+.1f ms from plan (took %.2f s)%s; running now: %s%s", step.label, outcome["jitter_ms"],
+             outcome["took_s"], f", pid {outcome['pid']}" if outcome.get("pid") else "",
+             outcome["running_after"] or "none",
+             f" (paused: {outcome['paused_after']})" if outcome["paused_after"] else "")
+    return outcome
+
+
+class Targets:
+    """What a run's program steps act on: the instances and the Kafka of the run's cluster, or of every cluster of a
+    broker version matrix; made before a step's deadline, so that applying it costs no more than the step itself."""
+
+    def __init__(self, run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> None:
+        self.members = broker_matrix.members(run_dir, plan)
+        self.of = {m.name: (Instances.for_run(m.dir, m.cluster(cluster), m.plan), provision.create(m.plan, m.dir))
+                   for m in self.members}
+
+    def apply(self, step: Step, by: dict[str, Any]) -> dict[str, Any]:
+        """``apply`` the step to every cluster at the same moment: each member's evidence goes to its own directory,
+        and the run's records every member's outcome (``members``)."""
+
+        def on(member: broker_matrix.Member) -> dict[str, Any]:
+            outcome = apply(step, *self.of[member.name], by)
+            if member.name:
+                StepBook(member.dir).record(step, outcome)
+            return outcome
+
+        outcomes = broker_matrix.each(self.members, on)
+        if "" in outcomes:
+            return outcomes[""]
+        return {"actual_at": min(o["actual_at"] for o in outcomes.values()),
+                "jitter_ms": max(o["jitter_ms"] for o in outcomes.values()), "applied_by": by,
+                "took_s": max(o["took_s"] for o in outcomes.values()), "members": outcomes}

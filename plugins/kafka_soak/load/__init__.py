@@ -1,0 +1,1 @@
+"""The load: the generator that produces a run's input records per its data contract, and its process."""

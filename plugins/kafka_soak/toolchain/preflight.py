@@ -1,0 +1,85 @@
+"""What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
+app built against ``streams_version``, Spark's Kafka source for the checker, the external cluster's connection (with
+settings the checker's Java client can use too), the images of the Docker runtime and backend on the engine, and room
+for the run's data on the disk that holds every run's evidence.
+Checked by ``check_params`` and by ``make soak`` itself, so a run that cannot start is refused with one line, before
+any broker, topic or container exists."""
+
+from __future__ import annotations
+
+import shutil
+
+from kafka_soak import run_plan
+from kafka_soak.backends.connection import KafkaConnectionError, client_settings
+from kafka_soak.backends.kafka_jars import resolve
+from kafka_soak.checker import spark_kafka
+from kafka_soak.clients import subjects as run_subjects
+from kafka_soak.clients.profile import VERSION, render
+from kafka_soak.clients.reference import streams
+from kafka_soak.clients.runtime.docker import DockerRuntimeError, docker_api, ensure_image
+from kafka_soak.run_plan import Plan
+from kafka_soak.shared import java_client, rundir
+from kafka_soak.toolchain.maven import BuildError
+
+
+class DiskSpaceError(RuntimeError):
+    """A run whose data would not fit on the disk that holds the evidence of every run."""
+
+
+ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError)
+# What a run on brokers of its own keeps per input byte, on each broker: the input, what the app writes back (its
+# outputs, changelogs, assertions) and the checker's spill. A full disk fails every run on the machine, not one.
+FOOTPRINT_PER_INPUT_BYTE = 3
+
+
+def disk_problem(plan: Plan, free_bytes: int) -> str:
+    """Why a run's data would not fit in ``free_bytes`` of the runs directory's disk ("" if it fits); a shared
+    cluster's disk is its owner's."""
+    if plan["backend"] == "external":
+        return ""
+    clusters = len(plan.get("kafka_versions") or [None])  # a broker version matrix writes it all to each cluster
+    need = run_plan.input_bytes(plan) * plan["brokers"] * clusters * FOOTPRINT_PER_INPUT_BYTE
+    if need <= free_bytes:
+        return ""
+    return (f"records: {plan['records']} records of payload_bytes {plan['payload_bytes']} need about "
+            f"{need / 2**30:.1f} GiB on {plan['brokers'] * clusters} broker(s) of this machine (input, outputs and "
+            f"state), and the runs directory {rundir.runs_root()} has {free_bytes / 2**30:.1f} GiB free; lower records or "
+            "payload_bytes, or free space")
+
+
+def check(plan: Plan) -> None:
+    """Raise one of ``ERRORS`` naming the param when something the plan needs is not there."""
+    root = rundir.runs_root()
+    problem = disk_problem(plan, shutil.disk_usage(next(p for p in (root, *root.parents) if p.exists())).free)
+    if problem:
+        raise DiskSpaceError(problem)
+    if plan["backend"] == "local" or (plan["backend"] == "external" and plan["quotas"]):
+        param, versions = run_plan.broker_versions(plan)
+        for version in versions:
+            resolve(version, param=param)  # fetched now (cached after), so a version nobody serves is refused here
+    app = run_subjects.profile(plan)
+    if app.build == "streams":
+        for version in app.versions:
+            streams.build(version)  # built now (cached after), timed in the log
+    spark_kafka.resolve()
+    if plan["backend"] == "external":
+        try:
+            java_client.java_settings(client_settings({"conn_id": plan["kafka_conn_id"]}))
+        except java_client.UntranslatableSettings as exc:
+            raise KafkaConnectionError(f"param kafka_conn_id: the settings {exc.names} of connection "
+                                       f"{plan['kafka_conn_id']!r} cannot reach the checker, as Spark's Kafka source "
+                                       f"is a Java client ({exc.reason})") from None
+    images = app_images(plan) if plan["runtime"] == "docker" else []
+    if plan["backend"] == "docker":
+        images.append((plan["kafka_image"], "kafka_image", "make kafka-image builds one from Kafka's jars"))
+    if images:
+        api = docker_api(plan["docker_url"], plan["docker_conn_id"] or None)
+        for image, param, hint in images:
+            ensure_image(api, image, param, hint)
+
+
+def app_images(plan: Plan) -> list[tuple[str, str, str]]:
+    """The images runtime=docker starts the app from: (image, what chose it, how to build it)."""
+    app = run_subjects.profile(plan)
+    return [(app.image_of(version), app.image_param, render(app.image_hint, {VERSION: version}, {}))
+            for version in app.versions]
