@@ -72,7 +72,7 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 BODY = (f"Medians of {PAIRS} pairs, alternating. Value: the broker with C1 alone (`-XX:TieredStopAtLevel=1`), as a "
-        f"run whose program lasts up to {SHORT_RUN_S} s starts its local brokers (`backends.SHORT_RUN_S`); baseline: "
+        f"run whose program lasts up to {SHORT_RUN_S} s starts its local brokers (`backends.provision.SHORT_RUN_S`); baseline: "
         f"the JVM's default tiered compilation, as a longer soak keeps. Each broker: started, the history written and "
         f"read back, then {IDLE_S} s idle; CPU over its whole life.")
 

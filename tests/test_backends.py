@@ -48,7 +48,7 @@ def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     team = {"name": "t", "group_id": "team-group", "command": ["app"],
             "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
             "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}
-    assert provision.create({**plan, "app_profile": run_plan.check({"app_profile": team}).app_profile},
+    assert provision.create({**plan, "app_profile": run_plan.check({"app_profile": team})["app_profile"]},
                            tmp_path).groups == [], "a team's group is its own"
     assert isinstance(provision.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
     local = provision.create(run_plan.check({"brokers": 3, "kafka_version": "4.1.1"}), tmp_path)

@@ -287,9 +287,9 @@ def test_the_deployment_may_allow_values_and_quotas_are_its_own_on_a_shared_clus
     admission = Admission.for_scenario(scenario)
     defaults = admission.defaults
     assert admission.admit({"kafka_conn_id": "kafka_staging"}, {**defaults, "kafka_conn_id": "kafka_staging"})
-    assert admission.admit({"runtime": "local"}, defaults).runtime == "local"
+    assert admission.admit({"runtime": "local"}, defaults)["runtime"] == "local"
     quota = [{"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 1000}]
-    assert admission.admit({"quotas": quota}, {**defaults, "quotas": quota}).quotas == quota
+    assert admission.admit({"quotas": quota}, {**defaults, "quotas": quota})["quotas"] == quota
     with pytest.raises(run_plan.ParamsError, match="kafka_conn_id: decides what runs where"):
         admission.admit({"kafka_conn_id": "kafka_prod"}, {**defaults, "kafka_conn_id": "kafka_prod"})
     monkeypatch.setenv("SOAK_PARAM_DEFAULTS", '{"backend": "external", "kafka_conn_id": "kafka_shared"}')

@@ -91,8 +91,8 @@ def test_a_wheel_installed_into_a_fresh_virtualenv_registers_and_builds_a_team_f
 
 
 def imports_beyond(paths: list[Path], allowed: tuple[str, ...]) -> dict[str, set[str]]:
-    """What each module of ``paths`` imports besides the standard library and the ``allowed`` packages (a relative
-    import is of ``kafka_soak.shared``, the one package that uses them)."""
+    """What each module of ``paths`` imports besides the standard library, the package's empty ``__init__`` and the
+    ``allowed`` packages (a relative import is of ``kafka_soak.shared``, the one package that uses them)."""
     import ast
 
     outside: dict[str, set[str]] = {}
@@ -101,11 +101,11 @@ def imports_beyond(paths: list[Path], allowed: tuple[str, ...]) -> dict[str, set
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""] if node.level == 0 else ["kafka_soak.shared"]
+                names = [f"{node.module}.{a.name}" for a in node.names] if node.level == 0 else ["kafka_soak.shared"]
             else:
                 continue
             for name in names:
-                if not (name.split(".")[0] in (*sys.stdlib_module_names, "__future__")
+                if not (name.split(".")[0] in (*sys.stdlib_module_names, "__future__") or name == "kafka_soak"
                         or any(name == a or name.startswith(a + ".") for a in allowed)):
                     outside.setdefault(path.name, set()).add(name)
     return outside
@@ -125,3 +125,18 @@ def test_the_params_are_declared_without_loading_an_implementation():
     in the reference worker's image: it imports the standard library alone, and the implementations read their
     defaults from it, not the other way round."""
     assert imports_beyond([ROOT / "plugins" / "kafka_soak" / "params.py"], ()) == {}
+
+
+def test_no_room_of_the_package_imports_the_airflow_side_above_it():
+    """The folders by role (``backends``, ``clients``, ``load``, ``faults``, ``checker``, ``evidence``, ``toolchain``,
+    ``shared``) are called by the DAG's side at the top (factory, tasks, admission, alerting, ...), never the other way
+    round: of the top, a room reads only the params and the plan they resolve to."""
+    package = ROOT / "plugins" / "kafka_soak"
+    top = {p.stem for p in package.glob("*.py")} - {"__init__", "params", "run_plan"}
+    allowed = ("kafka_soak.params", "kafka_soak.run_plan",
+               *(f"kafka_soak.{d.name}" for d in package.iterdir() if (d / "__init__.py").is_file()))
+    rooms = sorted(p for d in package.iterdir() if (d / "__init__.py").is_file() for p in d.rglob("*.py"))
+    found = imports_beyond(rooms, ("confluent_kafka", "airflow", "docker", "psutil", "tenacity", "jinja2", "altair",
+                                   "pandas", "fastapi", "starlette", "yaml", "markupsafe", "vl_convert", *allowed))
+    assert len(rooms) > 40 and top >= {"factory", "tasks", "admission", "alerting"}
+    assert found == {}, f"a room imports beyond the rooms and the params: {found}"

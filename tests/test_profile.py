@@ -180,7 +180,7 @@ def test_a_teams_versions_are_its_own_and_not_built_as_kafka_streams_releases():
                                        "{topic:orders-enriched}", "{topic:orders-count}", "{topic:orders-total}",
                                        "{topic:orders-audit}", "{topic:orders-by-customer}"])
     plan = run_plan.check({"app_profile": {**versioned, "versions": ["blue", "green"]}})
-    assert subjects.profile(plan.as_dict()).build == "" and subjects.matrix(plan.as_dict()) == ["blue", "green"]
+    assert subjects.profile(plan).build == "" and subjects.matrix(plan) == ["blue", "green"]
     preflight.check(plan)  # no StreamsVersionError: nothing to build
 
 

@@ -13,10 +13,10 @@ from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
-from kafka_soak.clients.runtime.docker import (
+from kafka_soak.clients.runtime.docker import DockerContainers
+from kafka_soak.clients.runtime.docker_engine import (
     BROKER_ROLE,
     INSTANCE_ROLE,
-    DockerContainers,
     DockerRuntimeError,
     container_name,
     docker_api,

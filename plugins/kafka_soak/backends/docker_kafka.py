@@ -17,7 +17,7 @@ from typing import Any
 from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.backends.cluster import Cluster, topic_names
 from kafka_soak.clients import kafka_io
-from kafka_soak.clients.runtime.docker import (
+from kafka_soak.clients.runtime.docker_engine import (
     BROKER_ROLE,
     container_name,
     docker_api,

@@ -1,6 +1,6 @@
 """The ``external`` Kafka backend: an existing cluster, from an Airflow connection of type ``kafka``.
 
-The connection (``kafka_connection``: its settings, its secrets kept out of every file) is the one
+The connection (``backends.connection``: its settings, its secrets kept out of every file) is the one
 apache-airflow-providers-apache-kafka defines. Topics carry the run in their names, so parallel runs never collide, and are
 deleted at release unless param ``keep_topics`` is set, with the consumer groups of the suite's own apps (their
 committed offsets): a shared cluster keeps nothing of a run. A team's app keeps its group, which is its own.

@@ -1,16 +1,16 @@
 """The app instances of a run: start/stop/kill/pause/resume instance *n* on the run's runtime.
 
 Instances run where param ``runtime`` says: ``local`` processes or ``docker`` containers, both behind the same
-``Runtime`` interface (the load generator is the harness's, in ``load.py``). One log per instance per program step
-(``logs/<app_id>-<n>.<step>.log``), as in the multi-runner reproduction, so what an instance did between
-two toggles can be read on its own.
+``Runtime`` interface (the load generator is the harness's, in ``load/process.py``). One log per instance per program
+step (``logs/<app_id>-<n>.<step>.log``), as in the multi-runner reproduction, so what an instance did between two toggles
+can be read on its own.
 
 The app under test is whatever its profile (``app_profile``) says: a team's own app, or one of the suite's
-(``app/reference.py``: the Python worker, the Kafka Streams app of each version as a JVM, an ``app_command``), started
-the same way. It learns the run from the data contract's environment variables (``SOAK_BOOTSTRAP_SERVERS``,
-``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}`` in its command, from
-``{properties_file}`` (a Java properties file of its client settings written for each start), ``{state_dir}`` and
-``{topic:NAME}``, each of its topics by the name it knows it.
+(``clients/reference/profiles.py``: the Python worker, the Kafka Streams app of each version as a JVM, an
+``app_command``), started the same way. It learns the run from the data contract's environment variables
+(``SOAK_BOOTSTRAP_SERVERS``, ``SOAK_INPUT_TOPIC``, ``SOAK_INSTANCE``, …) or from the same names as ``{placeholders}``
+in its command, from ``{properties_file}`` (a Java properties file of its client settings written for each start),
+``{state_dir}`` and ``{topic:NAME}``, each of its topics by the name it knows it.
 
 A matrix (``subjects.py``) runs one app per member (a version, a design, a control): "instance *n*" is then instance
 *n* of every member, driven together (in parallel, so that each member's toggle lands at the planned moment).

@@ -15,7 +15,7 @@ team's own): the run then compares them side by side, as it does the reference K
 outputs, judged each on its own. The command or image takes the version as ``{version}``.
 
 The suite's own apps (the reference worker, its Kafka Streams app, an ``app_command``) run as profiles too
-(``app/reference.py``): a run knows its app under test only by its profile. What the suite knows of its own apps and
+(``clients/reference/profiles.py``): a run knows its app under test only by its profile. What the suite knows of its own apps and
 takes as unknown of a team's (its client ids, whether a stop leaves the group, that its topic names are the run's)
 are fields a profile's YAML does not have.
 """

@@ -1,5 +1,5 @@
 """The apps under test of one run, from its app's profile (the plan's ``app_profile``: a team's app, or the suite's
-own from ``app/reference.py``): one, or one per member a run compares (the versions of a team's app; the Kafka
+own from ``clients/reference/profiles.py``): one, or one per member a run compares (the versions of a team's app; the Kafka
 Streams versions, workflow designs or controls of the suite's Kafka Streams app).
 
 A matrix runs its members side by side on the same broker, fed by the same input topic and toggled by the same

@@ -10,8 +10,8 @@ ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reo
 # The anomalies of the app rather than of one output: its instances' health, and its group's progress on the input
 # (a partition that stalled, input it never committed). Counted once per app: with the first output of a team's app.
 PER_APP = ("app_health", "stalled", "unprocessed")
-# The suite's own apps' contracts (their profiles declare them, app/reference.py); a team's app written for the suite's
-# own records may declare id-assignment for its output too.
+# The suite's own apps' contracts (their profiles declare them, clients/reference/profiles.py); a team's app written
+# for the suite's own records may declare id-assignment for its output too.
 ID_ASSIGNMENT, WORKFLOW = "id-assignment", "workflow"
 # The contracts a team's own app declares for each of its outputs (its profile); the soak's record headers carry what
 # the checker needs (soak.id, soak.seq), the values are the app's own format.
@@ -23,6 +23,9 @@ PROFILE_CONTRACTS = (*DECLARED, ID_ASSIGNMENT)
 # sequence; and where a one-to-one output's id is: that header (Kafka Streams forwards it) or ``json:<path>`` in its value.
 ID_HEADER, SEQ_HEADER = "soak.id", "soak.seq"
 ID_FROM_HEADER, ID_FROM_JSON = "header", "json:"
+# The data contract's environment tells an instance how often the restart policy restarted it (0 for a step's start), as
+# Kubernetes' restartCount: set by the local runtime's supervisor (runtime.spawn), read by the reference worker.
+RESTART_ENV = "SOAK_RESTART"
 # The anomalies each contract can show: a suite's expectation that decides another one does not apply to the app,
 # and a suite left without expectations is not run.
 JUDGED = {

@@ -16,7 +16,7 @@ from kafka_soak.checker import spark_kafka
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.profile import VERSION, render
 from kafka_soak.clients.reference import streams
-from kafka_soak.clients.runtime.docker import DockerRuntimeError, docker_api, ensure_image
+from kafka_soak.clients.runtime.docker_engine import DockerRuntimeError, docker_api, ensure_image
 from kafka_soak.run_plan import Plan
 from kafka_soak.shared import java_client, rundir
 from kafka_soak.toolchain.maven import BuildError

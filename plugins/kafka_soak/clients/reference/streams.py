@@ -65,7 +65,7 @@ def cache_max_bytes(plan: Plan) -> int:
 
 def options(plan: Plan) -> list[str]:
     """An instance's options: what the originals varied and the topology. A workflow design's and a control's own
-    options, its state directory and the run's names come per member and instance (``app/reference.py``)."""
+    options, its state directory and the run's names come per member and instance (``clients/reference/profiles.py``)."""
     values = {"threads": plan["threads"], "standbys": plan["standbys"], "cache-max-bytes": cache_max_bytes(plan),
               "acceptable-recovery-lag": plan["acceptable_recovery_lag"],
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],

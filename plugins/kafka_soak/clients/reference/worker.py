@@ -44,6 +44,7 @@ from kafka_soak.clients import kafka_io
 from kafka_soak.clients.reference.changelog import ChangelogReader
 from kafka_soak.clients.reference.store import PartitionStore
 from kafka_soak.params import BUGS
+from kafka_soak.shared.contracts import RESTART_ENV
 
 log = logging.getLogger("kafka_soak.worker")
 
@@ -59,7 +60,6 @@ TXN_TIMEOUT_S = 10.0
 TXN_ATTEMPTS = 6
 STUCK_AFTER_S = 60.0
 STUCK_EXIT_CODE = 70
-RESTART_ENV = "SOAK_RESTART"  # set by the local runtime's supervisor (runtime.spawn), which the worker image lacks
 
 
 @dataclass(frozen=True)

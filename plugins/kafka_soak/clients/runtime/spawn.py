@@ -34,12 +34,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_soak.shared.contracts import RESTART_ENV
 from kafka_soak.shared.rundir import append_jsonl, journal
 
 MAX_BACKOFF_S = 30.0  # CrashLoopBackOff's doubling, with a cap that suits a soak of minutes
 RESET_AFTER_S = 30.0  # a process that ran this long starts the backoff over
 NO_RESTART = signal.SIGUSR1
-RESTART_ENV = "SOAK_RESTART"  # the data contract's restart count, read by the reference worker too
 
 
 @dataclass(frozen=True)
