@@ -55,7 +55,7 @@ def step_1_waits(api: httpx.Client, run_id: str, attempt: Path) -> bool:
     is being marked failed overwrites ``failed``; the task then resumes and applies step 1."""
     if not (attempt / "program" / "step-0.json").exists():
         return False
-    ti = api.get(f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/toggle/1")
+    ti = api.get(f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/program_step/1")
     return ti.is_success and ti.json()["state"] == "deferred"
 
 
