@@ -186,7 +186,7 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> d
     log.info("app under test: %s", subjects.describe(plan))
     log.info("backend %s%s, runtime %s%s", plan["backend"],
              f" (Apache Kafka {', '.join(run_plan.broker_versions(plan)[1])}, {plan['brokers']} broker(s)"
-             f"{' each' if plan['kafka_versions'] else ''})" if plan['backend'] == "local" else "",
+             f"{' each' if plan['kafka_versions'] else ''})" if plan["backend"] == "local" else "",
              plan["runtime"], ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
              if plan["runtime"] == "docker" else "")
     return plan

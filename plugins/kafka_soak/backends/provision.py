@@ -1,4 +1,6 @@
-"""Kafka backends: where a run's topics live. ``local`` (default), ``docker`` and ``external``.
+"""The ``provision`` task's work: the backend a plan asks for, where a run's topics live (``local``, the default;
+``docker``; ``external``), each cluster of a broker version matrix provisioned, and whether an attempt's Kafka was
+given back.
 
 Each backend has ``provision(topics, prefix) -> Cluster`` (a setup) and ``release(cluster)`` (a teardown).
 A backend that started the cluster itself also owns its faults: ``set_broker(n, up)`` for the program's
