@@ -67,7 +67,7 @@ def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_lea
     events = [json.loads(line)["event"] for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert "broker-down" in events and "broker-up" in events
     assert {p.name for p in (run_dir / "logs").glob(f"{DAG_ID}-app-*.log")} == \
-        {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log", f"{DAG_ID}-app-1.7.log"}
+        {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log", f"{DAG_ID}-app-1.8.log"}
     assert [p.name for p in sorted((run_dir / "logs").glob("kafka-*.log"))] == ["kafka-1.log", "kafka-2.log",
                                                                                 "kafka-3.log"]
     assert "Kafka Server started" in (run_dir / "logs" / "kafka-1.log").read_text()

@@ -262,18 +262,22 @@ class LocalKafkaBackend:
         log.info("features finalized as the run set them: %s", {n: found.get(n, 0) for n in self.features})
         return {name: found.get(name, 0) for name in self.features}
 
-    def wait_until_serving(self, layout: Layout, timeout: float) -> None:
-        """Until every node is registered with the controller and answers metadata requests."""
+    def wait_until_serving(self, layout: Layout, timeout: float, nodes: list[Node] | None = None) -> None:
+        """Until every node (of ``nodes``, when given) answers metadata requests itself and lists itself: registered
+        with the controller and unfenced. Asked of the nodes alone: for a few seconds after a kill, the others still
+        list the node that died (until its session with the controller expires)."""
         deadline = time.monotonic() + timeout
-        expected = {node.node_id for node in layout.nodes}
+        nodes = layout.nodes if nodes is None else nodes
+        expected = {node.node_id for node in nodes}
+        bootstrap = ",".join(node.address for node in nodes)
         while True:
-            dead = [node for node in layout.nodes if not self.processes.is_alive(node.name)]
+            dead = [node for node in nodes if not self.processes.is_alive(node.name)]
             if dead:
                 log_file = self.log_file(dead[0])
                 clash = log_file.exists() and "Address already in use" in log_file.read_text(errors="replace")
                 raise (PortTakenError if clash else BrokerStartError)(
                     f"broker {dead[0].node_id} exited while starting; its log: {log_file}\n{tail(log_file)}")
-            serving = kafka_io.live_brokers(layout.bootstrap_servers)
+            serving = kafka_io.live_brokers(bootstrap)
             if serving >= expected:
                 return
             if time.monotonic() > deadline:
@@ -308,8 +312,10 @@ class LocalKafkaBackend:
         return usage
 
     # -- faults ----------------------------------------------------------------------------------------
-    def set_broker(self, broker: int, up: bool) -> str:
-        """``bN-``: SIGKILL node N (no controlled shutdown); ``bN+``: start it again on its data."""
+    def set_broker(self, broker: int, up: bool, timeout: float = 120.0) -> str:
+        """``bN-``: SIGKILL node N (no controlled shutdown); ``bN+``: start it again on its data, and return once it is
+        registered and serving again, so that what the program does next meets a cluster of which it is a member (a
+        client that asks for metadata while it is still fenced is told the broker is gone)."""
         layout = self.layout()
         node = next((n for n in layout.nodes if n.node_id == broker), None)
         if node is None:
@@ -317,6 +323,7 @@ class LocalKafkaBackend:
         if up:
             if not self.processes.is_alive(node.name):
                 self.start_node(layout, node)
+            self.wait_until_serving(layout, timeout, [node])
             return "up"
         self.processes.kill(node.name)
         return "down"
