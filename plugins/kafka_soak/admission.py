@@ -158,7 +158,7 @@ def unwritable(where: Path, exc: OSError) -> str:
             "make SOAK_RUNS_DIR a writable directory with free space")
 
 
-def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> dict[str, Any]:
+def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> run_plan.Plan:
     """Admit a triggered run (``check_params``): create its run directory, refuse it before anything is provisioned if
     its params cannot run, store them and the resolved plan (``params.json``, for replay), stop what an earlier
     attempt left running, and say in the log what the run will do."""
