@@ -9,4 +9,4 @@ FROM ${BASE_IMAGE}
 ARG APP_DIR
 COPY ${APP_DIR}/soak-streams.jar /opt/soak-streams/soak-streams.jar
 COPY ${APP_DIR}/lib/ /opt/soak-streams/lib/
-ENTRYPOINT ["java", "-Xmx256m", "-XX:+UseG1GC", "-cp", "/opt/soak-streams/soak-streams.jar:/opt/soak-streams/lib/*", "io.kafkasoak.streams.SoakStreamsApp"]
+ENTRYPOINT ["java", "-Xmx256m", "-XX:+UseG1GC", "-Dorg.apache.kafka.automatic.config.providers=none", "-cp", "/opt/soak-streams/soak-streams.jar:/opt/soak-streams/lib/*", "io.kafkasoak.streams.SoakStreamsApp"]

@@ -334,7 +334,9 @@ def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_
                      conf=conf).execute({})
     args = [line.removeprefix("arg: ") for line in (tmp_path / "submitted.txt").read_text().splitlines()]
     options = [a.split("=", 1)[1] for a in args if a.startswith("spark.driver.extraJavaOptions=")]
-    assert options == [expected.format(staging=archive.staging, archive=archive.path)]
+    no_providers = "-Dorg.apache.kafka.automatic.config.providers=none"
+    assert options == [f"{expected.format(staging=archive.staging, archive=archive.path)} {no_providers}"]
+    assert f"spark.executor.extraJavaOptions={no_providers}" in args, "config providers off in every Spark JVM"
     assert f"spark.sql.shuffle.partitions={shuffle_partitions(int(records))}" in args
     assert driver_archive("yarn", spark_kafka.resolve()) is None, "a cluster's driver runs elsewhere: no archive"
 

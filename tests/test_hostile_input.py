@@ -162,6 +162,37 @@ MALFORMED = [
     ({"app": "streams", "streams_config": {"state.dir": "/"}}, "streams_config: 'state.dir' is the run's to set"),
     ({"app": "streams", "group_protocol": "streams", "streams_version": "3.4.0"},
      "group_protocol: 'streams' needs Kafka Streams 4.2 or later"),
+    # Kafka Streams settings: an allow-list, whatever prefix carries them to which client
+    *(({"app": "streams", "streams_config": {key: value}}, f"streams_config: {key!r} is not a setting a run may change")
+      for key, value in [("admin.bootstrap.servers", "203.0.113.5:9092"), ("admin.security.protocol", "PLAINTEXT"),
+                         ("admin.sasl.mechanism", "PLAIN"), ("main.consumer.sasl.jaas.config", "x"),
+                         ("config.providers", "env"), ("config.providers.env.class", "x"),
+                         ("producer.interceptor.classes", "x"), ("metric.reporters", "x"),
+                         ("default.key.serde", "x"), ("rocksdb.config.setter", "x"),
+                         ("default.deserialization.exception.handler", "x"), ("client.dns.lookup", "x"),
+                         ("restore.consumer.bootstrap.servers", "203.0.113.5:9092"),
+                         ("topic.confluent.placement.constraints", "x"), ("producer.transactional.id", "x")]),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"admin.ssl.truststore.location": "/etc"}}]},
+     "variants: x: streams_config 'admin.ssl.truststore.location' is not a setting a run may change"),
+    ({"app": "streams", "streams_config": {"producer.transaction.timeout.ms": "${env:AIRFLOW__CORE__FERNET_KEY}"}},
+     "streams_config: 'producer.transaction.timeout.ms': a value may not hold '${'"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"upgrade.from": "${file:/etc/passwd:x}"}}]},
+     "variants: x: streams_config 'upgrade.from': a value may not hold '${'"),
+    # settings a param sets, and settings Kafka Streams or the brokers refuse only after provisioning
+    ({"app": "streams", "streams_config": {"num.stream.threads": 8}},
+     "streams_config: 'num.stream.threads' is param threads's to set"),
+    ({"app": "streams", "group_protocol": "streams", "streams_config": {"num.standby.replicas": 1}},
+     "streams_config: 'num.standby.replicas' is param standbys's to set"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"main.consumer.session.timeout.ms": 6000}}]},
+     "variants: x: streams_config 'main.consumer.session.timeout.ms' is param session_timeout_ms's to set"),
+    ({"app": "streams", "commit_interval_ms": 20_000},
+     "commit_interval_ms: 20000 ms is longer than the Kafka Streams producers' transaction timeout, 10000 ms by default"),
+    ({"app": "streams", "commit_interval_ms": 20_000, "streams_config": {"producer.transaction.timeout.ms": 30_000},
+      "variants": [{"name": "short", "streams_config": {"producer.transaction.timeout.ms": 15_000}}]},
+     "commit_interval_ms: 20000 ms is longer than the Kafka Streams producers' transaction timeout (control short), "
+     "15000 ms as set"),
+    ({"app": "streams", "streams_config": {"producer.transaction.timeout.ms": 3_600_000}},
+     "streams_config: transaction.timeout.ms 3600000 is above the run's brokers' transaction.max.timeout.ms"),
 ]
 
 # What only the deployment sets: a trigger conf that changes it is refused, naming the param.
@@ -366,3 +397,53 @@ def test_a_remote_docker_engine_is_reached_with_tls_only(conf, refusal, capsys, 
     monkeypatch.setenv("AIRFLOW_CONN_SOAK_REGISTRY", json.dumps({"conn_type": "docker", "host": "registry.example",
                                                                  "login": "u", "password": "p"}))
     assert refusal in cli_refusal(conf, capsys, own_runs)
+
+
+OPENED_PROFILE = {"name": "a", "group_id": "a", "command": ["app", "{properties_file}"],
+                  "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
+                  "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}
+
+
+@pytest.mark.parametrize("properties, refusal", [
+    ({"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required;"},
+     "app_profile.client_properties: 'sasl.jaas.config' is not a setting a run may change"),
+    ({"security.protocol": "PLAINTEXT"}, "app_profile.client_properties: 'security.protocol' is not a setting"),
+    ({"admin.bootstrap.servers": "203.0.113.5:9092"}, "'admin.bootstrap.servers' is not a setting a run may change"),
+    ({"config.providers": "file"}, "app_profile.client_properties: 'config.providers' is not a setting"),
+    ({"interceptor.classes": "com.example.Spy"}, "'interceptor.classes' is not a setting a run may change"),
+    ({"bootstrap.servers ": "203.0.113.5:9092"}, "'bootstrap.servers ' is not a setting a run may change"),
+    ({"linger.ms": "${dir:/root:.ssh}"}, "app_profile.client_properties: 'linger.ms': a value may not hold '${'"),
+], ids=["jaas", "protocol", "admin-bootstrap", "providers", "interceptors", "trailing-space", "provider-variable"])
+def test_a_profile_the_deployment_opens_to_triggers_is_held_to_the_same_list(properties, refusal, monkeypatch,
+                                                                             own_runs):
+    """SOAK_TRIGGER_ALLOW lets a trigger choose a profile the deployment listed; its client_properties still pass the
+    allow-list of Kafka client settings (a Java properties file reads 'bootstrap.servers ' as bootstrap.servers)."""
+    profile = {**OPENED_PROFILE, "client_properties": properties}
+    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", json.dumps({"app_profile": [profile]}))
+    admission = Admission.for_scenario(load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml"))
+    conf = {"app_profile": profile}
+    assert run_plan.trigger_errors(conf, admission.defaults, admission.allow) == [], "the deployment opened it"
+    assert refusal in trigger_refusal(admission, conf)
+    allowed = {**OPENED_PROFILE, "client_properties": {"linger.ms": 5, "producer.transaction.timeout.ms": 30000}}
+    assert run_plan.check({"app_profile": allowed})["app_profile"]["client_properties"]["linger.ms"] == 5
+
+
+def test_a_trigger_s_streams_config_adds_to_the_scenario_s(monkeypatch, own_runs):
+    """A scenario's Kafka Streams settings are what makes it reproduce its bug: a trigger that sets another keeps
+    them, and the plan every task is given holds both."""
+    admission = Admission.for_scenario(load_scenario(DAGS / "scenarios" / "bug_kafka_18943.yaml"))
+    scenario = admission.defaults["streams_config"]
+    assert scenario == {"producer.transaction.timeout.ms": 180000}
+    conf = {"streams_config": {"producer.linger.ms": 5}}
+    plan = run_plan.check(admission.merged(conf, {**admission.defaults, **conf}), admission.app_id)
+    assert plan["streams_config"] == {"producer.transaction.timeout.ms": 180000, "producer.linger.ms": 5}
+    conf = {"streams_config": {"producer.transaction.timeout.ms": 120000}}
+    assert admission.merged(conf, {**admission.defaults, **conf})["streams_config"] == conf["streams_config"]
+    conf = {"streams_config": {"producer.transaction.timeout.ms": 60000}}
+    assert "commit_interval_ms: 90000 ms is longer" in trigger_refusal(admission, conf), "the scenario commits every 90 s"
+
+
+def trigger_refusal(admission: Admission, conf: dict) -> str:
+    with pytest.raises(run_plan.ParamsError) as err:
+        admission.admit(conf, {**admission.defaults, **conf})
+    return str(err.value)

@@ -2,6 +2,7 @@ import types
 import typing
 
 import pytest
+from support import ROOT
 from support.checks import cli_refusal
 
 from kafka_soak import params, run_plan
@@ -245,8 +246,8 @@ def test_streams_settings_and_a_rebalance_protocol_that_cannot_run_are_refused(c
     ({"app": "streams", "variants": [{"name": "x"}, {"name": "x"}]}, "variants: ['x', 'x'] names a variant twice"),
     ({"app": "streams", "variants": [{"name": "x", "streams_config": {"application.id": "other"}}]},
      "variants: x: streams_config 'application.id' is the run's to set"),
-    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"a.b": "1;c=2"}}]},
-     "variants: x: streams_config 'a.b': '1;c=2' holds ';', '=' or a line break"),
+    ({"app": "streams", "variants": [{"name": "x", "streams_config": {"upgrade.from": "1;c=2"}}]},
+     "variants: x: streams_config 'upgrade.from': '1;c=2' holds ';', '=' or a line break"),
 ])
 def test_controls_that_cannot_run_are_refused(conf, fragment):
     with pytest.raises(run_plan.ParamsError) as err:
@@ -320,3 +321,9 @@ def test_an_aggregation_s_count_and_sum_tables_are_judged_by_the_aggregate_contr
     [one] = subjects.build(alone, {role: role for role in subjects.topics(alone)})
     assert [(j["name"], j["label"]) for j in subjects.judged({"subjects": [one.as_dict()]})] == [
         ("counts", "Kafka Streams 4.3.1: counts"), ("sums", "Kafka Streams 4.3.1: sums")]
+
+
+def test_the_allowed_kafka_client_settings_are_the_ones_the_docs_list():
+    from kafka_soak.clients import allowed_settings
+
+    assert allowed_settings.documented() in (ROOT / "docs" / "scenarios.md").read_text()

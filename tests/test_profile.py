@@ -20,7 +20,7 @@ PROFILE = {
     "name": "orders-enricher", "group_id": "orders-enricher",
     "command": ["java", "-jar", "/opt/orders.jar", "--config", "{properties_file}", "--in", "{topic:orders}",
                 "--out", "{topic:orders-enriched}", "--count", "{topic:orders-count}"],
-    "client_properties": {"processing.guarantee": "exactly_once_v2", "commit.interval.ms": 100, "x.flag": True},
+    "client_properties": {"processing.guarantee": "exactly_once_v2", "commit.interval.ms": 100, "enable.idempotence": True},
     "topics": [{"name": "orders-by-customer", "partitions": 2}],
     "inputs": [ORDERS],
     "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders"},
@@ -83,7 +83,7 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
     lines = dict(line.split("=", 1) for line in instances.properties(subject, 2).splitlines())
     assert lines["application.id"] == lines["group.id"] == "orders-enricher"
     assert lines["client.id"] == "orders-enricher-2" and lines["commit.interval.ms"] == "100"
-    assert lines["x.flag"] == "true" and lines["processing.guarantee"] == "exactly_once_v2"
+    assert lines["enable.idempotence"] == "true" and lines["processing.guarantee"] == "exactly_once_v2"
     assert lines["bootstrap.servers"] == "127.0.0.1:1" and lines["security.protocol"] == "SASL_SSL"
     assert "sasl.jaas.config" in lines and lines["state.dir"] == str(tmp_path / "state" / "instance-2")
 

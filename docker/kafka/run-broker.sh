@@ -8,5 +8,5 @@ env | grep '^KAFKA_' | grep -v -e '^KAFKA_HEAP_OPTS=' -e '^KAFKA_OPTS=' | while 
 done > "$config"
 java -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties -cp '/opt/kafka/libs/*' \
   kafka.tools.StorageTool format -t "$CLUSTER_ID" -c "$config" --ignore-formatted
-exec java ${KAFKA_HEAP_OPTS:--Xmx512m} ${KAFKA_OPTS:-} -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties \
+exec java ${KAFKA_HEAP_OPTS:--Xmx512m} ${KAFKA_OPTS:-} -Dorg.apache.kafka.automatic.config.providers=none -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties \
   -cp '/opt/kafka/libs/*' kafka.Kafka "$config"

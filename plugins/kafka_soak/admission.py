@@ -133,13 +133,22 @@ class Admission:
     def defaults(self) -> dict[str, Any]:
         return {name: param.value for name, param in self.params.items()}
 
+    def merged(self, conf: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with a trigger's ``streams_config`` added to the scenario's rather than in its place (Airflow's
+        params take a conf's object whole): a scenario's settings are what makes it reproduce its bug, so a trigger
+        changes or adds settings and keeps the others."""
+        given = conf.get("streams_config")
+        if not isinstance(given, dict):
+            return params
+        return {**params, "streams_config": {**self.defaults["streams_config"], **given}}
+
     def admit(self, conf: dict[str, Any], params: dict[str, Any]) -> run_plan.Plan:
         """The plan of a run triggered with ``conf`` whose resolved params are ``params``; raises
         ``run_plan.ParamsError`` or one of ``preflight.ERRORS`` naming each param that stops it."""
         refused = [self.refusal] if self.refusal else run_plan.trigger_errors(conf, self.defaults, self.allow)
         if refused:
             raise run_plan.ParamsError("; ".join(refused))
-        plan = run_plan.check(params, self.app_id)
+        plan = run_plan.check(self.merged(conf, params), self.app_id)
         preflight.check(plan)
         return plan
 

@@ -145,8 +145,10 @@ PARAMS: dict[str, Declared] = {
         **STREAMS_CONFIG_SCHEMA,
         "description": "app=streams: Kafka Streams settings of every version and control, applied after the "
                        "app's own (e.g. producer.transaction.timeout.ms, or __state.updater.enabled__ on 3.8-4.1); "
-                       "a control's streams_config comes after them. What the run sets (application.id, "
-                       "bootstrap.servers, client.id, state.dir, processing.guarantee, group.protocol) is refused."}),
+                       "a control's streams_config comes after them, and a trigger's are added to the scenario's. "
+                       "Only settings of processing, commits, fetching and rebalancing (docs/scenarios.md, 'Kafka "
+                       "client settings'): none of where a client connects, how it authenticates or what it loads, "
+                       "none that a param sets."}),
     "group_protocol": Declared("classic", reference=True, schema={
         "type": "string", "enum": list(GROUP_PROTOCOLS),
         "description": "The rebalance protocol of the reference app's groups: classic; consumer (app=worker, "

@@ -13,6 +13,7 @@ import copy
 import math
 from typing import Any, TypedDict, cast
 
+from kafka_soak.clients import allowed_settings
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients import subjects
 from kafka_soak.clients.reference import profiles as reference
@@ -251,18 +252,63 @@ STREAMS_ONLY = ("state_write_bytes", "rocksdb_write_buffer_bytes")  # stores of 
 # Kafka Streams settings the run decides for every app it runs (a variant may not change them).
 RUN_STREAMS_CONFIG = ("application.id", "bootstrap.servers", "client.id", "state.dir", "processing.guarantee",
                       "group.protocol")
+# Kafka Streams settings a param of the run sets: one home each, so that what admission checks (the client ids a quota
+# names, the commit interval against the transaction timeout, the rules of group_protocol streams) is what runs.
+PARAM_STREAMS_CONFIG = {
+    "num.stream.threads": "threads", "num.standby.replicas": "standbys", "commit.interval.ms": "commit_interval_ms",
+    "acceptable.recovery.lag": "acceptable_recovery_lag", "max.warmup.replicas": "max_warmup_replicas",
+    "statestore.cache.max.bytes": "cache_entries", "cache.max.bytes.buffering": "cache_entries",
+    **{f"{prefix}{name}": "session_timeout_ms" for prefix in ("", "consumer.", "main.consumer.")
+       for name in ("session.timeout.ms", "heartbeat.interval.ms")}}
+# Kafka Streams under exactly_once_v2 gives its producers this transaction timeout unless told otherwise.
+STREAMS_TRANSACTION_TIMEOUT_MS = 10_000
+TRANSACTION_TIMEOUT_KEYS = ("producer.transaction.timeout.ms", "transaction.timeout.ms")
+# The brokers' transaction.max.timeout.ms by default: a producer asking for more is refused at initTransactions.
+BROKER_MAX_TRANSACTION_TIMEOUT_MS = 900_000
 
 
 def streams_config_errors(where: str, config: dict[str, Any]) -> list[str]:
-    """Kafka Streams settings of the run's (param streams_config) or a control's: any but the run's own, each a value
-    the app's ``--config`` can carry."""
-    errors = []
+    """Kafka Streams settings of the run's (param streams_config) or a control's: any on the allow-list
+    (``allowed_settings``) but the run's own and those a param sets, each a value the app's ``--config`` can carry."""
+    errors, listed = [], {}
     for key, value in config.items():
         if key in RUN_STREAMS_CONFIG:
             errors.append(f"{where} {key!r} is the run's to set (allowed: any other Kafka Streams setting"
                           + ("; the rebalance protocol is param group_protocol)" if key == "group.protocol" else ")"))
-        elif any(c in str(value) for c in ";\n="):
-            errors.append(f"{where} {key!r}: {value!r} holds ';', '=' or a line break")
+        elif key in PARAM_STREAMS_CONFIG:
+            errors.append(f"{where} {key!r} is param {PARAM_STREAMS_CONFIG[key]}'s to set: set that param (its "
+                          "checks then hold for what runs)")
+        else:
+            listed[key] = value
+    return errors + allowed_settings.problems(where, listed)
+
+
+def transaction_timeout_errors(values: dict[str, Any]) -> list[str]:
+    """Each Kafka Streams app of the run (every control) commits within its producers' transaction timeout, which
+    the brokers allow: Kafka Streams refuses a commit interval longer than the timeout at start, and a broker a
+    timeout above its transaction.max.timeout.ms at the first transaction; either would fail only after
+    provisioning."""
+    controls = [("", values["streams_config"])] + [
+        (f" (control {v['name']})", {**values["streams_config"], **v.get("streams_config", {})})
+        for v in values["variants"]]
+    errors = []
+    for control, config in controls:
+        given = next((config[k] for k in TRANSACTION_TIMEOUT_KEYS if k in config), None)
+        try:
+            timeout = STREAMS_TRANSACTION_TIMEOUT_MS if given is None else int(given)
+        except (TypeError, ValueError):
+            errors.append(f"streams_config{control}: transaction.timeout.ms {given!r} is not a whole number of ms")
+            continue
+        if values["commit_interval_ms"] > timeout:
+            said = "by default under exactly_once_v2" if given is None else "as set"
+            errors.append(f"commit_interval_ms: {values['commit_interval_ms']} ms is longer than the Kafka Streams "
+                          f"producers' transaction timeout{control}, {timeout} ms {said}; Kafka Streams refuses to "
+                          "start so: lower commit_interval_ms, or set streams_config producer.transaction.timeout.ms "
+                          f"to at least {values['commit_interval_ms']}")
+        if values["backend"] != "external" and timeout > BROKER_MAX_TRANSACTION_TIMEOUT_MS:
+            errors.append(f"streams_config{control}: transaction.timeout.ms {timeout} is above the run's brokers' "
+                          f"transaction.max.timeout.ms ({BROKER_MAX_TRANSACTION_TIMEOUT_MS}), which refuse it at the "
+                          "first transaction")
     return errors
 
 
@@ -338,6 +384,8 @@ def app_errors(values: dict[str, Any]) -> list[str]:
         return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
                 "leave app_command empty)"]
     errors = streams_app_errors(values) + (variant_errors(values) if values["variants"] else [])
+    if not errors and values["app"] == "streams" and not values["app_command"]:
+        errors = transaction_timeout_errors(values)
     if errors:
         return errors
     if values["topology"] != "id-assignment" and (values["app"] != "streams" or values["app_command"]):

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 from kafka_soak.params import KAFKA_VERSION, KAFKA_VERSION_PATTERN
+from kafka_soak.shared.java_client import NO_CONFIG_PROVIDERS
 from kafka_soak.toolchain import maven
 
 RESOURCES = Path(__file__).resolve().parent / "kafka"
@@ -74,7 +75,7 @@ def java_command(version: str, main_class: str, *args: str, heap: str = "256m",
     ``short_lived`` JVM (a tool, which lives a second or two; the broker of a short run) compiles with C1 alone
     (``SHORT_LIVED_JIT``): C2's compilations would cost it more CPU than they save. Others keep the JVM's default."""
     system = {"log4j2.configurationFile": str(LOG_CONFIG), **(properties or {})}
-    return [java_executable(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+    return [java_executable(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true", NO_CONFIG_PROVIDERS,
             *([SHORT_LIVED_JIT] if short_lived else []), *(f"-D{k}={v}" for k, v in system.items()),
             "-cp", str(resolve(version) / "*"), main_class, *args]
 

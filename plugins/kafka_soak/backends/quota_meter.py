@@ -22,6 +22,7 @@ from typing import Any
 from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.quotas import Quota
 from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.shared import java_client
 
 # quota setting -> (the broker's quota sensor, the attribute it is judged on, its unit)
 SENSORS = {"producer_byte_rate": ("Produce", "byte-rate", "B/s"), "consumer_byte_rate": ("Fetch", "byte-rate", "B/s"),
@@ -51,7 +52,7 @@ def start(processes: LocalProcesses, brokers: dict[int, int], quotas: list[Quota
     for node, port in brokers.items():
         name = f"{PREFIX}broker-{node}"
         if not processes.is_alive(name):
-            processes.start(name, [kafka_jars.java_executable(), "-Xmx64m", str(METER), str(port), *wanted],
+            processes.start(name, [kafka_jars.java_executable(), "-Xmx64m", java_client.NO_CONFIG_PROVIDERS, str(METER), str(port), *wanted],
                             out_dir / f"broker-{node}.csv")
 
 

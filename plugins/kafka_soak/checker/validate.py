@@ -120,7 +120,7 @@ class ValidateOperator(SparkSubmitOperator):
             self.env_vars = {**LOCAL_ENV, **(self.env_vars or {})}
         self.jars = self.jars or ",".join(map(str, spark_kafka.resolve()))
         archive = driver_archive(master, [Path(jar) for jar in self.jars.split(",")])
-        self.conf = {**sized_conf(int(self.expected_records), archive), **(self.conf or {})}
+        self.conf = without_config_providers({**sized_conf(int(self.expected_records), archive), **(self.conf or {})})
         settings = client_settings(cluster)
         try:
             with shipped_modules() as self.py_files:
@@ -164,6 +164,13 @@ def sized_conf(expected_records: int, archive: SharedArchive | None) -> dict[str
                *([archive.java_option()] if archive else [])]
     return {"spark.sql.shuffle.partitions": str(shuffle_partitions(expected_records)),
             **({"spark.driver.extraJavaOptions": " ".join(options)} if options else {})}
+
+
+def without_config_providers(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with Kafka's config providers off in the driver's and the executors' JVMs (their Kafka consumers read
+    the run's topics), after whatever options it gives them."""
+    return {**conf, **{key: f"{conf.get(key, '')} {java_client.NO_CONFIG_PROVIDERS}".lstrip()
+                       for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")}}
 
 
 def shuffle_partitions(expected_records: int) -> int:

@@ -130,9 +130,11 @@ class Instances:
         return Path(path)
 
     def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
-        """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line)."""
+        """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line), and
+        Kafka's config providers off should the app be a JVM (any JVM reads ``JAVA_TOOL_OPTIONS``)."""
         values = contract(self.cluster, subject, instance, step)
-        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env}
+        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env,
+                "JAVA_TOOL_OPTIONS": java_client.NO_CONFIG_PROVIDERS}
 
     def is_running(self, instance: int) -> bool:
         return any(self.runtime.is_alive(s.process(instance)) for s in self.subjects)

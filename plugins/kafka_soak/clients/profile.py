@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from dataclasses import field as default
 from typing import Any
 
+from kafka_soak.clients import allowed_settings
 from kafka_soak.load import encodings
 from kafka_soak.params import MAX_PARTITIONS
 from kafka_soak.shared import contracts
@@ -233,6 +234,8 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
         errors += [f"{where}.client_properties: {name!r} is set by the run (bootstrap.servers from the run's Kafka, "
                    "application.id and group.id from app_profile.group_id)" for name in RUN_PROPERTIES
                    if name in properties]
+        errors += allowed_settings.problems(f"{where}.client_properties:", {
+            name: value for name, value in properties.items() if name not in RUN_PROPERTIES}, separators=False)
     names: dict[str, str] = {}  # topic -> where it is declared
     inputs = entries(raw, "inputs", where, errors, required=True)
     outputs = entries(raw, "outputs", where, errors, required=True)

@@ -21,6 +21,11 @@ from typing import Any
 # Spark driver included, in this environment variable, as JSON: never on a command line, in XCom or in a file of the
 # run.
 SETTINGS_ENV = "SOAK_KAFKA_CONFIG"
+# Kafka's clients load the ConfigProviders their settings name (CVE-2024-31141: ``${env:...}`` reads the environment).
+# None of the suite's JVMs uses one, so each runs with them off: the brokers, Kafka's tools, the Kafka Streams app, a
+# team's app (through JAVA_TOOL_OPTIONS) and the checker's Spark driver. kafka-clients 3.8 and later honour it; the
+# allow-list of ``clients.allowed_settings`` keeps ``config.providers`` away from older ones.
+NO_CONFIG_PROVIDERS = "-Dorg.apache.kafka.automatic.config.providers=none"
 IGNORED = frozenset({"bootstrap.servers", "client.id", "group.id"})
 TRANSLATED = frozenset({
     "security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password",

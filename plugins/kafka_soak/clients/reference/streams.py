@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kafka_soak.backends.kafka_jars import java_executable
 from kafka_soak.clients.profile import literal
 from kafka_soak.params import STREAMS_VERSION, STREAMS_VERSION_PATTERN
+from kafka_soak.shared.java_client import NO_CONFIG_PROVIDERS
 from kafka_soak.shared.rundir import resource
 from kafka_soak.toolchain import maven
 
@@ -77,7 +78,7 @@ def options(plan: Plan) -> list[str]:
 
 def jvm() -> list[str]:
     """The JVM an instance runs in on this machine."""
-    return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+    return [java_executable(), "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true", NO_CONFIG_PROVIDERS]
 
 
 def classpath(version: str) -> str:
