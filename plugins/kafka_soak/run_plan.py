@@ -13,9 +13,8 @@ import copy
 import math
 from typing import Any, TypedDict, cast
 
-from kafka_soak.clients import allowed_settings
+from kafka_soak.clients import allowed_settings, subjects
 from kafka_soak.clients import profile as profiles
-from kafka_soak.clients import subjects
 from kafka_soak.clients.reference import profiles as reference
 from kafka_soak.faults import program as programs
 from kafka_soak.load import generator

@@ -52,8 +52,8 @@ def start(processes: LocalProcesses, brokers: dict[int, int], quotas: list[Quota
     for node, port in brokers.items():
         name = f"{PREFIX}broker-{node}"
         if not processes.is_alive(name):
-            processes.start(name, [kafka_jars.java_executable(), "-Xmx64m", java_client.NO_CONFIG_PROVIDERS, str(METER), str(port), *wanted],
-                            out_dir / f"broker-{node}.csv")
+            processes.start(name, [kafka_jars.java_executable(), "-Xmx64m", java_client.NO_CONFIG_PROVIDERS, str(METER),
+                                   str(port), *wanted], out_dir / f"broker-{node}.csv")
 
 
 def stop(processes: LocalProcesses) -> None:
