@@ -356,7 +356,7 @@ def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_passwo
     from kafka_soak.backends import kafka_jars, quotas
     from kafka_soak.shared import java_client
 
-    quota = {"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 10_000_000}
+    quota = {"client_id": "{app_id}-1-producer", "producer_byte_rate": 10_000_000}
     with SparkStandalone(tmp_path) as spark:
         run = soak(runs_dir, backend="external", kafka_conn_id=scram_connection, quotas=[quota], bug="duplicate",
                    env=spark.connection())
@@ -375,11 +375,14 @@ def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_passwo
         fetched = {p.name for p in executor.iterdir()}
         assert any(name.startswith("spark-sql-kafka") for name in fetched) and "anomalies.py" in fetched, fetched
     cluster = json.loads((run_dir / "cluster.json").read_text())
-    assert cluster["quotas"] == [{"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]
+    [app_id] = [s["app_id"] for s in cluster["subjects"]]
+    assert app_id.startswith(f"{DAG_ID}-app-") and len(app_id) == len(f"{DAG_ID}-app-") + 10, "the run's own on a shared cluster"
+    client_id = f"{app_id}-1-producer"  # the quota's {app_id}
+    assert cluster["quotas"] == [{"client_id": client_id, "producer_byte_rate": 10_000_000.0, "previous": {}}]
     described = kafka_jars.run_tool(KAFKA_VERSION, kafka_jars.CONFIG_COMMAND, quotas.describe_command(
-        quota["client_id"], secured_cluster.bootstrap_servers, "/dev/stdin"),
+        client_id, secured_cluster.bootstrap_servers, "/dev/stdin"),
         stdin=java_client.tool_config(secured_cluster.client_settings()))
-    assert quotas.parse_describe(described).get(quota["client_id"], {}) == {}, "release removes the run's quota"
+    assert quotas.parse_describe(described).get(client_id, {}) == {}, "release removes the run's quota"
     assert not leaked_secret(run_dir) and not leaked_secret(tmp_path)
     assert SECRET not in (runs_dir / "alerts.jsonl").read_text()
     stored = list(Path(os.environ["AIRFLOW_HOME"]).glob("airflow.db*"))

@@ -104,8 +104,8 @@ MALFORMED = [
     ({"records": 100_000_000, "program": "1"}, "records: 100000000 over the program's 10 s is 10,000,000 records/s; "
                                                "at most 1,000,000"),
     ({"records": 20_000_000, "payload_bytes": 1_000_000, "rate": 1000},
-     "records: 20000000 records of about 1000120 bytes (payload_bytes 1000000) make 18628.7 GiB of input; a run writes "
-     "at most 16 GiB"),
+     "records: the run writes 18628.7 GiB of input (20000000 records of about 1000120 bytes, payload_bytes 1000000 x 1 "
+     "in each record, x 1 cluster(s)); a run writes at most 16 GiB"),
     ({"records": 2, "phases": [{"records": 1, "at_s": 0, "rate": 0.000001}, {"records": 1, "at_s": 0, "rate": 0.000001}]},
      "phases: their 2 records at their rates take 23.1 days after a program of 30 s"),
     ({"records": 20_000, "rate": 0.01}, "rate: 20000 records at 0.01 records/s take 23.1 days"),
@@ -193,6 +193,24 @@ MALFORMED = [
      "15000 ms as set"),
     ({"app": "streams", "streams_config": {"producer.transaction.timeout.ms": 3_600_000}},
      "streams_config: transaction.timeout.ms 3600000 is above the run's brokers' transaction.max.timeout.ms"),
+    # one bound on what a run starts and writes, over every member of every matrix
+    ({"app": "streams", "streams_versions": ["3.8.1", "3.9.1", "4.2.1", "4.3.1"], "instances": 32,
+      "variants": [{"name": "a"}, {"name": "b"}, {"name": "c"}]},
+     "instances: the run starts 1 cluster(s) x (1 broker(s) + 1 generator + 16 app(s) x 32 instance(s)) = 514 processes "
+     "holding up to 256.9 GiB; a run starts at most 40 processes holding 14 GiB"),
+    ({"kafka_versions": ["4.1.1", "4.2.1", "4.3.1"], "brokers": 3, "app": "streams", "instances": 5},
+     "instances: the run starts 3 cluster(s) x (3 broker(s) + 1 generator + 1 app(s) x 5 instance(s)) = 27 processes "
+     "holding up to 14.6 GiB; a run starts at most 40"),
+    ({"app": "streams", "instances": 30}, "instances: the run starts 1 cluster(s) x (1 broker(s) + 1 generator + 1 "
+                                          "app(s) x 30 instance(s)) = 32 processes holding up to 15.9 GiB"),
+    ({"app": "streams", "state_write_bytes": 1_000_000, "records": 10_000_000, "rate": 100_000,
+      "streams_versions": ["3.9.1", "4.3.1"]},
+     "records: the run writes 1.1 GiB of input (10000000 records of about 120 bytes, payload_bytes 0 x 1 in each record, "
+     "x 1 cluster(s)) and 18626.5 GiB of state (state_write_bytes 1000000 x 10000000 records x 2 app(s)); a run writes "
+     "at most 16 GiB"),
+    ({"kafka_versions": ["4.2.1", "4.3.1"], "records": 9_000_000, "payload_bytes": 1000, "rate": 100_000},
+     "records: the run writes 18.8 GiB of input (9000000 records of about 1120 bytes, payload_bytes 1000 x 1 in each "
+     "record, x 2 cluster(s))"),
 ]
 
 # What only the deployment sets: a trigger conf that changes it is refused, naming the param.
@@ -236,12 +254,20 @@ BAD_PROFILES = [
       "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
       "outputs": [{"topic": "out", "contract": "aggregate", "of": "in", "function": "sum", "field": "nope",
                    "value": {"encoding": "int64"}}]}, "app_profile.outputs[0].field: sum needs a number"),
+    # a template that repeats the payload writes it as many times
+    ({"name": "a", "group_id": "a", "command": ["app", "{topic:in}"],
+      "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {
+          "id": "{id}", **{f"p{n}": "{payload}" for n in range(100)}}}}],
+      "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]},
+     "records: the run writes 16.8 GiB of input (20000 records of about 900120 bytes, payload_bytes 9000 x 100 in "
+     "each record, x 1 cluster(s)); a run writes at most 16 GiB"),
 ]
 
 
 @pytest.mark.parametrize("profile, refusal", BAD_PROFILES, ids=[r[:40] for _p, r in BAD_PROFILES])
 def test_a_bad_app_profile_is_refused_by_the_cli_in_one_line(profile, refusal, capsys, own_runs):
-    assert refusal in cli_refusal({"app_profile": profile}, capsys, own_runs)
+    conf = {"app_profile": profile, **({"payload_bytes": 9000} if refusal.startswith("records:") else {})}
+    assert refusal in cli_refusal(conf, capsys, own_runs)
 
 
 def test_enough_hostile_inputs():

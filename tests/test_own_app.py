@@ -133,17 +133,86 @@ def test_a_kafka_streams_app_passes_churn_kill_and_a_broker_of_three_down_with_e
     assert not private_files(run_dir)
 
 
+# Another team's app on the shared cluster under the names the profile's app has in production: its groups (one per
+# version's application id) with committed offsets, and the internal topics Kafka Streams made for them.
+BYSTANDER_TOPICS = ("orders-streams-3.4.0-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog",
+                    "orders-streams-4.3.1-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog",
+                    "orders-streams-orders-by-customer-repartition")
+BYSTANDER_GROUPS = ("orders-streams", "orders-streams-3.4.0", "orders-streams-4.3.1")
+
+
+def bystander_config(cluster) -> dict:
+    return {"bootstrap.servers": cluster.bootstrap_servers, **cluster.client_settings()}
+
+
+def start_bystander(cluster) -> None:
+    """Create the other app's topics and commit an offset of each of its groups."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(bystander_config(cluster))
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in BYSTANDER_TOPICS]).values():
+        future.result(30)
+    producer = Producer(bystander_config(cluster))
+    for topic in BYSTANDER_TOPICS:
+        producer.produce(topic, b"state", key=b"customer-1")
+    assert producer.flush(30) == 0
+    for group in BYSTANDER_GROUPS:
+        consumer = Consumer({**bystander_config(cluster), "group.id": group})
+        consumer.commit(offsets=[TopicPartition(BYSTANDER_TOPICS[0], 0, 1)], asynchronous=False)
+        consumer.close()
+
+
+def bystander_left(cluster) -> dict:
+    """What the cluster holds under the app's names: topics and groups (the other app's, and any the run left), and each
+    of the other app's groups' committed offset."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(bystander_config(cluster))
+    topics = {t for t in admin.list_topics(timeout=30).topics if t.startswith("orders-streams")}
+    groups = {g.group_id for g in admin.list_consumer_groups(request_timeout=30).result(30).valid
+              if g.group_id.startswith("orders-streams")}
+    offsets = {}
+    for group in BYSTANDER_GROUPS:
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(BYSTANDER_TOPICS[0], 0)])]
+        [listed] = admin.list_consumer_group_offsets(request).values()
+        offsets[group] = listed.result(30).topic_partitions[0].offset
+    return {"topics": topics, "groups": groups, "offsets": offsets}
+
+
+def stop_bystander(cluster) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(bystander_config(cluster))
+    for future in [*admin.delete_consumer_groups(list(BYSTANDER_GROUPS)).values(),
+                   *admin.delete_topics(list(BYSTANDER_TOPICS)).values()]:
+        future.exception(30)
+
+
 def test_a_kafka_streams_app_with_planted_faults_on_a_secured_shared_cluster_fails_with_exact_counts(
-        runs_dir, scram_connection):
+        runs_dir, scram_connection, secured_cluster):
     """One planted fault per contract: order 77 never enriched is one lost record of the one-to-one output; order 77
     counted twice is one wrong key of the count table; the total table stays right. The app is built on two Kafka
     Streams releases and run as a version matrix of its profile: each release has its own group, instances and
     outputs, and each output of each is judged on its own. On a shared SCRAM-secured cluster (backend external): the
     topics are scoped to the run and reach the app through its placeholders, the app authenticates with what the
-    properties file holds, and the password is in no file of the run."""
-    code, run_dir, verdict = soak(runs_dir, app_profile=streams_app("drop", "double-count", versions=VERSIONS),
-                                  backend="external", kafka_conn_id=scram_connection, program="1 2 1", interval_s=6,
-                                  records=3000, keys=300)
+    properties file holds, and the password is in no file of the run. Another app of the same group and application
+    ids lives on the cluster: the run joins none of its groups and release deletes nothing of it."""
+    start_bystander(secured_cluster)
+    try:
+        code, run_dir, verdict = soak(runs_dir, app_profile=streams_app("drop", "double-count", versions=VERSIONS),
+                                      backend="external", kafka_conn_id=scram_connection, program="1 2 1",
+                                      interval_s=6, records=3000, keys=300)
+        left = bystander_left(secured_cluster)
+    finally:
+        stop_bystander(secured_cluster)
+    assert left == {"topics": set(BYSTANDER_TOPICS), "groups": set(BYSTANDER_GROUPS),
+                    "offsets": dict.fromkeys(BYSTANDER_GROUPS, 1)}, left
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    scoped = {s["app_id"] for s in cluster["subjects"]}
+    assert len(scoped) == 2 and not scoped & set(BYSTANDER_GROUPS), scoped
+    assert all(a.startswith("orders-streams-") and a.endswith(VERSIONS) for a in scoped), scoped
     assert code == 1 and verdict is not None and verdict["status"] == "failed", verdict
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"lost": 2, "wrong_aggregate": 2}, verdict
     rows = {row["version"]: row for row in verdict["matrix"]}

@@ -130,10 +130,10 @@ def test_the_params_are_declared_without_loading_an_implementation():
 def test_no_room_of_the_package_imports_the_airflow_side_above_it():
     """The folders by role (``backends``, ``clients``, ``load``, ``faults``, ``checker``, ``evidence``, ``toolchain``,
     ``shared``) are called by the DAG's side at the top (factory, tasks, admission, alerting, ...), never the other way
-    round: of the top, a room reads only the params and the plan they resolve to."""
+    round: of the top, a room reads only the params, the plan they resolve to and its size."""
     package = ROOT / "plugins" / "kafka_soak"
-    top = {p.stem for p in package.glob("*.py")} - {"__init__", "params", "run_plan"}
-    allowed = ("kafka_soak.__init__", "kafka_soak.params", "kafka_soak.run_plan",
+    top = {p.stem for p in package.glob("*.py")} - {"__init__", "params", "run_plan", "run_size"}
+    allowed = ("kafka_soak.__init__", "kafka_soak.params", "kafka_soak.run_plan", "kafka_soak.run_size",
                *(f"kafka_soak.{d.name}" for d in package.iterdir() if (d / "__init__.py").is_file()))
     rooms = sorted(p for d in package.iterdir() if (d / "__init__.py").is_file() for p in d.rglob("*.py"))
     found = imports_beyond(rooms, ("confluent_kafka", "airflow", "docker", "psutil", "tenacity", "jinja2", "altair",

@@ -327,3 +327,26 @@ def test_the_allowed_kafka_client_settings_are_the_ones_the_docs_list():
     from kafka_soak.clients import allowed_settings
 
     assert allowed_settings.documented() in (ROOT / "docs" / "scenarios.md").read_text()
+
+
+def test_on_a_shared_cluster_every_group_and_application_id_is_the_run_s_own():
+    """On backend external the app runs as ``<group>-<run scope>`` (its consumer group, application id and so its
+    transactional ids and Kafka Streams' internal topics), a team's app too; where the run owns the cluster, as named."""
+    scope = run_plan.run_scope("soak_x", "manual__2026-11-27-ab12cd34")
+    assert len(scope) == run_plan.SCOPE_CHARS and scope != run_plan.run_scope("soak_x", "manual__2026-11-27-ab12cd34.attempt-2")
+    quota = [{"client_id": "{app_id}-1-producer", "producer_byte_rate": 1000}]
+    shared = run_plan.check({"backend": "external", "quotas": quota}, app_id="soak_x-app", scope=scope)
+    assert shared["app_profile"]["group_id"] == f"soak_x-app-{scope}"
+    assert shared["quotas"][0]["client_id"] == f"soak_x-app-{scope}-1-producer", "{app_id} names the run's own clients"
+    assert run_plan.check({}, app_id="soak_x-app", scope=scope)["app_profile"]["group_id"] == "soak_x-app"
+    profile = {"name": "a", "group_id": "orders", "command": ["app", "{properties_file}", "{topic:in}", "{topic:out}"],
+               "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
+               "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}
+    plan = run_plan.check({"backend": "external", "app_profile": profile}, app_id="soak_x-app", scope=scope)
+    assert plan["app_profile"]["group_id"] == f"orders-{scope}"
+    fixed = {**profile, "command": ["app", "{topic:in}", "{topic:out}"]}
+    with pytest.raises(run_plan.ParamsError, match=r"app_profile.command: takes neither \{properties_file\} nor "
+                                                    r"\{app_id\}; on backend external the app runs as a group of the "
+                                                    r"run's own"):
+        run_plan.check({"backend": "external", "app_profile": fixed}, scope=scope)
+    assert run_plan.check({"app_profile": fixed})["app_profile"]["group_id"] == "orders", "its own cluster: as named"

@@ -136,7 +136,7 @@ def test_runs_refused_cleared_while_running_or_marked_failed_are_reclaimed_alert
 
 
 EXTERNAL_DAG = "soak_cleared_external"
-STUCK_CLIENT = f"{EXTERNAL_DAG}-app-1"  # the stuck app's client id: {app_id}-{instance}
+STUCK_CLIENT = "{app_id}-1"  # the stuck app's client id: {app_id}-{instance}, the app id the run's own on the cluster
 
 
 def external_scenario(conn_id: str) -> dict:
@@ -157,15 +157,24 @@ def draining(api: httpx.Client, run_id: str, attempt: Path) -> bool:
     return ti.is_success and ti.json()["state"] == "running" and polled
 
 
-def on_cluster(bootstrap: str) -> dict[str, set[str]]:
-    """What the shared cluster holds of the scenario: its topics, its consumer groups, its client's quotas."""
+def group_of(attempt: Path) -> str:
+    """The group (and application id) an attempt's app ran as: ``<dag>-app-<the attempt's scope>``."""
+    return json.loads((attempt / rundir.PARAMS).read_text())["plan"]["app_profile"]["group_id"]
+
+
+def on_cluster(bootstrap: str, *attempts: Path) -> dict[str, set[str]]:
+    """What the shared cluster holds of the scenario: its topics, its consumer groups, the quotas of the attempts'
+    clients."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = {t for t in admin.list_topics(timeout=30).topics if t.startswith(f"soak.{EXTERNAL_DAG}.")}
     listed = admin.list_consumer_groups(request_timeout=30).result(30)
     groups = {g.group_id for g in listed.valid if g.group_id.startswith(EXTERNAL_DAG)}
-    described = kafka_jars.run_tool(KAFKA_VERSION, kafka_jars.CONFIG_COMMAND,
-                                    quotas.describe_command(STUCK_CLIENT, bootstrap))
-    return {"topics": topics, "groups": groups, "quotas": set(quotas.parse_describe(described).get(STUCK_CLIENT, {}))}
+    held = set()
+    for client in (f"{group_of(attempt)}-1" for attempt in attempts):
+        described = kafka_jars.run_tool(KAFKA_VERSION, kafka_jars.CONFIG_COMMAND,
+                                        quotas.describe_command(client, bootstrap))
+        held |= set(quotas.parse_describe(described).get(client, {}))
+    return {"topics": topics, "groups": groups, "quotas": held}
 
 
 @pytest.mark.xdist_group("scheduler-external")
@@ -180,9 +189,10 @@ def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it
             second = first.with_name(f"{first.name}.attempt-2")
             stack.wait_for("attempt 1 drains", lambda: draining(api, run_id, first), 300)
             held = stack.wait_for("the stuck app has joined its group", lambda: (
-                cluster := on_cluster(bootstrap))["groups"] and cluster, 120)
+                cluster := on_cluster(bootstrap, first))["groups"] and cluster, 120)
+            assert group_of(first).startswith(f"{EXTERNAL_DAG}-app-"), "the run's own group on a shared cluster"
             assert held == {"topics": set(json.loads((first / rundir.CLUSTER).read_text())["topics"].values()),
-                            "groups": {f"{EXTERNAL_DAG}-app"}, "quotas": {"consumer_byte_rate"}}, held
+                            "groups": {group_of(first)}, "quotas": {"consumer_byte_rate"}}, held
             assert reaper.leftovers(first) == ["instance-1"]
 
             assert api.post(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}/clear", json={"dry_run": False}).is_success
@@ -197,7 +207,9 @@ def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it
                 f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}").json()["state"] == "success", 180)
         assert provision.released(second) and not reaper.leftovers(second)
         nothing = {"topics": set(), "groups": set(), "quotas": set()}
-        stack.wait_for("the cluster's metadata holds nothing of the run", lambda: on_cluster(bootstrap) == nothing, 60)
+        assert group_of(second) != group_of(first), "each attempt's group is its own"
+        stack.wait_for("the cluster's metadata holds nothing of the run",
+                       lambda: on_cluster(bootstrap, first, second) == nothing, 60)
         released = [e for e in rundir.read_jsonl(first / rundir.EVENTS) if e["event"] == "released"]
         assert len(released) == 1
     finally:  # a failing run leaves its instances to the next attempt's reaper, which never comes here

@@ -142,13 +142,14 @@ class Admission:
             return params
         return {**params, "streams_config": {**self.defaults["streams_config"], **given}}
 
-    def admit(self, conf: dict[str, Any], params: dict[str, Any]) -> run_plan.Plan:
-        """The plan of a run triggered with ``conf`` whose resolved params are ``params``; raises
-        ``run_plan.ParamsError`` or one of ``preflight.ERRORS`` naming each param that stops it."""
+    def admit(self, conf: dict[str, Any], params: dict[str, Any], scope: str = "") -> run_plan.Plan:
+        """The plan of a run triggered with ``conf`` whose resolved params are ``params`` (``scope``: the run's,
+        ``run_plan.run_scope``); raises ``run_plan.ParamsError`` or one of ``preflight.ERRORS`` naming each param that
+        stops it."""
         refused = [self.refusal] if self.refusal else run_plan.trigger_errors(conf, self.defaults, self.allow)
         if refused:
             raise run_plan.ParamsError("; ".join(refused))
-        plan = run_plan.check(self.merged(conf, params), self.app_id)
+        plan = run_plan.check(self.merged(conf, params), self.app_id, scope)
         preflight.check(plan)
         return plan
 
@@ -176,7 +177,8 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> r
     except OSError as exc:
         raise AirflowFailException(unwritable(rundir.runs_root(), exc)) from None
     try:
-        plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]))
+        plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]),
+                               run_plan.run_scope(dag_id, run_dir.name))
     except (run_plan.ParamsError, *preflight.ERRORS) as exc:
         raise AirflowFailException(f"refused before provisioning: {exc}") from None
     try:

@@ -10,9 +10,11 @@ allowed. The plan it returns (``Plan``) is what every task is given.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 from typing import Any, TypedDict, cast
 
+from kafka_soak import run_size
 from kafka_soak.clients import allowed_settings, subjects
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients.reference import profiles as reference
@@ -22,13 +24,11 @@ from kafka_soak.params import (
     APP_ID,
     DEFAULTS,
     DEPLOYER_ONLY,
-    MAX_INPUT_BYTES,
     MAX_RATE,
     MAX_RUN_S,
     PARAM_SCHEMAS,
     PARAMS,
     PLACEHOLDERS,
-    RECORD_OVERHEAD_BYTES,
     REFERENCE_ONLY,
     SHARED,
     STREAMS_PROTOCOL_SINCE,
@@ -122,9 +122,26 @@ def resolve_phases(values: dict[str, Any], steps: int, rate: float) -> tuple[lis
     return phases, errors
 
 
-def check(params: dict[str, Any], app_id: str | None = None) -> Plan:
+SCOPE_CHARS = 10  # of a run's scope (``run_scope``); a plan checked without a run's is scoped with as many x's
+
+
+def run_scope(dag_id: str, attempt: str) -> str:
+    """What makes the names a run gives its app on a shared cluster its own: a digest of the DAG and the attempt (its
+    run directory's name), short enough to leave Kafka Streams' internal topic names room."""
+    return hashlib.sha256(f"{dag_id}/{attempt}".encode()).hexdigest()[:SCOPE_CHARS]
+
+
+def scoped_group(group_id: str, backend: str, scope: str) -> str:
+    """The group (and application id) the app runs as: its own where the run owns the cluster; on a shared one
+    (``external``) the run's, ``<group_id>-<scope>``, so that the run never joins another app's group, writes into its
+    state or deletes it at release, and two runs of one DAG never meet."""
+    return f"{group_id}-{scope or 'x' * SCOPE_CHARS}" if backend == "external" else group_id
+
+
+def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") -> Plan:
     """Resolve ``params`` into a plan for a backend, or raise ``ParamsError`` naming each bad param. With the run's
-    ``app_id``, quotas on the run's own broker must name a client of the app under test."""
+    ``app_id``, quotas on the run's own broker must name a client of the app under test; ``scope`` (``run_scope``)
+    makes the app's group the run's own on a shared cluster."""
     values = {name: whole_numbers(value, PARAM_SCHEMAS[name])
               for name, value in {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}.items()}
     errors = []
@@ -158,15 +175,19 @@ def check(params: dict[str, Any], app_id: str | None = None) -> Plan:
     errors.extend(deployment_errors(values, program))
     if values["app_profile"]:
         try:
-            values["app_profile"] = profiles.parse(values["app_profile"], values["partitions"], values["backend"],
-                                                   values["runtime"], PLACEHOLDERS).as_dict()
+            app = profiles.parse(values["app_profile"], values["partitions"], values["backend"], values["runtime"],
+                                 PLACEHOLDERS)
+            values["app_profile"] = {**app.as_dict(),
+                                     "group_id": scoped_group(app.group_id, values["backend"], scope)}
         except profiles.ProfileError as exc:
             errors.append(str(exc))
     if errors:
         raise ParamsError("; ".join(errors))
     if not values["app_profile"]:  # from here on the run knows its app by its profile alone
-        values["app_profile"] = reference.profile(values, app_id or UNNAMED_APP_ID).as_dict()
+        values["app_profile"] = reference.profile(
+            values, scoped_group(app_id or UNNAMED_APP_ID, values["backend"], scope)).as_dict()
     errors.extend(record_size_errors(values))
+    errors.extend(run_size.problems(values, profiles.Profile.of(values["app_profile"])))
     if app_id:
         values["quotas"] = expand_quotas(values)
         errors.extend(quota_errors(values))
@@ -192,11 +213,6 @@ def load_errors(values: dict[str, Any], phases: list[dict[str, Any]], program_s:
                 else f"rate: {values['records']} records at {rate:g} records/s")
         errors.append(f"{what} take {producing / 86_400:.1f} days after a program of {program_s:g} s; a run's load "
                       f"may last {MAX_RUN_S // 86_400} days at most; raise the rate or lower the records")
-    written = input_bytes(values)
-    if written > MAX_INPUT_BYTES:
-        errors.append(f"records: {values['records']} records of about {RECORD_OVERHEAD_BYTES + values['payload_bytes']} "
-                      f"bytes (payload_bytes {values['payload_bytes']}) make {written / 2**30:.1f} GiB of input; a run "
-                      f"writes at most {MAX_INPUT_BYTES // 2**30} GiB (lower records or payload_bytes)")
     return errors
 
 
@@ -212,11 +228,6 @@ def record_size_errors(values: dict[str, Any]) -> list[str]:
     return [f"payload_bytes: {values['payload_bytes']} makes the input's largest record {size:,} bytes; Kafka's "
             f"clients take at most {generator.MESSAGE_MAX_BYTES:,} bytes a record, framing included (librdkafka's "
             "message.max.bytes; the brokers' max.message.bytes is 1,048,588): lower payload_bytes"]
-
-
-def input_bytes(values: dict[str, Any]) -> int:
-    """About how many bytes the generator writes (keys, JSON fields and payload per record)."""
-    return values["records"] * (RECORD_OVERHEAD_BYTES + values["payload_bytes"])
 
 
 def deployer_only(name: str, backend: str) -> bool:

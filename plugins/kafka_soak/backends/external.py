@@ -2,8 +2,10 @@
 
 The connection (``backends.connection``: its settings, its secrets kept out of every file) is the one
 apache-airflow-providers-apache-kafka defines. Topics carry the run in their names, so parallel runs never collide, and are
-deleted at release unless param ``keep_topics`` is set, with the consumer groups of the suite's own apps (their
-committed offsets): a shared cluster keeps nothing of a run. A team's app keeps its group, which is its own.
+deleted at release unless param ``keep_topics`` is set, with the run's consumer groups (their committed offsets) and
+the internal topics Kafka Streams made for them. Every group and application id of a run here is the run's own
+(``run_plan.scoped_group``: ``<group_id>-<run scope>``), so release deletes only what the run made: a shared cluster
+keeps nothing of a run, and loses nothing of anyone else's.
 """
 
 from __future__ import annotations

@@ -40,9 +40,9 @@ def create(plan: Plan, run_dir: Path) -> Backend:
         return DockerKafkaBackend(run_dir, plan["kafka_image"], quotas, plan["docker_url"],
                                   plan["docker_conn_id"] or None)
     if plan["backend"] == "external":
-        own_groups = subjects.app_ids(plan) if subjects.profile(plan).scoped else []  # a team's group is its own
+        # every group of a run on a shared cluster is the run's own (run_plan.scoped_group), a team's app's too
         return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"],
-                               own_groups)
+                               subjects.app_ids(plan))
     features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
     short = programs.duration_s(plan["program"], plan["interval_s"]) <= SHORT_RUN_S
     return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features, short_lived=short)

@@ -278,6 +278,14 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
     versions = raw.get("versions", [])
     errors += version_problems(versions, command, image if isinstance(image, str) else "", where)
     allowed = (*placeholders, PROPERTIES_FILE, STATE_DIR, *((VERSION,) if versions else ()))
+    takes_group = any(name in (PROPERTIES_FILE, "app_id") for part in command
+                      if not placeholder_problem(part, allowed, set(names))
+                      for _text, name, _spec, _conversion in string.Formatter().parse(part))
+    if backend == "external" and runtime != "docker" and not takes_group:  # a container's file is at a fixed path
+        errors.append(f"{where}.command: takes neither {{{PROPERTIES_FILE}}} nor {{app_id}}; on backend external the "
+                      "app runs as a group of the run's own (<group_id>-<run>: its real group id would join the team's "
+                      "app on the shared cluster, and release would delete that group's state), so the app must learn "
+                      "its group and application id from its command")
     errors += command_problems(command, set(names), backend, allowed, f"{where}.command",
                                shared={i.get("topic") for i in inputs} if len(versions) > 1 else None)
     return errors

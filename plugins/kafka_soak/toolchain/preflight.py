@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 
-from kafka_soak import run_plan
+from kafka_soak import run_plan, run_size
 from kafka_soak.backends.connection import KafkaConnectionError, client_settings
 from kafka_soak.backends.kafka_jars import resolve
 from kafka_soak.checker import spark_kafka
@@ -37,14 +37,14 @@ def disk_problem(plan: Plan, free_bytes: int) -> str:
     cluster's disk is its owner's."""
     if plan["backend"] == "external":
         return ""
-    clusters = len(plan.get("kafka_versions") or [None])  # a broker version matrix writes it all to each cluster
-    need = run_plan.input_bytes(plan) * plan["brokers"] * clusters * FOOTPRINT_PER_INPUT_BYTE
+    size = run_size.of_plan(plan)  # every cluster of a broker version matrix, every app's state
+    need = (size.input_bytes + size.state_bytes) * plan["brokers"] * FOOTPRINT_PER_INPUT_BYTE
     if need <= free_bytes:
         return ""
     return (f"records: {plan['records']} records of payload_bytes {plan['payload_bytes']} need about "
-            f"{need / 2**30:.1f} GiB on {plan['brokers'] * clusters} broker(s) of this machine (input, outputs and "
-            f"state), and the runs directory {rundir.runs_root()} has {free_bytes / 2**30:.1f} GiB free; lower records or "
-            "payload_bytes, or free space")
+            f"{need / 2**30:.1f} GiB on {plan['brokers'] * size.clusters} broker(s) of this machine (input, outputs and "
+            f"state), and the runs directory {rundir.runs_root()} has {free_bytes / 2**30:.1f} GiB free; lower records, "
+            "payload_bytes or state_write_bytes, or free space")
 
 
 def check(plan: Plan) -> None:
