@@ -91,12 +91,13 @@ def alerted_runs(tmp_path_factory) -> SimpleNamespace:
     end-to-end, alert and report tests read these two runs rather than each running its own; they share the
     pytest-xdist group ``soak_runs.ALERTED_RUNS``."""
     from support.alert_channels import connections, smtp_server, webhook_server
-    from support.soak_runs import FAULTS, soak
+    from support.soak_runs import FAULTS, SHORT, soak
 
     runs = tmp_path_factory.mktemp("alerted-runs")
     with smtp_server() as (inbox, smtp_port), webhook_server() as (posts, http_port):
         env = {**connections(smtp_port, http_port), "AIRFLOW__API__BASE_URL": "http://127.0.0.1:8080"}
-        broken = soak(runs, env=env, bug="drop", group_protocol="consumer")
+        # records as JSON's 6000.0, which JSON Schema takes for an integer: every task runs on admission's 6000
+        broken = soak(runs, env=env, bug="drop", group_protocol="consumer", records=float(SHORT["records"]))
         broken_alerts = (list(inbox.messages), list(posts))
         passed = soak(runs, env=env, **FAULTS)
         return SimpleNamespace(runs_dir=runs, broken=broken, broken_alerts=broken_alerts, passed=passed,

@@ -473,3 +473,57 @@ def trigger_refusal(admission: Admission, conf: dict) -> str:
     with pytest.raises(run_plan.ParamsError) as err:
         admission.admit(conf, {**admission.defaults, **conf})
     return str(err.value)
+
+
+SCENARIO_FILES = {
+    "unreadable.yaml": "dag_id: [unclosed\n",
+    "a_list.yaml": "- dag_id: x\n",
+    "no_dag_id.yaml": "params: {records: 10}\n",
+    "typo.yaml": "dag_id: soak_typo\nparams:\n  recrods: 10\n",
+    "wrong_type.yaml": "dag_id: soak_wrong_type\nparams:\n  instances: three\n",
+    "bad_profile.yaml": "dag_id: soak_bad_profile\nparams:\n  app_profile: {name: [x], group_id: a, versions: 3, "
+                        "inputs: [{topic: [], value: {encoding: []}}], outputs: [{topic: o, of: {}}]}\n",
+}
+
+
+def test_a_bad_scenario_file_costs_only_itself(tmp_path, monkeypatch):
+    """A folder with one good scenario and files that are no scenario, set a param that does not exist, a value its
+    schema refuses or a malformed profile: every file gets its DAG (the good one as it is), and each run of a bad one
+    is refused in one line that names the file and the field."""
+    from kafka_soak.factory import build_all
+
+    monkeypatch.delenv("SOAK_ONLY_SCENARIOS", raising=False)
+    (tmp_path / f"{DAG_ID}.yaml").write_text((DAGS / "scenarios" / f"{DAG_ID}.yaml").read_text())
+    for name, text in SCENARIO_FILES.items():
+        (tmp_path / name).write_text(text)
+    dags = build_all(tmp_path)
+    refusals = {dag_id: dag.get_task("check_params").admission.refusal for dag_id, dag in dags.items()}
+    assert refusals == {
+        DAG_ID: "",
+        "unreadable": "unreadable.yaml: cannot be read as YAML (while parsing a flow sequence)",
+        "a_list": "a_list.yaml: must be a mapping with dag_id and params (got list)",
+        "no_dag_id": "no_dag_id.yaml: dag_id must be 1-200 of A-Z a-z 0-9 _ . - (got None)",
+        "soak_typo": refusals["soak_typo"], "soak_wrong_type": refusals["soak_wrong_type"],
+        "soak_bad_profile": refusals["soak_bad_profile"]}, refusals
+    assert refusals["soak_typo"].startswith("typo.yaml: unknown params ['recrods']; known: ")
+    assert refusals["soak_wrong_type"] == "wrong_type.yaml: param instances: 'three' is not of type 'integer'"
+    assert refusals["soak_bad_profile"].startswith("the defaults of soak_bad_profile (its scenario file and "
+                                                   "SOAK_PARAM_DEFAULTS) cannot run: app_profile.name: must be 1-200")
+    assert "app_profile.inputs[0].topic: [] is no topic name" in refusals["soak_bad_profile"]
+    assert all(dags[d].schedule is None for d in ("unreadable", "a_list", "no_dag_id", "soak_typo")), "never nightly"
+
+
+def test_a_malformed_site_default_profile_costs_only_the_runs_it_reaches(monkeypatch):
+    """The same malformed profile in SOAK_PARAM_DEFAULTS: every shipped DAG still imports and refuses its runs naming
+    the profile's fields."""
+    from kafka_soak.factory import build_all
+
+    monkeypatch.delenv("SOAK_ONLY_SCENARIOS", raising=False)
+    monkeypatch.setenv("SOAK_PARAM_DEFAULTS", json.dumps({"app_profile": {
+        "name": ["x"], "group_id": "a", "versions": 3, "inputs": [{"topic": {}, "value": {"encoding": {}}}],
+        "outputs": [{"topic": "o", "contract": "one-to-one", "of": []}], "topics": [{"name": []}]}}))
+    dags = build_all(DAGS / "scenarios")
+    assert len(dags) == len(list((DAGS / "scenarios").glob("*.yaml")))
+    for dag in dags.values():
+        refusal = dag.get_task("check_params").admission.refusal
+        assert "app_profile.name: must be 1-200" in refusal and "app_profile.versions: must be a list" in refusal, refusal

@@ -4,6 +4,7 @@ before anything starts with the field, what was wrong and what is allowed."""
 from __future__ import annotations
 
 import copy
+import functools
 
 import pytest
 from support.outside_apps import contract_app_profile
@@ -265,3 +266,47 @@ def test_a_profile_takes_no_other_app_and_no_setting_of_the_reference_apps(conf,
     with pytest.raises(run_plan.ParamsError) as err:
         run_plan.check({"app_profile": PROFILE, **conf})
     assert fragment in str(err.value)
+
+
+FUZZ_PROFILES = [
+    {"name": "a", "group_id": "a", "client_properties": {"linger.ms": 5}, "versions": ["1.0", "2.0"],
+     "command": ["app", "{properties_file}", "{version}", "{topic:in}", "{topic:out}", "{topic:agg}", "{topic:t}"],
+     "topics": [{"name": "t", "partitions": 2}],
+     "inputs": [{"topic": "in", "key": "k-{key}", "value": {"encoding": "json", "template": {"id": "{id}",
+                                                                                          "p": "{payload}"}}}],
+     "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"},
+                 {"topic": "agg", "contract": "aggregate", "of": "in", "function": "count",
+                  "value": {"encoding": "int64"}}]},
+    {"name": "a", "group_id": "a", "command": ["app", "{properties_file}", "{topic:a}"],
+     "topics": [{"name": "a", "partitions": 1}], "inputs": [{"topic": "in", "value": {"encoding": "soak"}}],
+     "outputs": [{"topic": "out", "contract": "id-assignment", "of": "in", "assertions": "a"}]},
+]
+WRONG_VALUES = [None, [], {}, ["x"], {"a": 1}, 1, 1.5, True, "", "x" * 300, [{"x": 1}], [None]]
+
+
+def places(value, at=()):
+    """Every place in a profile, as a path of keys and indexes."""
+    yield at
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        yield from places(item, (*at, key))
+
+
+@pytest.mark.parametrize("base", range(len(FUZZ_PROFILES)))
+def test_a_wrong_value_anywhere_in_a_profile_is_refused_by_name_never_raised(base):
+    """Each place of two valid profiles set to each of a dozen wrong values, on a cluster the run owns and a shared
+    one: a ParamsError naming app_profile every time, never a TypeError (which once lost every DAG of the folder)."""
+    assert run_plan.check({"app_profile": FUZZ_PROFILES[base]})["app_profile"]["name"] == "a"
+    tried = 0
+    for at in [p for p in places(FUZZ_PROFILES[base]) if p]:
+        for wrong in WRONG_VALUES:
+            profile = copy.deepcopy(FUZZ_PROFILES[base])
+            parent = functools.reduce(lambda value, key: value[key], at[:-1], profile)
+            parent[at[-1]] = wrong
+            for backend in ("local", "external"):
+                try:
+                    run_plan.check({"app_profile": profile, "backend": backend})
+                except run_plan.ParamsError as exc:
+                    assert "app_profile" in str(exc) or "records" in str(exc), (at, wrong, str(exc))
+                tried += 1
+    assert tried > 400

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,13 +32,49 @@ from kafka_soak.toolchain import preflight
 log = logging.getLogger(__name__)
 
 
+class ScenarioError(ValueError):
+    """A scenario file that cannot be read as one: the message names the file and the field; ``dag_id`` is the
+    file's own when it names a valid one."""
+
+    def __init__(self, message: str, dag_id: str = "") -> None:
+        super().__init__(message)
+        self.dag_id = dag_id
+
+
+DAG_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # Airflow's own rule for a DAG id (KEY_REGEX, 250 characters)
+
+
 def load_scenario(path: Path) -> dict[str, Any]:
-    """A scenario file, refused at import if it sets a param that does not exist (a typo would silently not apply)."""
-    scenario = yaml.safe_load(path.read_text())
-    unknown = set(scenario.get("params", {})) - set(soak_params.DEFAULTS)
+    """A scenario file, refused if it is no mapping with a dag id, or sets a param that does not exist (a typo would
+    silently not apply) or a value its schema refuses (Airflow would refuse the DAG, and the folder's other DAGs with
+    it)."""
+    try:
+        scenario = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(f"{path.name}: cannot be read as YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(scenario, dict):
+        raise ScenarioError(f"{path.name}: must be a mapping with dag_id and params (got {type(scenario).__name__})")
+    if not isinstance(scenario.get("dag_id"), str) or not DAG_ID.fullmatch(scenario["dag_id"]):
+        raise ScenarioError(f"{path.name}: dag_id must be 1-200 of A-Z a-z 0-9 _ . - (got {scenario.get('dag_id')!r})")
+    params = scenario.setdefault("params", {})
+    if not isinstance(params, dict):
+        raise ScenarioError(f"{path.name}: params must be a mapping of param names to values")
+    unknown = set(params) - set(soak_params.DEFAULTS)
     if unknown:
-        raise ValueError(f"{path}: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}")
+        raise ScenarioError(f"{path.name}: unknown params {sorted(unknown)}; known: {sorted(soak_params.DEFAULTS)}",
+                            scenario["dag_id"])
+    problems = [f"param {name}: {invalid}" for name, value in params.items() if (invalid := schema_problem(name, value))]
+    if problems:
+        raise ScenarioError(f"{path.name}: " + "; ".join(problems), scenario["dag_id"])
     return scenario
+
+
+def unreadable_scenario(path: Path, error: ScenarioError) -> dict[str, Any]:
+    """What stands for a scenario file that cannot be read: a DAG of its dag id (else its file's name), unscheduled,
+    whose every run is refused with the error, so that the folder's other DAGs still import and the bad one says why
+    where a person looks."""
+    return {"dag_id": error.dag_id or rundir.safe_name(path.stem), "schedule": None, "params": {},
+            "problem": str(error), "description": f"cannot run: {error}"}
 
 
 DEFAULTS_ENV, ALLOW_ENV = "SOAK_PARAM_DEFAULTS", "SOAK_TRIGGER_ALLOW"  # the deployment's variables, below
@@ -121,12 +158,16 @@ class Admission:
         deployment = Deployment.from_environment()
         values = {**soak_params.DEFAULTS, **deployment.defaults, **scenario.get("params", {})}
         params = {name: Param(values[name], **schema) for name, schema in soak_params.PARAM_SCHEMAS.items()}
-        refusal = deployment.problem
+        refusal = scenario.get("problem") or deployment.problem
         if not refusal:
             try:
                 run_plan.check(values, app_id_of(scenario))
             except run_plan.ParamsError as exc:
                 refusal = f"the defaults of {scenario['dag_id']} (its scenario file and {DEFAULTS_ENV}) cannot run: {exc}"
+            except Exception as exc:  # a check that failed on an input nobody foresaw costs this DAG, not the folder
+                log.exception("checking the defaults of %s", scenario["dag_id"])
+                refusal = (f"the defaults of {scenario['dag_id']} (its scenario file and {DEFAULTS_ENV}) could not be "
+                           f"checked: {type(exc).__name__}: {exc}")
         return cls(params, deployment.allow, refusal, app_id_of(scenario))
 
     @property

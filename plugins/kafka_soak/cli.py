@@ -51,7 +51,7 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.definitions.param import ParamsDict
     from airflow.sdk.exceptions import ParamValidationError
 
-    from kafka_soak.admission import Admission, load_scenario
+    from kafka_soak.admission import Admission, ScenarioError, load_scenario
     from kafka_soak.toolchain import preflight
 
     path = SCENARIOS_DIR / f"{scenario}.yaml"
@@ -60,7 +60,10 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(conf) - set(soak_params.DEFAULTS))
     if unknown:
         raise UsageError(f"unknown params {unknown}; known: {', '.join(sorted(soak_params.DEFAULTS))}")
-    admission = Admission.for_scenario(load_scenario(path))
+    try:
+        admission = Admission.for_scenario(load_scenario(path))
+    except ScenarioError as exc:
+        raise UsageError(f"scenario {exc}") from None
     params = ParamsDict(copy.deepcopy(admission.params))
     try:
         params.update(conf)

@@ -69,8 +69,9 @@ def job_args(cluster: dict[str, Any], out_dir: str, expected_records: int | str)
 
 class ValidateOperator(SparkSubmitOperator):
     """The checker on the run's topics: builds its spark-submit from the run's Kafka (``cluster``, ``provision``'s
-    output), where the run's evidence goes (``out_dir``) and how many records the generator produced, and hands it
-    Spark's own Kafka source (``spark_kafka``, fetched on first use unless ``jars`` are given).
+    output), where the run's evidence goes (``out_dir``) and how many records the generator produced (the ``plan``'s,
+    as admission resolved them, else ``expected_records``), and hands it Spark's own Kafka source (``spark_kafka``,
+    fetched on first use unless ``jars`` are given).
 
     The cluster's security settings reach the job at execute time, after template rendering, so they are neither
     rendered fields (stored and shown by Airflow) nor on spark-submit's command line (which anyone on the worker can
@@ -82,8 +83,8 @@ class ValidateOperator(SparkSubmitOperator):
 
     template_fields = (*SparkSubmitOperator.template_fields, "cluster", "plan", "out_dir", "expected_records")
 
-    def __init__(self, *, cluster: Any, out_dir: str, expected_records: int | str, plan: Plan | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, *, cluster: Any, out_dir: str, expected_records: int | str | None = None,
+                 plan: Plan | None = None, **kwargs: Any) -> None:
         kwargs = {"application": str(JOB), "conf": CONF, "env_vars": ENV, **kwargs}
         super().__init__(**kwargs)
         self.cluster, self.plan, self.out_dir, self.expected_records = cluster, plan, out_dir, expected_records
@@ -91,6 +92,8 @@ class ValidateOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         """The checker on the run's cluster; on a broker version matrix (``plan``'s ``kafka_versions``), on each
         cluster in turn into its own directory, then the matrix's verdict in the run's (``broker_matrix.combine``)."""
+        if self.plan:
+            self.expected_records = self.plan["records"]
         all_members = broker_matrix.members(Path(self.out_dir), self.plan or {})
         if not all_members[0].name:
             return self.submit(context, self.cluster, self.out_dir)

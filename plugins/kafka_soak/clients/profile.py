@@ -259,7 +259,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
             count = item.get("partitions", partitions)
             if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PARTITIONS:
                 errors.append(f"{at}.partitions: must be an integer from 1 to {MAX_PARTITIONS} (got {count!r})")
-    values = {i.get("topic"): i.get("value") for i in inputs}
+    values = {i["topic"]: i.get("value") for i in inputs if isinstance(i.get("topic"), str)}
     for n, item in enumerate(inputs):
         at = f"{where}.inputs[{n}]"
         if soak(item.get("value")) and "key" in item:
@@ -274,8 +274,11 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
         else:
             errors += encodings.problems(item["value"], f"{at}.value")
     for n, item in enumerate(outputs):
-        errors += output_problems(item, f"{where}.outputs[{n}]", values, {t.get("name") for t in extra})
+        errors += output_problems(item, f"{where}.outputs[{n}]", values,
+                                  {t.get("name") for t in extra if isinstance(t.get("name"), str)})
     versions = raw.get("versions", [])
+    if not isinstance(versions, list):
+        versions, errors = [], [*errors, f"{where}.versions: must be a list of version names, e.g. [\"3.8.1\", \"4.3.1\"]"]
     errors += version_problems(versions, command, image if isinstance(image, str) else "", where)
     allowed = (*placeholders, PROPERTIES_FILE, STATE_DIR, *((VERSION,) if versions else ()))
     takes_group = any(name in (PROPERTIES_FILE, "app_id") for part in command
@@ -287,7 +290,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
                       "app on the shared cluster, and release would delete that group's state), so the app must learn "
                       "its group and application id from its command")
     errors += command_problems(command, set(names), backend, allowed, f"{where}.command",
-                               shared={i.get("topic") for i in inputs} if len(versions) > 1 else None)
+                               shared=set(values) if len(versions) > 1 else None)
     return errors
 
 
@@ -340,7 +343,7 @@ def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topic
     if contract == NOT_JUDGED:
         extra = sorted(set(item) & {"of", "id_from", "function", "field", "value", "assertions"})
         return [f"{at}: {extra} judge an output; contract none is not judged"] if extra else []
-    if item.get("of") not in inputs:
+    if not isinstance(item.get("of"), str) or item["of"] not in inputs:
         return [f"{at}.of: {item.get('of')!r} is none of the profile's inputs ({', '.join(map(str, inputs))})"]
     if contract == contracts.ID_ASSIGNMENT:
         return id_assignment_problems(item, at, inputs, topics)
@@ -395,7 +398,7 @@ def id_assignment_problems(item: dict[str, Any], at: str, inputs: dict[str, Any]
     if not soak(inputs[item["of"]]):
         errors.append(f"{at}.of: contract {contracts.ID_ASSIGNMENT} judges the suite's own records; input "
                       f"{item['of']!r} must have value {{encoding: {encodings.SOAK}}}")
-    if item.get("assertions") not in topics:
+    if not isinstance(item.get("assertions"), str) or item["assertions"] not in topics:
         errors.append(f"{at}.assertions: {item.get('assertions')!r} is none of the profile's topics "
                       f"({', '.join(sorted(map(str, topics))) or 'none'}); name the topic the app writes its self-check "
                       "failures to (it may stay empty) and list it under topics")

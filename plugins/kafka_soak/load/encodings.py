@@ -127,7 +127,7 @@ def problems(value_spec: Any, where: str) -> list[str]:
         return [f"{where}: must be an object with an encoding ({', '.join(ENCODINGS)}), got "
                 f"{type(value_spec).__name__}"]
     encoding = value_spec.get("encoding")
-    if encoding not in ENCODINGS:
+    if not isinstance(encoding, str) or encoding not in ENCODINGS:
         return [f"{where}.encoding: {encoding!r} is no encoding; allowed: {', '.join(ENCODINGS)}"]
     takes = ENCODINGS[encoding]
     extra = sorted(str(name) for name in value_spec if name != "encoding" and name not in takes)
