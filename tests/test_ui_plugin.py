@@ -301,3 +301,28 @@ def test_a_dag_run_page_of_the_airflow_ui_shows_its_report(browser, tmp_path):
         link = wait.until(lambda d: d.find_elements(By.PARTIAL_LINK_TEXT, "manual__"))[0]
         assert link.get_attribute("href").endswith(f"/runs/{PROBE_DAG}/{rundir.safe_name(run_id)}/report.html")
         browser.switch_to.default_content()
+
+
+def test_secrets_written_into_the_app_s_command_are_served_masked_and_masked_at_release(served, evidence, tmp_path):
+    """A deployment that wrote a password into its app's command (``--db-password=...``, ``--api-token ...``): the
+    app prints its arguments; what the UI serves of the run, params.json included, holds neither, nor does the run
+    directory once released. A flag, a count and a placeholder named like a secret are no secret."""
+    from kafka_soak.backends import connection
+
+    command = ["python", "-c", "import sys; print('args:', sys.argv[1:])", "--db-password=Hunter2-and-more",
+               "--api-token", "tok-9f8e7d", "--keys", "500", "--use-key", "true", "--key-template", "{app_id}"]
+    plan = run_plan.check({"app_command": command})
+    assert set(connection.app_secrets(plan)) == {"Hunter2-and-more", "tok-9f8e7d"}
+    run_id = "manual__2026-11-22T15:00:00+00:00"
+    run_dir = evidence / "soak_own_secret" / rundir.safe_name(run_id)
+    (run_dir / "logs").mkdir(parents=True)
+    rundir.write_json(run_dir / rundir.PARAMS, {"params": {"app_command": command}, "plan": plan})
+    log_file = run_dir / "logs" / "app-1.0.log"
+    log_file.write_text(f"args: {command[4:]}\n")
+    port, token = served
+    for name in ("logs/app-1.0.log", rundir.PARAMS):
+        page = get(port, f"{ui.URL_PREFIX}/runs/soak_own_secret/{quote(run_id, safe='')}/{name}", token)[2]
+        assert "***" in page and "Hunter2-and-more" not in page and "tok-9f8e7d" not in page, page
+        assert "500" in page and "true" in page
+    assert sorted(connection.scrub(run_dir, connection.app_secrets(plan))) == sorted([log_file, run_dir / rundir.PARAMS])
+    assert "Hunter2" not in log_file.read_text() + (run_dir / rundir.PARAMS).read_text()

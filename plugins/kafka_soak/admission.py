@@ -20,9 +20,11 @@ from typing import Any
 import yaml
 from airflow.sdk import Param
 from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
+from airflow.sdk.log import mask_secret
 
 from kafka_soak import params as soak_params
 from kafka_soak import reaper, run_plan
+from kafka_soak.backends import connection
 from kafka_soak.clients import subjects
 from kafka_soak.faults import program as programs
 from kafka_soak.load.generator import Phase
@@ -222,6 +224,8 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> r
                                run_plan.run_scope(dag_id, run_dir.name))
     except (run_plan.ParamsError, *preflight.ERRORS) as exc:
         raise AirflowFailException(f"refused before provisioning: {exc}") from None
+    for secret in connection.app_secrets(dict(plan)):  # before anything logs the app's command
+        mask_secret(secret)
     try:
         rundir.write_json(run_dir / rundir.PARAMS, {"dag_id": dag_id, "run_id": context["run_id"],
                                                     "attempt": rundir.attempt_of(context["dag_run"]),

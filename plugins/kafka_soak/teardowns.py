@@ -74,18 +74,19 @@ def release_all(run_dir: Path, plan: Plan) -> None:
 
 def release(run_dir: Path, plan: Plan) -> None:
     """Stop the Kafka this run started (or give back what it used of an external one). The run directory is kept,
-    with the secrets of a shared cluster's connection masked in every file (``connection.scrub``)."""
+    with the secrets of a shared cluster's connection and those written into the app's command or environment masked
+    in every file (``connection.scrub``)."""
     cluster = cluster_on_file(run_dir)
     provision.create(plan, run_dir).release(cluster)
     rundir.journal(run_dir, provision.RELEASED, backend=plan["backend"])
+    secrets = connection.app_secrets(plan)
     if cluster is not None and cluster.conn_id:
         try:
-            secrets = connection.secret_values(connection.connection_config(cluster.conn_id))
+            secrets += connection.secret_values(connection.connection_config(cluster.conn_id))
         except connection.KafkaConnectionError as exc:
             log.error("could not mask the connection's secrets in the evidence: %s", exc)
-            secrets = []
-        for path in connection.scrub(run_dir, secrets):
-            log.warning("masked the connection's secrets in %s (the app under test wrote them)", path)
+    for path in connection.scrub(run_dir, secrets) if secrets else []:
+        log.warning("masked the connection's or the app's secrets in %s", path)
     log.info("evidence kept in %s", run_dir)
 
 

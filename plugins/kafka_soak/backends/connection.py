@@ -43,18 +43,44 @@ def secret_values(config: dict[str, Any]) -> list[str]:
     a multi-line one (a PEM key printed line by line; not its BEGIN/END lines), the secret options of a JAAS
     config on their own (``password="..."``: a client that fails to log in quotes them), and each of these as a JSON
     string holds it (an app that prints its settings as JSON escapes quotes, backslashes and non-ASCII)."""
+    return forms([str(value) for key, value in config.items() if is_secret(key) and value])
+
+
+def forms(secrets: list[str]) -> list[str]:
+    """Each secret and every form it can show up in: each line of a multi-line one, the secret options of a JAAS config
+    on their own, and each of these as a JSON string holds it; the longest first (a line of a PEM key inside the
+    whole key is masked with it)."""
     found: list[str] = []
-    for key, value in config.items():
-        if not (is_secret(key) and value):
-            continue
-        text = str(value)
+    for text in secrets:
         found.append(text)
         lines = [line.strip() for line in text.splitlines()]
         found += [line for line in lines if len(lines) > 1 and line and not line.startswith("-----")]
         found += [option for name, option in JAAS_OPTION.findall(text) if is_secret(name) and option]
     escaped = [json.dumps(v, ensure_ascii=ascii)[1:-1] for v in found for ascii in (True, False)]
-    return sorted(dict.fromkeys([*found, *escaped]), key=len, reverse=True)  # the longest first: a line of a PEM key
-    # inside the whole key is masked with it
+    return sorted(dict.fromkeys([*found, *escaped]), key=len, reverse=True)
+
+
+# Values an option or variable named like a secret takes that are no secret: booleans, and a run's placeholders.
+NOT_A_SECRET = re.compile(r"(?i)true|false|\{[a-z_:]+\}")
+MIN_SECRET_CHARS = 4  # shorter values (a count, a flag) would mask every place they appear
+
+
+def app_secrets(plan: dict[str, Any]) -> list[str]:
+    """Secrets whoever deployed the app wrote into its command (a profile's, ``app_command``) or its containers'
+    environment (``app_env``): the value of an option whose name says it is one (``--db-password=...``,
+    ``--api-token ...``, ``-Dssl.key.password=...``) and of such a variable, in every form ``forms`` lists. They are
+    masked wherever the connection's are: Airflow's task logs, the run's files at release, what the UI serves."""
+    command = [*plan.get("app_profile", {}).get("command", []), *plan.get("app_command", [])]
+    found = [value for key, value in plan.get("app_env", {}).items() if is_secret(key)]
+    for n, part in enumerate(command):
+        name, eq, value = part.partition("=")
+        if not is_secret(name):
+            continue
+        if eq:
+            found.append(value)
+        elif name.startswith("-") and n + 1 < len(command):
+            found.append(command[n + 1])
+    return forms([v for v in found if len(v) >= MIN_SECRET_CHARS and not NOT_A_SECRET.fullmatch(v)])
 
 
 MASK = b"***"

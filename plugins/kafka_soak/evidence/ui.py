@@ -93,19 +93,22 @@ def run_file(dag_id: str, run_id: str, path: str) -> tuple[Path, Path]:
 
 def connection_secrets(run_dir: Path) -> list[str]:
     """The secret values of the Kafka connection a run on the ``external`` backend used (``cluster.json`` names
-    it). The harness writes them nowhere, but the app under test writes its own logs and may print the settings
-    it was given, so what is served is masked with them."""
+    it), and those written into its app's command or environment (``params.json``'s plan). The harness writes the
+    connection's nowhere, but the app under test writes its own logs and may print the settings it was given, and a
+    run not yet released still holds the app's in its params: what is served is masked with them."""
+    from kafka_soak.backends.connection import KafkaConnectionError, app_secrets, connection_config, secret_values
+
+    plan = (rundir.read_json(run_dir / rundir.PARAMS) or {}).get("plan") or {}
+    secrets = app_secrets(plan)
     cluster = run_dir / rundir.CLUSTER
     conn_id = json.loads(cluster.read_text()).get("conn_id") if cluster.is_file() else None
     if not conn_id:
-        return []
-    from kafka_soak.backends.connection import KafkaConnectionError, connection_config, secret_values
-
+        return secrets
     try:
         config = connection_config(conn_id)
     except KafkaConnectionError:  # the connection is gone since the run: nothing left to mask with
-        return []
-    return secret_values(config)
+        return secrets
+    return secrets + secret_values(config)
 
 
 @app.get("/", response_class=HTMLResponse)
