@@ -8,10 +8,10 @@ and the transactions still open (Kafka's ``kafka-transactions`` tool).
 
 A drain that times out does not end the run: the checker judges what the app committed, and counts what it did
 not (``unprocessed``). A partition that still lags at the end and whose committed offset has not moved for
-``stall_timeout_s`` (or, in a shorter drain, during the whole wait) is **stalled**: a liveness failure, reported as a
-result the way Jepsen reports one, not as a broken harness. One that moved but did not finish is a backlog, which a
-scenario may allow (``allow_backlog``) only while the app works it off: at the pace its group committed during the
-drain, the rest must clear within another ``drain_timeout_s``. An app fenced and reprocessing in a loop that commits a
+``stall_timeout_s`` (or, in a shorter drain, during the whole wait; never less than three of the app's commit
+intervals) is **stalled**: a liveness failure, reported as a result the way Jepsen reports one, not as a broken
+harness. One that moved but did not finish is a backlog, which a scenario may allow (``allow_backlog``) only while the
+app works it off: at each partition's pace during the drain, its rest must clear within another ``drain_timeout_s``. An app fenced and reprocessing in a loop that commits a
 scrap now and then (Kafka Streams 3.8.1 under a quota processed 61 534 records to commit 1 000 of 19 200) is no
 backlog: its ``unprocessed`` input fails the run.
 """
@@ -52,18 +52,39 @@ class DrainTimeout(RuntimeError):
         self.lag, self.stalled, self.backlog = lag, stalled, backlog
 
 
-def backlog(group: str, lag: int, committed: int, seconds: float) -> dict[str, Any]:
-    """A group's input ``lag`` left at the drain's end, and its pace: the records it ``committed`` during the drain's
-    ``seconds``, and how long the rest would take at that pace (None: it committed nothing)."""
-    pace = committed / seconds if seconds > 0 else 0.0
-    return {"group": group, "lag": lag, "committed": committed, "seconds": round(seconds, 1),
-            "records_per_s": round(pace, 3), "clears_in_s": round(lag / pace, 1) if pace > 0 else None}
+def backlog(group: str, lag: dict[int, int], committed: dict[int, int], seconds: float) -> dict[str, Any]:
+    """A group's input ``lag`` left at the drain's end per partition, and each partition's pace: the records it
+    ``committed`` during the drain's ``seconds``. A group clears when its slowest partition does: ``clears_in_s`` is
+    the longest any lagging partition would take at its own pace (None: one of them committed nothing), so that one
+    partition with a day of work left is never hidden by the pace of the others."""
+    partitions = {}
+    for p, left in sorted(lag.items()):
+        pace = committed.get(p, 0) / seconds if seconds > 0 else 0.0
+        partitions[p] = {"lag": left, "committed": committed.get(p, 0), "records_per_s": round(pace, 3),
+                         "clears_in_s": round(left / pace, 1) if pace > 0 else None if left else 0.0}
+    behind = [entry["clears_in_s"] for entry in partitions.values() if entry["lag"]]
+    total = sum(committed.values())
+    return {"group": group, "lag": sum(lag.values()), "committed": total, "seconds": round(seconds, 1),
+            "records_per_s": round(total / seconds, 3) if seconds > 0 else 0.0,
+            "clears_in_s": None if None in behind else max(behind, default=0.0), "partitions": partitions}
 
 
 def worked_off(entry: dict[str, Any], timeout_s: float) -> bool:
-    """Whether a group was working its backlog off: at its pace during the drain, the rest clears within another
-    drain of ``timeout_s``."""
+    """Whether a group was working its backlog off: at each partition's pace during the drain, every partition's rest
+    clears within another drain of ``timeout_s``."""
     return entry["clears_in_s"] is not None and entry["clears_in_s"] <= timeout_s
+
+
+# A healthy app commits at least once in its commit interval; its committed offsets may stand still for this many
+# intervals (a transaction's commit, a rebalance) before a partition can be called stalled.
+STALL_COMMIT_INTERVALS = 3
+
+
+def stall_threshold_s(stall_s: float, drained_s: float, commit_interval_s: float) -> float:
+    """How long a lagging partition's committed offset must have stood still to be stalled: ``stall_timeout_s``, or
+    the whole drain if shorter, but never less than a few of the app's commit intervals (a slow but healthy app that
+    commits once a minute is not stalled after 30 s)."""
+    return max(min(stall_s, drained_s), STALL_COMMIT_INTERVALS * commit_interval_s)
 
 
 def drain_run(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +109,7 @@ def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[st
     with settings_in_env(settings):
         outcome.update(drain_subjects(instances, bootstrap, topic, outcome["timeout_s"],
                                       lambda: open_transactions(plan["kafka_version"], bootstrap, settings),
-                                      plan["stall_timeout_s"]))
+                                      plan["stall_timeout_s"], commit_interval_s(plan)))
     for entry in outcome["backlogs"]:  # which group's input left is a backlog the run tolerates
         entry["allowed"] = plan["allow_backlog"] and worked_off(entry, plan["drain_timeout_s"])
     rundir.write_json(run_dir / rundir.DRAIN, outcome)
@@ -96,6 +117,14 @@ def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[st
         log.warning("the drain timed out; the checker judges what the app committed (%d stalled partition(s))",
                     len(outcome["stalled"]))
     return outcome
+
+
+def commit_interval_s(plan: Plan) -> float:
+    """How often the app under test commits: the reference apps' ``commit_interval_ms``, or the longest interval a
+    profile's ``client_properties`` sets (Kafka Streams' commit.interval.ms, a consumer's auto.commit.interval.ms)."""
+    own = subjects.profile(plan).client_properties
+    given = [own[k] for k in ("commit.interval.ms", "auto.commit.interval.ms") if isinstance(own.get(k), (int, float))]
+    return max([plan["commit_interval_ms"], *given]) / 1000
 
 
 def stall(group: str, partition: int, position: int, end: int, since: float, facts: dict[str, Any]) -> dict[str, Any]:
@@ -163,11 +192,11 @@ def fault_grace_s(program: list[str], stop_leaves_group: bool = True) -> tuple[f
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
                       settle_polls: int = 2, instances: Instances | None = None,
                       diagnose: Callable[[dict[int, int], bool], dict[str, Any]] | None = None,
-                      stall_s: float = 120.0) -> float:
+                      stall_s: float = 120.0, commit_interval_s: float = 0.0) -> float:
     """Block until the group's lag on ``topic``, and on every other topic it consumes (``kafka_io.internal_lag``), is 0
     for ``settle_polls`` polls in a row; returns seconds waited. With ``instances``, one instance is kept running
     meanwhile. On timeout, ``diagnose(lag, moved)`` says why, and the lagging partitions whose committed offset has
-    not moved for ``stall_s`` (or during the whole wait, if shorter) are stalled."""
+    not moved for ``stall_threshold_s`` are stalled."""
     started, began = time.monotonic(), None
     zero_streak = 0
     first_lag = last_lag = None
@@ -199,10 +228,11 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
         if waited > timeout_s:
             moved = lag != first_lag
             facts = diagnose(lag, moved) if diagnose else {}
+            threshold = stall_threshold_s(stall_s, now - began, commit_interval_s)
             stalled = [stall(group, p, *positions[p], still[p][1], facts)
-                       for p in stalled_partitions(positions, still, now, min(stall_s, now - began))]
-            left = backlog(group, sum(lag.values()), sum(position - first.get(p, position)
-                                                         for p, (position, _end) in positions.items()), now - began)
+                       for p in stalled_partitions(positions, still, now, threshold)]
+            left = backlog(group, lag, {p: position - first.get(p, position) for p, (position, _end) in positions.items()},
+                           now - began)
             raise DrainTimeout(timeout_report(group, topic, timeout_s, lag, moved, {**facts, "internal": internal},
                                        [s["partition"] for s in stalled], left), lag, stalled, left)
         time.sleep(poll_s)
@@ -225,7 +255,8 @@ def lagging(lag: dict[int, int]) -> str:
 
 
 def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: float,
-                   transactions: Callable[[], list[dict[str, Any]]], stall_s: float) -> dict[str, Any]:
+                   transactions: Callable[[], list[dict[str, Any]]], stall_s: float,
+                   commit_interval_s: float = 0.0) -> dict[str, Any]:
     """``wait_for_zero_lag`` for the group of every subject (one per version or control of a matrix) side by side, so
     each has the whole drain to catch up and to show a stall. Returns drain.json's account: ``drained`` or ``timed
     out`` (every group still lagging named in the ``summary``, with its ``stalled`` partitions and its ``backlogs``'
@@ -238,7 +269,8 @@ def drain_subjects(instances: Instances, bootstrap: str, topic: str, timeout_s: 
         def why(lag: dict[int, int], moved: bool) -> dict[str, Any]:
             return diagnose(bootstrap, subject.app_id, topic, view, transactions)
 
-        wait_for_zero_lag(bootstrap, subject.app_id, topic, timeout_s, instances=view, diagnose=why, stall_s=stall_s)
+        wait_for_zero_lag(bootstrap, subject.app_id, topic, timeout_s, instances=view, diagnose=why, stall_s=stall_s,
+                          commit_interval_s=commit_interval_s)
 
     with ThreadPoolExecutor(len(instances.subjects), thread_name_prefix="drain") as pool:
         waits = [(subject, pool.submit(broker_matrix.carry(drain), subject)) for subject in instances.subjects]

@@ -281,12 +281,15 @@ PARAMS: dict[str, Declared] = {
         "type": "integer", "minimum": 10, "maximum": 86_400,
         "description": "How long a partition's committed offset may stay put while records remain "
                        "before a drain that times out calls it stalled (the whole drain, if "
-                       "shorter); one that moved but did not finish is a backlog (unprocessed)."}),
+                       "shorter, but never less than three of the app's commit intervals); one that moved "
+                       "but did not finish is a backlog (unprocessed)."}),
     "allow_backlog": Declared(False, {
         "type": "boolean",
         "description": "Whether input the app had not committed when the drain ended (anomaly "
                        "unprocessed) is counted and shown without failing the run, for a scenario that "
-                       "expects lag to grow (a quota); a stalled partition fails the run either way."}),
+                       "expects lag to grow (a quota), as long as every lagging partition, at its own pace "
+                       "during the drain, would clear within another drain_timeout_s; a stalled partition "
+                       "fails the run either way."}),
     "backend": Declared("local", deployer=True, schema={
         "type": "string", "enum": list(BACKENDS),
         "description": "Where the run's Kafka is: local (Apache Kafka kafka_version started by the run as "
