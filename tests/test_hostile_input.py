@@ -208,6 +208,10 @@ MALFORMED = [
      "records: the run writes 1.1 GiB of input (10000000 records of about 120 bytes, payload_bytes 0 x 1 in each record, "
      "x 1 cluster(s)) and 18626.5 GiB of state (state_write_bytes 1000000 x 10000000 records x 2 app(s)); a run writes "
      "at most 16 GiB"),
+    ({"app": "streams", "streams_versions": ["3.9.1", "4.3.1"], "variants": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+      "partitions": 256, "instances": 1, "program": "1"},
+     "partitions: the run's 17 topics have 2312 partitions in all (each member of a matrix has its own copy of the app's "
+     "topics); a run makes at most 2048 on a cluster"),
     ({"kafka_versions": ["4.2.1", "4.3.1"], "records": 9_000_000, "payload_bytes": 1000, "rate": 100_000},
      "records: the run writes 18.8 GiB of input (9000000 records of about 1120 bytes, payload_bytes 1000 x 1 in each "
      "record, x 2 cluster(s))"),
@@ -267,6 +271,44 @@ BAD_PROFILES = [
 @pytest.mark.parametrize("profile, refusal", BAD_PROFILES, ids=[r[:40] for _p, r in BAD_PROFILES])
 def test_a_bad_app_profile_is_refused_by_the_cli_in_one_line(profile, refusal, capsys, own_runs):
     conf = {"app_profile": profile, **({"payload_bytes": 9000} if refusal.startswith("records:") else {})}
+    assert refusal in cli_refusal(conf, capsys, own_runs)
+
+
+def profile_with(**fields) -> dict:
+    """A profile that runs anywhere, with ``fields`` changed."""
+    return {"name": "a", "group_id": "a", "command": ["app", "{properties_file}", "{topic:in}", "{topic:out}"],
+            "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
+            "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}], **fields}
+
+
+LONG = "t" * 240
+# Names and arguments Kafka or the kernel would refuse only after provisioning: refused before, naming the field.
+BAD_NAMES = [
+    ({"app_profile": profile_with(group_id="g" * 200)},
+     "app_profile.group_id: the application id " + "g" * 60 + "... (200 characters) leaves Kafka Streams' internal "
+     "topics (<id>-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog) over Kafka's 249 characters: at most 198"),
+    ({"app_profile": profile_with(inputs=[{"topic": "in", "value": {"encoding": "json", "template": {
+        "id": "{id}", "big": "x" * 200_000}}}])},
+     "app_profile.inputs[0].value: 200,059 bytes passed as one argument; Linux takes 131,072 at most"),
+    ({"app_profile": profile_with(command=["app", "{properties_file}", f"{{topic:{LONG}}}", "{topic:out}"],
+                                  inputs=[{"topic": LONG, "value": {"encoding": "json", "template": {"id": "{id}"}}}],
+                                  outputs=[{"topic": "out", "contract": "one-to-one", "of": LONG}]),
+      "backend": "external", "kafka_conn_id": "kafka_default"},
+     "topics: the run's topic soak.soak_eos_id_assignment."),
+    ({"app_profile": profile_with(versions=["v1", "v2"], command=["app", "{properties_file}", "{topic:out.v1}",
+                                                                  "{topic:out}", "{version}"],
+                                  inputs=[{"topic": "out.v1", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
+                                  outputs=[{"topic": "out", "contract": "one-to-one", "of": "out.v1"}])},
+     "topics: input and topic:out.v1 would both be named out.v1; rename one of the app's topics"),
+    ({"app_profile": profile_with(command=["app", "{properties_file}", "{topic:in}", "{topic:out}", "{topic:o_x}",
+                                           "{topic:o.x}"], topics=[{"name": "o_x"}, {"name": "o.x"}])},
+     "topics: topic:o.x and topic:o_x would be named o.x and o_x, which differ only by '.' and '_'"),
+]
+
+
+@pytest.mark.parametrize("conf, refusal", BAD_NAMES, ids=[r[:40] for _c, r in BAD_NAMES])
+def test_names_and_arguments_kafka_or_the_kernel_would_refuse_are_refused_before_provisioning(conf, refusal, capsys,
+                                                                                              own_runs):
     assert refusal in cli_refusal(conf, capsys, own_runs)
 
 

@@ -23,7 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 from airflow.sdk.log import mask_secret
 
 from kafka_soak import params as soak_params
-from kafka_soak import reaper, run_plan
+from kafka_soak import reaper, run_plan, run_size
 from kafka_soak.backends import connection
 from kafka_soak.clients import subjects
 from kafka_soak.faults import program as programs
@@ -80,6 +80,8 @@ def unreadable_scenario(path: Path, error: ScenarioError) -> dict[str, Any]:
 
 
 DEFAULTS_ENV, ALLOW_ENV = "SOAK_PARAM_DEFAULTS", "SOAK_TRIGGER_ALLOW"  # the deployment's variables, below
+# The run directory a run is checked against before it has one: a nightly run's.
+NIGHTLY_ATTEMPT = rundir.safe_name("scheduled__2026-01-01T02:00:00+00:00")
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,7 @@ class Admission:
     allow: dict[str, list[Any]]
     refusal: str
     app_id: str
+    dag_id: str
 
     @classmethod
     def for_scenario(cls, scenario: dict[str, Any]) -> Admission:
@@ -170,7 +173,7 @@ class Admission:
                 log.exception("checking the defaults of %s", scenario["dag_id"])
                 refusal = (f"the defaults of {scenario['dag_id']} (its scenario file and {DEFAULTS_ENV}) could not be "
                            f"checked: {type(exc).__name__}: {exc}")
-        return cls(params, deployment.allow, refusal, app_id_of(scenario))
+        return cls(params, deployment.allow, refusal, app_id_of(scenario), scenario["dag_id"])
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -185,14 +188,19 @@ class Admission:
             return params
         return {**params, "streams_config": {**self.defaults["streams_config"], **given}}
 
-    def admit(self, conf: dict[str, Any], params: dict[str, Any], scope: str = "") -> run_plan.Plan:
-        """The plan of a run triggered with ``conf`` whose resolved params are ``params`` (``scope``: the run's,
-        ``run_plan.run_scope``); raises ``run_plan.ParamsError`` or one of ``preflight.ERRORS`` naming each param that
-        stops it."""
+    def admit(self, conf: dict[str, Any], params: dict[str, Any], attempt: str = "") -> run_plan.Plan:
+        """The plan of a run triggered with ``conf`` whose resolved params are ``params`` (``attempt``: its run
+        directory's name, which its topics and its scope on a shared cluster are named after; a nightly run's when
+        checked before there is one); raises ``run_plan.ParamsError`` or one of ``preflight.ERRORS`` naming each param
+        that stops it."""
         refused = [self.refusal] if self.refusal else run_plan.trigger_errors(conf, self.defaults, self.allow)
         if refused:
             raise run_plan.ParamsError("; ".join(refused))
-        plan = run_plan.check(self.merged(conf, params), self.app_id, scope)
+        attempt = attempt or NIGHTLY_ATTEMPT
+        plan = run_plan.check(self.merged(conf, params), self.app_id, run_plan.run_scope(self.dag_id, attempt))
+        named = run_size.name_problems(dict(plan), self.dag_id, attempt)
+        if named:
+            raise run_plan.ParamsError("; ".join(named))
         preflight.check(plan)
         return plan
 
@@ -220,8 +228,7 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> r
     except OSError as exc:
         raise AirflowFailException(unwritable(rundir.runs_root(), exc)) from None
     try:
-        plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]),
-                               run_plan.run_scope(dag_id, run_dir.name))
+        plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]), run_dir.name)
     except (run_plan.ParamsError, *preflight.ERRORS) as exc:
         raise AirflowFailException(f"refused before provisioning: {exc}") from None
     for secret in connection.app_secrets(dict(plan)):  # before anything logs the app's command

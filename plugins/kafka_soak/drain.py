@@ -11,9 +11,9 @@ not (``unprocessed``). A partition that still lags at the end and whose committe
 ``stall_timeout_s`` (or, in a shorter drain, during the whole wait; never less than three of the app's commit
 intervals) is **stalled**: a liveness failure, reported as a result the way Jepsen reports one, not as a broken
 harness. One that moved but did not finish is a backlog, which a scenario may allow (``allow_backlog``) only while the
-app works it off: at each partition's pace during the drain, its rest must clear within another ``drain_timeout_s``. An app fenced and reprocessing in a loop that commits a
-scrap now and then (Kafka Streams 3.8.1 under a quota processed 61 534 records to commit 1 000 of 19 200) is no
-backlog: its ``unprocessed`` input fails the run.
+app works it off: at each partition's pace during the drain, its rest must clear within another ``drain_timeout_s``.
+An app fenced and reprocessing in a loop that commits a scrap now and then (Kafka Streams 3.8.1 under a quota processed
+61 534 records to commit 1 000 of 19 200) is no backlog: its ``unprocessed`` input fails the run.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What one run starts on this machine and writes to Kafka, counted over every member of every matrix, and the one
-bound on each.
+"""What one run starts on this machine, writes to Kafka and names there, counted over every member of every matrix,
+and the one bound on each.
 
 A run multiplies: each cluster of a broker version matrix (``kafka_versions``) runs its brokers, its generator and
 every app member (Kafka Streams versions x controls, workflow designs, a profile's versions), each with ``instances``
@@ -13,10 +13,13 @@ rounded up (`docs/benchmarks.md`, "What one run's processes hold").
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_soak.backends.cluster import topic_names, topic_prefix
 from kafka_soak.clients import profile as profiles
+from kafka_soak.clients import subjects
 from kafka_soak.load import encodings
 from kafka_soak.params import MAX_INPUT_BYTES, RECORD_OVERHEAD_BYTES
 
@@ -103,6 +106,60 @@ def problems(values: dict[str, Any], app: profiles.Profile) -> list[str]:
                          f"{values['state_write_bytes']} x {values['records']} records x {apps} app(s))")
         errors.append(f"records: the run writes {' and '.join(parts)}; a run writes at most "
                       f"{MAX_INPUT_BYTES // 2**30} GiB (lower records, payload_bytes or state_write_bytes)")
+    return errors
+
+
+# Kafka's longest topic name, and what Kafka Streams adds to an application id for its internal topics (its generated
+# store names: <application.id>-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog).
+MAX_TOPIC_CHARS = 249
+STREAMS_INTERNAL_SUFFIX = "-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"
+# Linux's limit on one argument of a command (MAX_ARG_STRLEN, 32 pages): the generator's, the checker's and the app's
+# arguments are each one.
+MAX_ARG_BYTES = 128 * 1024
+# Partitions a run creates on one cluster (before Kafka Streams' internal topics): a broker of this machine with
+# thousands of partitions takes minutes to start and to elect their leaders.
+MAX_RUN_PARTITIONS = 2048
+
+
+def name_problems(plan: dict[str, Any], dag_id: str, attempt: str) -> list[str]:
+    """What the run would name or pass that Kafka or the kernel refuses only after provisioning: a topic name over
+    Kafka's 249 characters (the attempt's prefix included: a topic created and its sibling refused would be left on a
+    shared cluster), an application id that leaves Kafka Streams' internal topics no room, an argument of the
+    generator, the checker or the app over the kernel's limit."""
+    app = profiles.Profile.of(plan["app_profile"])
+    names = topic_names(subjects.topics(plan), topic_prefix(dag_id, attempt), subjects.app_names(plan),
+                        owned=plan["backend"] != "external")
+    errors = [f"topics: the run's topic {name[:60]}... (soak.<dag id>.<run>.<name>) is {len(name)} characters; Kafka "
+              f"takes {MAX_TOPIC_CHARS} at most: shorten the DAG id, the run id or the app's topic names"
+              for name in sorted(set(names.values())) if len(name) > MAX_TOPIC_CHARS][:1]
+    by_metric: dict[str, list[str]] = {}
+    for role, name in names.items():
+        by_metric.setdefault(name.replace(".", "_"), []).append(role)
+    for roles in (sorted(r) for r in by_metric.values() if len(r) > 1):
+        named = sorted({names[r] for r in roles})
+        alike = (f"would both be named {named[0]}" if len(named) == 1 else
+                 f"would be named {' and '.join(named)}, which differ only by '.' and '_' (Kafka refuses that: its "
+                 "metrics name them alike)")
+        errors.append(f"topics: {' and '.join(roles)} {alike}; rename one of the app's topics (in a matrix each member's "
+                      "copy of a topic is <name>.<member>)")
+    partitions = sum(subjects.topics(plan).values())
+    if partitions > MAX_RUN_PARTITIONS:
+        errors.append(f"partitions: the run's {len(names)} topics have {partitions} partitions in all (each member of a "
+                      f"matrix has its own copy of the app's topics); a run makes at most {MAX_RUN_PARTITIONS} on a "
+                      "cluster: lower partitions, or compare fewer versions or controls")
+    longest = max(subjects.app_ids(plan), key=len)
+    if len(longest + STREAMS_INTERNAL_SUFFIX) > MAX_TOPIC_CHARS:
+        errors.append(f"app_profile.group_id: the application id {longest[:60]}... ({len(longest)} characters) leaves "
+                      f"Kafka Streams' internal topics (<id>{STREAMS_INTERNAL_SUFFIX}) over Kafka's {MAX_TOPIC_CHARS} "
+                      f"characters: at most {MAX_TOPIC_CHARS - len(STREAMS_INTERNAL_SUFFIX)} with the run's "
+                      "additions (a member's name, the run's scope on a shared cluster)")
+    checked = {"app_profile.inputs[0].value": json.dumps(app.input.value), "app_profile.inputs[0].key": app.input.key,
+               "phases": json.dumps(plan["phases"]),
+               "the checker's --subjects (its outputs and their topics)": json.dumps(subjects.judged(
+                   {"subjects": [s.as_dict() for s in subjects.build(plan, names)]})),
+               **{f"app_profile.command[{n}]": part for n, part in enumerate(app.command)}}
+    errors += [f"{what}: {len(text.encode()):,} bytes passed as one argument; Linux takes {MAX_ARG_BYTES:,} at most"
+               for what, text in checked.items() if len(text.encode()) > MAX_ARG_BYTES]
     return errors
 
 

@@ -28,6 +28,12 @@ class Cluster:
         return asdict(self)
 
 
+def topic_prefix(dag_id: str, attempt: str) -> str:
+    """What an attempt's own topics are named after (``attempt``: its run directory's name, a broker version matrix
+    member's release)."""
+    return f"soak.{dag_id}.{attempt}"
+
+
 def topic_names(roles: Iterable[str], prefix: str, fixed: Mapping[str, str] | None, owned: bool) -> dict[str, str]:
     """``{role: topic}`` of a run: ``<prefix>.<role>``, so parallel runs never share a topic, except the names an app
     chose itself (``fixed``, a profile's): kept as they are on a cluster the run owns (``owned``), else scoped to the

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends import broker_matrix
 from kafka_soak.backends import quotas as soak_quotas
-from kafka_soak.backends.cluster import Cluster
+from kafka_soak.backends.cluster import Cluster, topic_prefix
 from kafka_soak.backends.connection import client_settings
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.backends.external import ExternalBackend
@@ -84,9 +84,8 @@ def provision_cluster(run_dir: Path, plan: Plan, dag_id: str) -> dict[str, Any]:
         raise AttemptReleased(f"attempt {run_dir.name} was released and its Kafka data went with it (backend "
                               f"{plan['backend']}); clear the whole DAG run to run it again as a new attempt")
     rundir.reopen_app(run_dir)  # its teardowns ran before if this is a task cleared on its own: it runs again
-    prefix = f"soak.{dag_id}.{run_dir.name}"  # an attempt's own topics
     backend = create(plan, run_dir)
-    cluster = backend.provision(subjects.topics(plan), prefix, fixed=subjects.app_names(plan))
+    cluster = backend.provision(subjects.topics(plan), topic_prefix(dag_id, run_dir.name), fixed=subjects.app_names(plan))
     if plan.get("group_protocol", "classic") != "classic":
         try:
             require_group_protocol(cluster, plan["kafka_version"], plan["group_protocol"])

@@ -44,6 +44,9 @@ if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
     from kafka_soak.run_plan import Plan
 
 log = logging.getLogger(__name__)
+# Of a properties file's name, what its run's and its app's names may take: the name stays within the 255 bytes a file
+# system takes, and a run's usual name (a manual run's is 49 characters) is whole in it.
+RUN_NAME_CHARS, APP_ID_CHARS = 64, 100
 # Where a profile's app finds its properties file in a container (put there before it starts, gone with it).
 CONTAINER_PROPERTIES = "/etc/kafka-soak/app.properties"
 # The topics of the suite's data contract an app learns by name (SOAK_<NAME>_TOPIC, {<name>_topic}).
@@ -128,7 +131,8 @@ class Instances:
         """The properties file of one start of a profile's app: readable by this user only and outside the run
         directory (it may hold the cluster's credentials), named after the run (so a leak points at its run); its
         supervisor removes it when the instance ends."""
-        fd, path = tempfile.mkstemp(prefix=f"soak-{self.run_dir.name}-{subject.app_id}-{instance}-",
+        fd, path = tempfile.mkstemp(prefix=f"soak-{self.run_dir.name[:RUN_NAME_CHARS]}-{subject.app_id[:APP_ID_CHARS]}-"
+                                           f"{instance}-",
                                     suffix=".properties")  # mode 0600
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(self.properties(subject, instance))
