@@ -108,3 +108,34 @@ def test_the_matrix_verdict_has_a_row_per_broker_and_app_pair_and_a_member_witho
     assert set(combined["health"]["instances"]) == {"1/4.0.0", "1/4.1.1"}
     assert combined["quotas"] == [{"client_id": "app-1-producer", "setting": "producer_byte_rate",
                                    "cluster": "Apache Kafka 4.0.0"}]
+
+
+def test_work_that_may_fail_on_one_cluster_alone_leaves_the_others_going_and_their_verdicts_standing(tmp_path):
+    """The drain, the generator and a program step of a matrix: one cluster's failure is noted in its evidence and
+    the others' results come back; that cluster's verdict is at best inconclusive, saying what failed, and the
+    others keep theirs. Only a failure on every cluster fails the task."""
+    plan = run_plan.check({"kafka_versions": ["4.1.1", "4.3.1"]})
+    broken, healthy = broker_matrix.members(tmp_path, plan)
+    for m in (broken, healthy):
+        m.dir.mkdir(parents=True)
+
+    def drain(member: Member) -> str:
+        if member is broken:
+            raise ConnectionError("no broker of the cluster answers")
+        return "drained"
+
+    assert broker_matrix.each([broken, healthy], drain, alone="the drain") == {"4.3.1": "drained"}
+    assert broker_matrix.failed_alone(broken) == ["the drain failed on this cluster: ConnectionError: no broker of the "
+                                                  "cluster answers"]
+    assert broker_matrix.failed_alone(healthy) == []
+    with pytest.raises(broker_matrix.MemberFailed, match="Apache Kafka 4.1.1: no broker"):
+        broker_matrix.each([broken], drain, alone="the drain")
+    with pytest.raises(broker_matrix.MemberFailed):
+        broker_matrix.each([broken, healthy], drain)  # work that no cluster may fail alone (provision)
+    for m in (broken, healthy):
+        rundir.write_json(m.dir / rundir.VERDICT, verdict("passed", "the app", {"lost": 0}))
+    rows = {row["version"]: row for row in broker_matrix.combine(tmp_path, [broken, healthy], {})["matrix"]}
+    assert (rows["4.1.1"]["status"], rows["4.3.1"]["status"]) == ("inconclusive", "passed")
+    combined = broker_matrix.combine(tmp_path, [broken, healthy], {})
+    assert combined["inconclusive_reasons"] == ["4.1.1: the drain failed on this cluster: ConnectionError: no broker "
+                                                "of the cluster answers"]

@@ -89,7 +89,8 @@ def stall_threshold_s(stall_s: float, drained_s: float, commit_interval_s: float
 
 def drain_run(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, Any]:
     """Task ``drain``: ``drain_cluster`` of the run's cluster, or of every cluster of a broker version matrix at once."""
-    return broker_matrix.on_each(run_dir, plan, lambda m: drain_cluster(m.dir, m.plan, m.cluster(cluster)))
+    return broker_matrix.on_each(run_dir, plan, lambda m: drain_cluster(m.dir, m.plan, m.cluster(cluster)),
+                                 alone="the drain")
 
 
 def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, Any]:

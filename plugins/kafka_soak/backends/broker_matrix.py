@@ -92,11 +92,16 @@ class MemberFailed(RuntimeError):
         self.failures, self.results = failures, results
 
 
-def each(all_members: list[Member], body: Callable[[Member], T]) -> dict[str, T]:
+MEMBER_FAILED = "member_failed"  # events.jsonl of a member: a task's work failed on its cluster alone
+
+
+def each(all_members: list[Member], body: Callable[[Member], T], alone: str = "") -> dict[str, T]:
     """``body`` of every member, all at once (each waits on its own cluster, app and clock, and the program's steps
     must reach every cluster at the same moment); its results by member. A run's only member is done in the caller's
     thread, its exceptions unchanged. In a matrix, every member runs to its end before ``MemberFailed`` names those
-    that failed."""
+    that failed; unless the work may fail on a cluster ``alone`` (its name: "the drain", "step 3"), which is then
+    noted in that member's evidence (``failed_alone``: its verdict says so) while the others go on, and only a failure
+    on every cluster fails the task."""
     if len(all_members) == 1 and not all_members[0].name:
         return {"": body(all_members[0])}
 
@@ -121,9 +126,21 @@ def each(all_members: list[Member], body: Callable[[Member], T]) -> dict[str, T]
         except Exception as exc:
             log.error("Apache Kafka %s: %s: %s", name, type(exc).__name__, exc)
             failures[name] = exc
-    if failures:
+    if failures and alone and results:
+        for member in (m for m in all_members if m.name in failures):
+            rundir.journal(member.dir, MEMBER_FAILED, what=alone, error=f"{type(failures[member.name]).__name__}: "
+                                                                      f"{failures[member.name]}"[:1000])
+        log.error("%s failed on Apache Kafka %s alone: the other clusters go on, and its verdict says so", alone,
+                  ", ".join(failures))
+    elif failures:
         raise MemberFailed(failures, results)
     return results
+
+
+def failed_alone(member: Member) -> list[str]:
+    """What failed on a member's cluster alone during the run (``each``'s ``alone``), in words."""
+    return [f"{e['what']} failed on this cluster: {e['error']}" for e in rundir.read_jsonl(member.dir / rundir.EVENTS)
+            if e.get("event") == MEMBER_FAILED]
 
 
 def single_or_all(results: dict[str, T]) -> T | dict[str, T]:
@@ -131,10 +148,10 @@ def single_or_all(results: dict[str, T]) -> T | dict[str, T]:
     return results[""] if "" in results else results
 
 
-def on_each(run_dir: Path, plan: Plan, body: Callable[[Member], T]) -> T | dict[str, T]:
-    """A task's work (``body``) on the run's cluster, or on every cluster of a matrix at once (``each``); its XCom as
-    ``single_or_all`` gives it."""
-    return single_or_all(each(members(run_dir, plan), body))
+def on_each(run_dir: Path, plan: Plan, body: Callable[[Member], T], alone: str = "") -> T | dict[str, T]:
+    """A task's work (``body``) on the run's cluster, or on every cluster of a matrix at once (``each``, which may let
+    it fail on a cluster ``alone``); its XCom as ``single_or_all`` gives it."""
+    return single_or_all(each(members(run_dir, plan), body, alone))
 
 
 def submit_failure(error: str) -> str:
@@ -161,9 +178,12 @@ def combine(run_dir: Path, all_members: list[Member], failures: dict[str, str]) 
         own = rundir.read_json(m.dir / rundir.VERDICT) or no_verdict(m, failures.get(m.name, "none was written"))
         parts = {f"{m.name}/{row['version']}": (rundir.read_json(m.dir / row["dir"] / rundir.VERDICT),
                                                  f"{relative}/{row['dir']}") for row in own.get("matrix", [])}
+        alone = failed_alone(m)  # its verdict judges a run the program or the load did not fully reach
         for key, (verdict, where) in (parts or {m.name: (own, relative)}).items():
             flat[key] = {**verdict, "label": f"{m.label} · {verdict['label']}", "dir": where,
-                         "report": f"{relative}/{rundir.REPORT}"}
+                         "report": f"{relative}/{rundir.REPORT}",
+                         **({"status": min(verdict["status"], "inconclusive", key=verdicts.STATUS_ORDER.index),
+                             "inconclusive_reasons": [*verdict["inconclusive_reasons"], *alone]} if alone else {})}
     healths = {m.name: rundir.read_json(m.dir / rundir.HEALTH) for m in all_members}
     return {**verdicts.combine(flat), "backend": {"name": "local", "kafka_versions": [m.name for m in all_members]},
             "quotas": [{**u, "cluster": m.label} for m in all_members for u in rundir.read_json(m.dir / rundir.QUOTAS) or []],

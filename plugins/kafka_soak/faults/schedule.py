@@ -180,7 +180,7 @@ class Targets:
                 StepBook(member.dir).record(step, outcome)
             return outcome
 
-        outcomes = broker_matrix.each(self.members, on)
+        outcomes = broker_matrix.each(self.members, on, alone=f"step {step.index} ({step.token})")
         if "" in outcomes:
             return outcomes[""]
         return {"actual_at": min(o["actual_at"] for o in outcomes.values()),

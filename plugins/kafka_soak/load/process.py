@@ -119,9 +119,11 @@ class Load:
 def start_loads(run_dir: Path, plan: Plan, cluster: dict[str, Any], start_at: float, attempt: int) -> None:
     """Task ``start_generator``: the run's generator, or one per cluster of a broker version matrix, all from T0."""
     broker_matrix.on_each(run_dir, plan,
-                          lambda m: Load(m.dir, m.cluster(cluster), m.plan).start(start_at=start_at, attempt=attempt))
+                          lambda m: Load(m.dir, m.cluster(cluster), m.plan).start(start_at=start_at, attempt=attempt),
+                          alone="the generator's start")
 
 
 def await_loads(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, Any]:
     """Task ``await_generator``: ``Load.await_done`` of the run's generator, or of each cluster's."""
-    return broker_matrix.on_each(run_dir, plan, lambda m: Load(m.dir, m.cluster(cluster), m.plan).await_done())
+    return broker_matrix.on_each(run_dir, plan, lambda m: Load(m.dir, m.cluster(cluster), m.plan).await_done(),
+                                 alone="the generator")
