@@ -284,6 +284,8 @@ def profile_with(**fields) -> dict:
 LONG = "t" * 240
 # Names and arguments Kafka or the kernel would refuse only after provisioning: refused before, naming the field.
 BAD_NAMES = [
+    ({"app_profile": profile_with(outputs=[{"topic": "out", "contract": "none"}])},
+     "app_profile.outputs: every output's contract is none, so the run would judge nothing"),
     ({"app_profile": profile_with(group_id="g" * 200)},
      "app_profile.group_id: the application id " + "g" * 60 + "... (200 characters) leaves Kafka Streams' internal "
      "topics (<id>-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog) over Kafka's 249 characters: at most 198"),
@@ -569,3 +571,22 @@ def test_a_malformed_site_default_profile_costs_only_the_runs_it_reaches(monkeyp
     for dag in dags.values():
         refusal = dag.get_task("check_params").admission.refusal
         assert "app_profile.name: must be 1-200" in refusal and "app_profile.versions: must be a list" in refusal, refusal
+
+
+def test_what_the_owner_s_command_sets_for_the_deployment_wins_over_the_scenario_file(monkeypatch, own_runs):
+    """`make soak SCENARIO=soak_quota_eos CONF='{"backend": "external", ..., "quotas": []}'`: the scenario's 35 000 B/s
+    quota, meant for the run's own broker, does not reach the shared cluster the owner chose; a trigger still may not
+    choose another value."""
+    from kafka_soak.cli import as_owner
+
+    conf = {"backend": "external", "kafka_conn_id": "kafka_staging", "quotas": []}
+    env, trigger = as_owner(conf, {})
+    assert trigger == conf
+    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", env["SOAK_TRIGGER_ALLOW"])
+    admission = Admission.for_scenario(load_scenario(DAGS / "scenarios" / "soak_quota_eos.yaml"))
+    assert admission.defaults["quotas"][0]["producer_byte_rate"] == 35_000
+    assert run_plan.trigger_errors(trigger, admission.defaults, admission.allow) == []
+    params = admission.merged(trigger, {**admission.defaults, **trigger})
+    assert run_plan.check(params, admission.app_id)["quotas"] == []
+    other = {**trigger, "quotas": [{"client_id": "anyone", "producer_byte_rate": 1}]}
+    assert run_plan.trigger_errors(other, admission.defaults, admission.allow)[0].startswith("quotas: decides")

@@ -326,3 +326,16 @@ def test_secrets_written_into_the_app_s_command_are_served_masked_and_masked_at_
         assert "500" in page and "true" in page
     assert sorted(connection.scrub(run_dir, connection.app_secrets(plan))) == sorted([log_file, run_dir / rundir.PARAMS])
     assert "Hunter2" not in log_file.read_text() + (run_dir / rundir.PARAMS).read_text()
+
+
+def test_an_instance_s_state_directory_is_not_served(served, evidence):
+    """A team's app keeps its state in {state_dir}, inside the run directory (kept across restarts): its RocksDB files
+    are the app's data, not evidence; the UI serves none of them, in a run or in a member of a broker version matrix."""
+    run_dir = evidence / DAG_ID / rundir.safe_name(RUN_ID)
+    for state in (run_dir / rundir.STATE / "instance-1", run_dir / rundir.BROKERS / "4.3.1" / rundir.STATE / "instance-1"):
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "000012.sst").write_text("customer-1 card 4111")
+    port, token = served
+    for path in ("state/instance-1/000012.sst", "brokers/4.3.1/state/instance-1/000012.sst"):
+        status, _, body = get(port, f"{ui.URL_PREFIX}/runs/{DAG_ID}/{quote(RUN_ID, safe='')}/{path}", token)
+        assert status == 404 and "4111" not in body and "state directory" in body, (status, body)

@@ -246,14 +246,16 @@ def main(argv: list[str] | None = None) -> int:
 def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
     """(environment, trigger conf) of a run started from this machine's shell. Whoever runs it owns the machine, so
     the params only a deployment sets (app command, images, Docker engine, connections, a shared cluster's quotas) go
-    to the run as the deployment's own (``SOAK_PARAM_DEFAULTS``), where Airflow's trigger path refuses them in a
-    conf; the rest go as the trigger conf, which overrides a scenario file's defaults."""
-    from kafka_soak.admission import DEFAULTS_ENV, env_object, schema_problem
+    in the trigger conf as the deployment allows them (``SOAK_TRIGGER_ALLOW`` lists each value given), where Airflow's
+    trigger path would otherwise refuse them; like the rest they override the scenario file's defaults (a scenario's
+    quotas never reach the shared cluster the command chose)."""
+    from kafka_soak.admission import ALLOW_ENV, DEFAULTS_ENV, env_object, schema_problem
 
     try:
         current, malformed = env_object(DEFAULTS_ENV, environ), ""
+        allowed = env_object(ALLOW_ENV, environ)
     except ValueError as exc:  # the run refuses itself with this unless the conf needs the variable
-        current, malformed = {}, str(exc)
+        current, allowed, malformed = {}, {}, str(exc)
     deployment, rest = run_plan.split(conf, conf.get("backend") or current.get("backend") or
                                          soak_params.DEFAULTS["backend"])
     if not deployment:
@@ -261,7 +263,8 @@ def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, s
     invalid = [f"param {name}: {problem}" for name, value in deployment.items() if (problem := schema_problem(name, value))]
     if invalid or malformed:
         raise UsageError("; ".join(invalid or [malformed]))
-    return {**environ, DEFAULTS_ENV: json.dumps({**current, **deployment})}, rest
+    allowed = {**allowed, **{name: [*allowed.get(name, []), value] for name, value in deployment.items()}}
+    return {**environ, ALLOW_ENV: json.dumps(allowed)}, {**rest, **deployment}
 
 
 if __name__ == "__main__":

@@ -61,14 +61,17 @@ class ExternalBackend:
         bootstrap = connection_config(self.conn_id)["bootstrap.servers"]
         names = topic_names(topics, prefix, fixed, owned=False)
         with settings_in_env(settings):
-            kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()}, timeout=timeout)
-            log.info("created topics on %s: %s", bootstrap, names)
-            try:
+            try:  # a failed setup's teardowns may not run: what was made of it (some topics, no quota) goes now
+                kafka_io.create_topics(bootstrap, {names[role]: n for role, n in topics.items()}, timeout=timeout)
+                log.info("created topics on %s: %s", bootstrap, names)
                 applied = (soak_quotas.apply(self.quotas, self.kafka_configs(settings), bootstrap,
                                              kafka_jars.STDIN_CONFIG)
                            if self.quotas else [])
             except Exception:
-                kafka_io.delete_topics(bootstrap, list(names.values()))
+                left = {name: error for name, error in kafka_io.delete_topics(bootstrap, list(names.values())).items()
+                        if "UNKNOWN_TOPIC" not in error}
+                for name, error in left.items():
+                    log.error("could not delete topic %s: %s; delete it by hand", name, error)
                 raise
         return Cluster(self.name, bootstrap, names, conn_id=self.conn_id, quotas=applied)
 

@@ -18,6 +18,8 @@ A matrix (``subjects.py``) runs one app per member (a version, a design, a contr
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import logging
 import os
 import tempfile
@@ -111,7 +113,7 @@ class Instances:
         host; in a container, the container's."""
         if self.plan["runtime"] == "docker":
             return streams.CONTAINER_STATE_DIR
-        return str(self.run_dir / "state" / subject.process(instance))
+        return str(self.run_dir / rundir.STATE / subject.process(instance))
 
     def properties(self, subject: Subject, instance: int) -> str:
         """A profile's app's client settings as a Java properties file: its group (``application.id`` and
@@ -131,12 +133,26 @@ class Instances:
         """The properties file of one start of a profile's app: readable by this user only and outside the run
         directory (it may hold the cluster's credentials), named after the run (so a leak points at its run); its
         supervisor removes it when the instance ends."""
-        fd, path = tempfile.mkstemp(prefix=f"soak-{self.run_dir.name[:RUN_NAME_CHARS]}-{subject.app_id[:APP_ID_CHARS]}-"
-                                           f"{instance}-",
+        fd, path = tempfile.mkstemp(prefix=f"{self.properties_prefix}{subject.app_id[:APP_ID_CHARS]}-{instance}-",
                                     suffix=".properties")  # mode 0600
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(self.properties(subject, instance))
         return Path(path)
+
+    def remove_properties_files(self) -> None:
+        """Remove the properties files of the run's instances that are still on disk once none runs: each
+        instance's supervisor removes its own when the instance ends, but a supervisor killed with SIGKILL cannot, and
+        the file may hold the cluster's password."""
+        for path in Path(tempfile.gettempdir()).glob(f"{glob.escape(self.properties_prefix)}*.properties"):
+            path.unlink(missing_ok=True)
+            log.warning("removed %s, left by an instance whose supervisor did not end cleanly", path)
+
+    @property
+    def properties_prefix(self) -> str:
+        """What the names of this run directory's properties files start with: its name, and a digest of its path (a
+        member of a broker version matrix is named after its release alone)."""
+        digest = hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:8]
+        return f"soak-{self.run_dir.name[:RUN_NAME_CHARS]}-{digest}-"
 
     def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
         """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line), and
@@ -247,6 +263,7 @@ class Instances:
                 except Exception as kill_error:
                     log.error("could not kill %s either: %s", name, kill_error)
         self.runtime.clean_up()
+        self.remove_properties_files()
         if errors:
             raise RuntimeError("could not stop " + "; ".join(f"{name}: {exc}" for name, exc in errors.items())
                                + " (killed instead)")

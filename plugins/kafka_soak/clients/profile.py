@@ -273,6 +273,9 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
             errors.append(f"{at}.value: is missing; e.g. {{encoding: json, template: {{orderId: \"{{id}}\"}}}}")
         else:
             errors += encodings.problems(item["value"], f"{at}.value")
+    if outputs and all(item.get("contract") == NOT_JUDGED for item in outputs):
+        errors.append(f"{where}.outputs: every output's contract is {NOT_JUDGED}, so the run would judge nothing; give "
+                      f"at least one a contract ({', '.join(contracts.PROFILE_CONTRACTS)})")
     for n, item in enumerate(outputs):
         errors += output_problems(item, f"{where}.outputs[{n}]", values,
                                   {t.get("name") for t in extra if isinstance(t.get("name"), str)})

@@ -83,6 +83,8 @@ def run_file(dag_id: str, run_id: str, path: str) -> tuple[Path, Path]:
     # the DAG the user was allowed to read: a symlink in its folder to another DAG's run serves nothing
     if run_dir.parent != root / dag_id or not target.is_relative_to(run_dir):
         raise HTTPException(404, "not a file of a soak run")
+    if rundir.STATE in target.relative_to(run_dir).parts[:-1]:  # an instance's state: the app's data (RocksDB, ...)
+        raise HTTPException(404, "an instance's state directory is the app's data and is not served")
     if not run_dir.is_dir():
         raise HTTPException(404, f"no soak run {run_id!r} of {dag_id!r}")
     if not target.is_file():

@@ -44,6 +44,7 @@ def resource(name: str) -> Path:
 # teardowns (instances' health, quotas' usage); the checker (its verdict, the report's timeline, Data Docs, one
 # directory per subject of a matrix); the alerting; the report; `make soak` (Airflow's log of the run).
 PARAMS = "params.json"
+STATE = "state"  # the instances' state directories ({state_dir}): the app's data, never served
 CLUSTER = "cluster.json"
 PROGRAM, STEPS, EVENTS = "program.json", "program.jsonl", "events.jsonl"
 GENERATOR = "generator.json"

@@ -56,7 +56,12 @@ def build(target: Path, goals: Callable[[Path], list[str]], param: str, what: st
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     command = ["mvn", "-B", "-q", "-Dstyle.color=never", f"-Dmaven.repo.local={cache_root() / 'm2'}", *goals(staging)]
     started = time.monotonic()
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BuildError(f"{param}: cannot {what}: Maven did not finish within {timeout:.0f} s (is Maven Central slow "
+                         "or out of reach? run it again: what it fetched is cached)") from None
     if proc.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise BuildError(f"{param}: cannot {what}: {failure(proc)}")
