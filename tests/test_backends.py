@@ -44,12 +44,14 @@ def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     backend = provision.create(plan, tmp_path)
     assert isinstance(backend, ExternalBackend) and backend.conn_id == "x" and backend.keep_topics
     assert backend.quotas[0].producer_byte_rate == 35000
-    assert backend.groups == ["app"], "the suite's own app: its group is the run's to delete"
-    team = {"name": "t", "group_id": "team-group", "command": ["app"],
+    assert backend.groups == ["app-xxxxxxxxxx"], "the run's own group on a shared cluster (a plan checked without a " \
+                                                 "run's scope): the run's to delete"
+    team = {"name": "t", "group_id": "team-group", "command": ["app", "{properties_file}", "{topic:in}", "{topic:out}"],
             "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
             "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}
-    assert provision.create({**plan, "app_profile": run_plan.check({"app_profile": team})["app_profile"]},
-                           tmp_path).groups == [], "a team's group is its own"
+    shared = run_plan.check({"app_profile": team, "backend": "external", "kafka_conn_id": "x"}, scope="0123456789")
+    assert provision.create(shared, tmp_path).groups == ["team-group-0123456789"], \
+        "a team's app runs as the run's own group on a shared cluster: the run's to delete, never the team's"
     assert isinstance(provision.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
     local = provision.create(run_plan.check({"brokers": 3, "kafka_version": "4.1.1"}), tmp_path)
     assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version, local.features) == (3, "4.1.1", {})

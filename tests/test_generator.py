@@ -128,7 +128,7 @@ def test_a_profile_input_resumes_after_kill_from_its_soak_id_headers(broker, tmp
     messages = kill_mid_run_and_resume(broker, tmp_path, 6000, {
         "name": "orders", "command": ["orders-app"], "group_id": "orders",
         "inputs": [{"topic": "orders", "key": ORDERS_KEY, "value": ORDERS}],
-        "outputs": [{"topic": "orders-enriched", "contract": "none"}]})
+        "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders"}]})
     assert header_ids(messages) == list(range(1, 6001))
     assert sorted(json.loads(m.value())["orderId"] for m in messages) == list(range(1, 6001))
 

@@ -227,8 +227,9 @@ def test_a_kafka_streams_app_with_planted_faults_on_a_secured_shared_cluster_fai
     topics = json.loads((run_dir / "cluster.json").read_text())["topics"]
     assert topics["input"] == f"{prefix}.orders"
     assert topics["topic:orders-count.3.4.0"] == f"{prefix}.orders-count.3.4.0"
+    app_ids = {s["version"]: s["app_id"] for s in cluster["subjects"]}
     for version in VERSIONS:  # each instance ran its own release, on the one input
-        log = (run_dir / "logs" / f"orders-streams-{version}-1.0.log").read_text()
+        log = (run_dir / "logs" / f"{app_ids[version]}-1.0.log").read_text()
         assert f"(topics: [{prefix}.orders])" in log and f"Kafka Streams version: {version}" in log
     report = (run_dir / "report.html").read_text()
     assert "orders-count@4.3.1 (aggregate count)" in report and "judged by the contract its profile declares" in report
