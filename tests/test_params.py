@@ -230,8 +230,8 @@ def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_be
      "default, or use group_protocol 'classic'"),
     ({"streams_config": {"commit.interval.ms": 50}}, "streams_config: a setting of the Kafka Streams reference app"),
     ({"app": "streams", "streams_config": {"group.protocol": "streams"}},
-     "streams_config: 'group.protocol' is the run's to set (allowed: any other Kafka Streams setting; the rebalance "
-     "protocol is param group_protocol)"),
+     "streams_config: 'group.protocol' is the run's to set (allowed: the other settings of docs/scenarios.md's list; "
+     "the rebalance protocol is param group_protocol)"),
     ({"app": "streams", "streams_config": {"bootstrap.servers": "203.0.113.5:9092"}},
      "streams_config: 'bootstrap.servers' is the run's to set"),
 ])

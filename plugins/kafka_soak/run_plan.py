@@ -283,7 +283,7 @@ def streams_config_errors(where: str, config: dict[str, Any]) -> list[str]:
     errors, listed = [], {}
     for key, value in config.items():
         if key in RUN_STREAMS_CONFIG:
-            errors.append(f"{where} {key!r} is the run's to set (allowed: any other Kafka Streams setting"
+            errors.append(f"{where} {key!r} is the run's to set (allowed: the other settings of docs/scenarios.md's list"
                           + ("; the rebalance protocol is param group_protocol)" if key == "group.protocol" else ")"))
         elif key in PARAM_STREAMS_CONFIG:
             errors.append(f"{where} {key!r} is param {PARAM_STREAMS_CONFIG[key]}'s to set: set that param (its "
