@@ -188,3 +188,24 @@ def test_chunk_values_are_the_contract_json_of_each_id():
         assert partition == generator.partition_of(key, partitions) and headers is None
         assert value == json.dumps({"id": record_id, "key": key, "seq": generator.seq_of(record_id, keys),
                                     "payload": payload, "ts": 1700000000123})
+
+
+@pytest.mark.parametrize("value", [None, ORDERS], ids=["soak", "profile"])
+def test_one_record_is_the_one_a_chunk_gives_and_works_out_no_key_table(value):
+    """Admission sizes the largest record of a run of 10M keys: one record, as the generator writes it, without the
+    key tables (10M names once took 1.7 GB and seconds at every DAG parse)."""
+    spec = generator.LoadSpec("", "", 20_000_000, 10_000_000, payload_bytes=16, key_template=ORDERS_KEY, value=value)
+    records = generator.records_for(spec, 12)
+    assert records.one(19_999_999, 7) == records_for_one_chunk(spec, 19_999_999)
+    assert "names" not in vars(records) and "partitions" not in vars(records), "no key table was built"
+
+
+def records_for_one_chunk(spec: generator.LoadSpec, record_id: int) -> tuple:
+    """The same record through a chunk of records that know only as many keys as it needs."""
+    small = generator.records_for(spec, 12)
+    small.keys = spec.keys
+    small.__dict__["names"] = {(record_id - 1) % spec.keys: generator.key_of(record_id, spec.keys)
+                               if spec.value is None else small.key(0, (record_id - 1) % spec.keys, 0)}
+    small.__dict__["partitions"] = {k: generator.partition_of(n, 12) for k, n in small.__dict__["names"].items()}
+    small.__dict__["middles"] = {k: generator.middle(n) for k, n in small.__dict__["names"].items()}
+    return small.chunk([record_id], 7)[0]

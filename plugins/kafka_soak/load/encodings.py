@@ -31,6 +31,7 @@ import re
 import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from kafka_soak.shared.contracts import ID_HEADER, SEQ_HEADER
@@ -367,16 +368,24 @@ class ProfileRecords:
         [key_text] = key_format.parts  # a key holds no {ts}
         self.key = key_text.format
         self.draws = draws
-        per_key = all(isinstance(t, str) or t.name in ("key", "payload") for t in key_tokens)
-        self.names = [self.key(0, k, 0) for k in range(keys)] if per_key else None
-        self.partitions = [partition_of(name) for name in self.names] if self.names is not None else None
+        self.per_key = all(isinstance(t, str) or t.name in ("key", "payload") for t in key_tokens)
 
-    def chunk(self, ids: list[int], ts_ms: int) -> list[Record]:
-        """``(key, partition, value, headers)`` per id, the headers ``soak.id`` and ``soak.seq``."""
+    @cached_property
+    def names(self) -> list[str] | None:
+        """Each key's name, worked out once when the first chunk is asked for (when a key holds only the key number)."""
+        return [self.key(0, k, 0) for k in range(self.keys)] if self.per_key else None
+
+    @cached_property
+    def partitions(self) -> list[int] | None:
+        return [self.partition_of(name) for name in self.names] if self.names is not None else None
+
+    def chunk(self, ids: list[int], ts_ms: int, per_key: bool = True) -> list[Record]:
+        """``(key, partition, value, headers)`` per id, the headers ``soak.id`` and ``soak.seq``; ``per_key``: from
+        the names worked out once per key, where the key template allows."""
         value, keys = self.value(ts_ms), self.keys
         columns = [random_ints(ids, self.seed, slot, d.low, d.high) for slot, d in enumerate(self.draws)]
         draws = zip(*columns, strict=True) if columns else [()] * len(ids)
-        if self.names is not None and self.partitions is not None:
+        if per_key and self.names is not None and self.partitions is not None:
             names, partitions = self.names, self.partitions
             return [(names[k], partitions[k], value(i, k, s, *r), [(ID_HEADER, str(i)), (SEQ_HEADER, str(s))])
                     for i, r in zip(ids, draws, strict=True) for k, s in (((i - 1) % keys, (i - 1) // keys + 1),)]
@@ -384,6 +393,10 @@ class ProfileRecords:
         return [(name, partition_of(name), value(i, k, s, *r), [(ID_HEADER, str(i)), (SEQ_HEADER, str(s))])
                 for i, r in zip(ids, draws, strict=True) for k, s in (((i - 1) % keys, (i - 1) // keys + 1),)
                 for name in (key(i, k, s, *r),)]
+
+    def one(self, record_id: int, ts_ms: int) -> Record:
+        """The record of one id, as ``chunk`` gives it, without working out every key."""
+        return self.chunk([record_id], ts_ms, per_key=False)[0]
 
     def partitions_of(self, ids: list[int], step: int = 4096) -> list[int]:
         """The partition of each id (a resume works out which ids each partition still lacks)."""

@@ -34,7 +34,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +116,14 @@ def largest_record_bytes(records: int, keys: int, payload_bytes: int, key_templa
     """Key, value and header bytes of the load's longest record (its last id): its payload is in it as many times as
     the input's format writes it."""
     spec = LoadSpec("", "", records, keys, payload_bytes=payload_bytes, key_template=key_template, value=value)
-    key, _partition, body, headers = records_for(spec, partitions).chunk([records], int(time.time() * 1000))[0]
+    key, _partition, body, headers = records_for(spec, partitions).one(records, int(time.time() * 1000))
     return sum(len(part.encode() if isinstance(part, str) else part)
                for part in (key, body, *(text for header in headers or () for text in header)))
+
+
+def middle(name: str) -> str:
+    """What lies between a record's id and its seq in the contract's JSON value."""
+    return f', "key": "{name}", "seq": '
 
 
 def partition_of(key: str, partitions: int) -> int:
@@ -127,23 +132,43 @@ def partition_of(key: str, partitions: int) -> int:
 
 
 class Records:
-    """The run's records by id: keys and partitions worked out once, values formatted a chunk at a time."""
+    """The run's records by id: keys and partitions worked out once, when the first chunk is asked for (a check of one
+    record's size needs none of them), values formatted a chunk at a time."""
 
     def __init__(self, keys: int, partitions: int, payload: str) -> None:
         if payload and not (payload.isascii() and payload.isalnum()):
             raise ValueError("the payload goes into JSON unescaped: ASCII letters and digits only")
-        self.keys, self.payload = keys, payload
-        self.names = [key_of(i, keys) for i in range(1, keys + 1)]
-        self.partitions = [partition_of(name, partitions) for name in self.names]
-        self.middles = [f', "key": "{name}", "seq": ' for name in self.names]  # what lies between id and seq
+        self.keys, self.payload, self.partition_count = keys, payload, partitions
+
+    @cached_property
+    def names(self) -> list[str]:
+        return [key_of(i, self.keys) for i in range(1, self.keys + 1)]
+
+    @cached_property
+    def partitions(self) -> list[int]:
+        return [partition_of(name, self.partition_count) for name in self.names]
+
+    @cached_property
+    def middles(self) -> list[str]:
+        return [middle(name) for name in self.names]
 
     def chunk(self, ids: list[int], ts_ms: int) -> list[tuple[str, int, str, None]]:
         """``(key, partition, value, headers)`` per id; the value is what ``json.dumps`` writes for the contract's
         fields, and there are no headers."""
         keys, names, partitions, middles = self.keys, self.names, self.partitions, self.middles
-        tail = f', "payload": "{self.payload}", "ts": {ts_ms}}}'
+        tail = self.tail(ts_ms)
         return [(names[k], partitions[k], f'{{"id": {i}{middles[k]}{(i - 1) // keys + 1}{tail}', None)
                 for i in ids for k in ((i - 1) % keys,)]
+
+    def one(self, record_id: int, ts_ms: int) -> tuple[str, int, str, None]:
+        """The record of one id, as ``chunk`` gives it, without working out every key."""
+        name = key_of(record_id, self.keys)
+        value = f'{{"id": {record_id}{middle(name)}{seq_of(record_id, self.keys)}{self.tail(ts_ms)}'
+        return name, partition_of(name, self.partition_count), value, None
+
+    def tail(self, ts_ms: int) -> str:
+        return f', "payload": "{self.payload}", "ts": {ts_ms}}}'
+
 
     def partitions_of(self, ids: list[int]) -> list[int]:
         partitions, keys = self.partitions, self.keys
