@@ -284,6 +284,19 @@ def profile_with(**fields) -> dict:
 LONG = "t" * 240
 # Names and arguments Kafka or the kernel would refuse only after provisioning: refused before, naming the field.
 BAD_NAMES = [
+    # tables whose right values neither the checker nor the table itself could hold
+    ({"app_profile": profile_with(
+        inputs=[{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}", "amount": "{random_int:1:1000000}"}}}],
+        outputs=[{"topic": "out", "contract": "aggregate", "of": "in", "function": "sum", "field": "amount",
+                  "value": {"encoding": "int32"}}]), "keys": 1},
+     "app_profile.outputs[0]: its sum over a key's 20000 records can reach 2e+10, more than the table's int32 values "
+     "can hold"),
+    ({"app_profile": profile_with(
+        inputs=[{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}", "amount": 10**28}}}],
+        outputs=[{"topic": "out", "contract": "aggregate", "of": "in", "function": "sum", "field": "amount",
+                  "value": {"encoding": "string"}}]), "keys": 500},
+     "app_profile.outputs[0]: its sum over a key's 40 records can reach 4e+29, more than the checker's decimal(38, 9) "
+     "can hold"),
     ({"app_profile": profile_with(outputs=[{"topic": "out", "contract": "none"}])},
      "app_profile.outputs: every output's contract is none, so the run would judge nothing"),
     ({"app_profile": profile_with(group_id="g" * 200)},
@@ -309,8 +322,8 @@ BAD_NAMES = [
 
 
 @pytest.mark.parametrize("conf, refusal", BAD_NAMES, ids=[r[:40] for _c, r in BAD_NAMES])
-def test_names_and_arguments_kafka_or_the_kernel_would_refuse_are_refused_before_provisioning(conf, refusal, capsys,
-                                                                                              own_runs):
+def test_what_kafka_the_kernel_or_the_checker_would_refuse_is_refused_before_provisioning(conf, refusal, capsys,
+                                                                                           own_runs):
     assert refusal in cli_refusal(conf, capsys, own_runs)
 
 

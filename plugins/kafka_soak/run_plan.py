@@ -187,7 +187,9 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
         values["app_profile"] = reference.profile(
             values, scoped_group(app_id or UNNAMED_APP_ID, values["backend"], scope)).as_dict()
     errors.extend(record_size_errors(values))
-    errors.extend(run_size.problems(values, profiles.Profile.of(values["app_profile"])))
+    app = profiles.Profile.of(values["app_profile"])
+    errors.extend(run_size.problems(values, app))
+    errors.extend(profiles.aggregate_reach_problems(app, values["records"], values["keys"]))
     if app_id:
         values["quotas"] = expand_quotas(values)
         errors.extend(quota_errors(values))

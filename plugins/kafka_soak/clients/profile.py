@@ -393,6 +393,32 @@ def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topic
     return errors
 
 
+# The checker computes a table's expected values as decimal(38, 9): 29 digits before the point.
+DECIMAL_MAX = 10**29 - 1
+
+
+def aggregate_reach_problems(app: Profile, records: int, keys: int) -> list[str]:
+    """A table whose right values the checker or the table itself cannot hold: a count or a sum over a key's records
+    (``records`` over ``keys``: the most a key gets) past the checker's decimal(38, 9), or past the table's own int32 or
+    int64 values; every key of it would be judged wrong."""
+    inputs = {i.topic: i.value for i in app.inputs}
+    per_key = -(-records // keys)
+    errors = []
+    for n, out in enumerate(app.outputs):
+        if out.contract != contracts.AGGREGATE:
+            continue
+        one = 1 if out.function == "count" else encodings.largest(inputs[out.of], out.field, records, keys)
+        reach = one * per_key if out.function in ("count", "sum") else one
+        encoding = out.value.get("encoding", "")
+        holds = {"the checker's decimal(38, 9)": DECIMAL_MAX,
+                 **({f"the table's {encoding} values": encodings.INTEGERS[encoding][1]}
+                    if encoding in encodings.INTEGERS else {})}
+        errors += [f"app_profile.outputs[{n}]: its {out.function} over a key's {per_key} records can reach {reach:.3g}, "
+                   f"more than {what} can hold ({most:.3g}): lower records per key (records / keys) or the input's "
+                   f"{out.field or 'value'}" for what, most in holds.items() if reach > most]
+    return errors
+
+
 def id_assignment_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
     """An output that keeps kafka-soak's own data contract (docs/architecture.md): the suite's records in, one output
     record per input with the id the app assigned its key, and the app's self-check failures on ``assertions``."""

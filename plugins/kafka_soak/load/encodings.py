@@ -231,6 +231,30 @@ def fields(value_spec: Any) -> dict[str, str]:
     return found
 
 
+# What a number placeholder can reach, besides a draw's bounds: the largest id and seq are the run's records, a key
+# number one less than its keys, a timestamp an epoch millisecond.
+TS_MS_MAX = 10**13
+
+
+def largest(value_spec: Any, field: str, records: int, keys: int) -> int:
+    """The largest magnitude a number ``field`` of the input's records takes (``numeric`` says which fields are
+    numbers): a literal's, the run's largest id or seq, key number or timestamp, a draw's bound."""
+    path = "" if field in ("", "$") else field if field.startswith("$") else f"$.{field}"
+    reach = {"id": records, "seq": -(-records // keys), "key": keys - 1, "ts": TS_MS_MAX}
+    if value_spec["encoding"] in INTEGERS:
+        text = "{" + value_spec.get("of", "seq") + "}"
+    else:
+        value = value_spec["template"]
+        for name, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
+            value = value[name] if name else value[int(index)]
+        if not isinstance(value, str):  # a literal number
+            return math.ceil(abs(value))
+        text = value
+    [token] = parse(text)[0]
+    assert isinstance(token, Placeholder)
+    return max(abs(token.low), abs(token.high)) if token.name == "random_int" else reach[token.name]
+
+
 def numeric(value_spec: Any, field: str) -> bool:
     """Whether ``field`` of the input's records is a number: a top-level name, a JSON path ``$.a.b``, or ``""`` (and
     ``$``) for the value itself."""
