@@ -44,6 +44,27 @@ def script_errors(browser) -> list[dict]:
     return [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
 
 
+def test_the_report_s_chart_runs_under_the_policy_the_ui_serves_it_with_and_an_injected_script_does_not(
+        browser, failed_run, tmp_path):
+    """The UI serves the report under a policy that names its own inline scripts by hash (``ui.script_sources``, no
+    'unsafe-inline'): under it, as a meta policy here, the chart draws every mark; a script added after the policy
+    was worked out never runs."""
+    from kafka_soak.evidence.ui import RUN_POLICY, script_sources
+
+    page = (failed_run / "report.html").read_bytes()
+    policy = f"{RUN_POLICY.split('; frame-ancestors')[0]}; {script_sources(page)}"  # frame-ancestors: headers only
+    injected = page.replace(b"</body>", b"<script>document.title = 'injected'</script></body>", 1)
+    served = tmp_path / "report.html"
+    served.write_bytes(injected.replace(b"<head>", f'<head><meta http-equiv="Content-Security-Policy" '
+                                                   f'content="{policy}">'.encode(), 1))
+    open_page(browser, served, "#timeline svg path[aria-label]")
+    marks = browser.find_elements("css selector", "#timeline svg path[aria-label]")
+    assert len([m for m in marks if "anomaly: lost" in m.get_attribute("aria-label")]) == LOST
+    assert browser.title != "injected"
+    refused = [e["message"] for e in script_errors(browser)]
+    assert len(refused) == 1 and "Content Security Policy" in refused[0], refused
+
+
 def test_report_of_a_failed_run_shows_the_anomaly_on_the_time_axis_with_links_that_open(browser, failed_run):
     from selenium.webdriver.common.by import By
 

@@ -143,7 +143,30 @@ def test_a_dag_run_reaches_its_report_and_what_the_report_links_to(served):
     by_dir_name = f"{ui.URL_PREFIX}/runs/{DAG_ID}/{rundir.safe_name(RUN_ID)}/"
     assert get(port, by_dir_name, token)[:1] == (200,), "the listing links runs by their directory name"
     assert "connect-src 'none'" in policy(port, url, token), "a run's pages may not call Airflow's API"
-    assert policy(port, urljoin(url, "verdict.json"), token) == policy(port, url, token), "every file, not only HTML"
+    assert policy(port, urljoin(url, "verdict.json"), token).endswith("connect-src 'none'; form-action 'none'; "
+                                                                     "base-uri 'none'; frame-ancestors 'self'; "
+                                                                     "script-src 'none'"), "every file, not only HTML"
+
+
+def test_a_page_runs_only_the_scripts_it_was_written_with(served, evidence):
+    """A served page's policy names each inline script it holds by its hash (the report's chart and Vega's bundle);
+    no 'unsafe-inline' lets another run, and a page without a script runs none."""
+    import base64
+    import hashlib
+
+    scripts = ['vegaEmbed("#timeline", {})', "console.log('bundle')"]
+    page = ("<html><head><script>" + scripts[1] + '</script><script type="application/json" id="spec">{}</script>'
+            "</head><body><div id=timeline></div><script>" + scripts[0] + "</script></body></html>")
+    run_dir = evidence / DAG_ID / rundir.safe_name(RUN_ID)
+    (run_dir / "page.html").write_text(page)
+    port, token = served
+    served_policy = policy(port, urljoin(run_url(DAG_ID, RUN_ID), "page.html"), token)
+    script_src = next(d.strip() for d in served_policy.split(";") if d.strip().startswith("script-src"))
+    hashes = sorted(f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts)
+    assert sorted(script_src.split()[1:-1]) == hashes and script_src.endswith("'unsafe-eval'"), script_src
+    assert "unsafe-inline" not in script_src and "'unsafe-inline'" in served_policy.split("style-src")[1].split(";")[0]
+    data_docs = policy(port, urljoin(run_url(DAG_ID, RUN_ID), "data_docs/index.html"), token)
+    assert data_docs.endswith("script-src 'none'"), data_docs
 
 
 def test_the_listing_links_every_run_to_its_report(served, evidence):
