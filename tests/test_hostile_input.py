@@ -604,3 +604,9 @@ def test_what_the_owner_s_command_sets_for_the_deployment_wins_over_the_scenario
     assert run_plan.check(params, admission.app_id)["quotas"] == []
     other = {**trigger, "quotas": [{"client_id": "anyone", "producer_byte_rate": 1}]}
     assert run_plan.trigger_errors(other, admission.defaults, admission.allow)[0].startswith("quotas: decides")
+
+
+def test_the_owner_s_command_refuses_a_deployment_allow_list_it_cannot_add_to(capsys, own_runs, monkeypatch):
+    monkeypatch.setenv("SOAK_TRIGGER_ALLOW", '{"kafka_conn_id": "kafka_staging"}')
+    refusal = cli_refusal({"kafka_conn_id": "kafka_staging"}, capsys, own_runs)
+    assert refusal == "kafka-soak: SOAK_TRIGGER_ALLOW: kafka_conn_id must list the values a trigger may choose\n"

@@ -261,6 +261,8 @@ def as_owner(conf: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, s
     if not deployment:
         return dict(environ), rest
     invalid = [f"param {name}: {problem}" for name, value in deployment.items() if (problem := schema_problem(name, value))]
+    invalid += [f"{ALLOW_ENV}: {name} must list the values a trigger may choose" for name in deployment
+                if not isinstance(allowed.get(name, []), list)]
     if invalid or malformed:
         raise UsageError("; ".join(invalid or [malformed]))
     allowed = {**allowed, **{name: [*allowed.get(name, []), value] for name, value in deployment.items()}}
