@@ -20,7 +20,6 @@ from typing import Any
 import yaml
 from airflow.sdk import Param
 from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
-from airflow.sdk.log import mask_secret
 
 from kafka_soak import params as soak_params
 from kafka_soak import reaper, run_plan, run_size
@@ -231,8 +230,7 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> r
         plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]), run_dir.name)
     except (run_plan.ParamsError, *preflight.ERRORS) as exc:
         raise AirflowFailException(f"refused before provisioning: {exc}") from None
-    for secret in connection.app_secrets(dict(plan)):  # before anything logs the app's command
-        mask_secret(secret)
+    connection.mask(connection.app_secrets(dict(plan)))  # before anything logs the app's command
     try:
         rundir.write_json(run_dir / rundir.PARAMS, {"dag_id": dag_id, "run_id": context["run_id"],
                                                     "attempt": rundir.attempt_of(context["dag_run"]),

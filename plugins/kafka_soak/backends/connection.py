@@ -83,6 +83,14 @@ def app_secrets(plan: dict[str, Any]) -> list[str]:
     return forms([v for v in found if len(v) >= MIN_SECRET_CHARS and not NOT_A_SECRET.fullmatch(v)])
 
 
+def mask(secrets: list[str]) -> None:
+    """Register ``secrets`` with Airflow's log masker for the rest of this task's process."""
+    from airflow.sdk.log import mask_secret
+
+    for secret in secrets:
+        mask_secret(secret)
+
+
 MASK = b"***"
 
 
@@ -156,7 +164,6 @@ def connection_config(conn_id: str) -> dict[str, Any]:
     registered without their setting's name: the masker would drop a value whose name is none of Airflow's
     sensitive words (``sasl.jaas.config``, ``ssl.key.pem``)."""
     from airflow.sdk import BaseHook
-    from airflow.sdk.log import mask_secret
 
     try:
         conn = BaseHook.get_connection(conn_id)
@@ -168,8 +175,7 @@ def connection_config(conn_id: str) -> dict[str, Any]:
         raise KafkaConnectionError(f"param kafka_conn_id: connection {conn_id!r} is of type {conn.conn_type!r}, "
                                "not 'kafka' (apache-airflow-providers-apache-kafka)")
     config = dict(conn.extra_dejson)
-    for secret in secret_values(config):
-        mask_secret(secret)
+    mask(secret_values(config))
     if not config.get("bootstrap.servers"):
         raise KafkaConnectionError(f"param kafka_conn_id: connection {conn_id!r} has no 'bootstrap.servers' in its extra")
     return config

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends.broker_matrix import carry
 from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.connection import app_secrets, client_settings
+from kafka_soak.backends.connection import app_secrets, client_settings, mask
 from kafka_soak.clients import kafka_io
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients import subjects as run_subjects
@@ -80,10 +80,7 @@ class Instances:
     def for_run(cls, run_dir: Path, cluster: dict[str, Any], plan: Plan) -> Instances:
         """From the XComs of ``provision`` and ``check_params``, with the cluster's security settings; the secrets
         written into the app's command or environment are masked in this task's log, as the connection's are."""
-        from airflow.sdk.log import mask_secret
-
-        for secret in app_secrets(dict(plan)):
-            mask_secret(secret)
+        mask(app_secrets(dict(plan)))
         return cls(run_dir, Cluster(**cluster), plan, run_subjects.recorded(cluster), client_settings(cluster))
 
     def only(self, subject: Subject) -> Instances:
