@@ -20,8 +20,7 @@ import baseline_validator
 import common
 import soak_history
 
-from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.backends.provision import SHORT_RUN_S
+from kafka_soak.backends.local_kafka import SHORT_RUN_S, LocalKafkaBackend
 
 SIZES = {"quick": (20_000,), "large": (20_000, 1_000_000)}
 PAIRS = 3
@@ -72,7 +71,7 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 BODY = (f"Medians of {PAIRS} pairs, alternating. Value: the broker with C1 alone (`-XX:TieredStopAtLevel=1`), as a "
-        f"run whose program lasts up to {SHORT_RUN_S} s starts its local brokers (`backends.provision.SHORT_RUN_S`); baseline: "
+        f"run whose program lasts up to {SHORT_RUN_S} s starts its local brokers (`backends.local_kafka.SHORT_RUN_S`); baseline: "
         f"the JVM's default tiered compilation, as a longer soak keeps. Each broker: started, the history written and "
         f"read back, then {IDLE_S} s idle; CPU over its whole life.")
 

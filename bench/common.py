@@ -232,7 +232,7 @@ class DagsTest:
 
     def stop_leftovers(self) -> None:
         """A killed run skips its teardown: stop the broker, generator and instances it registered."""
-        from kafka_soak.clients.runtime.local import LocalProcesses
+        from kafka_soak.infra.runtime.local import LocalProcesses
 
         for run_dir in (self.runs / self.dag_id).glob("*/processes"):
             processes = LocalProcesses(run_dir.parent)

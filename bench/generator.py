@@ -19,8 +19,9 @@ from common import figure, parse_size, runs_dir, write_results
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.clients import kafka_io
-from kafka_soak.load import encodings, generator
+from kafka_soak.clients import encodings
+from kafka_soak.infra import kafka_io
+from kafka_soak.load import generator
 from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared.contracts import ID_HEADER, SEQ_HEADER
 

@@ -25,9 +25,9 @@ from functools import partial
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_soak import run_plan
-from kafka_soak.clients import kafka_io, subjects
+from kafka_soak.clients import encodings, subjects
 from kafka_soak.clients import profile as profiles
-from kafka_soak.load import encodings
+from kafka_soak.infra import kafka_io
 from kafka_soak.load.generator import key_of, partition_of, seq_of
 from kafka_soak.shared import contracts
 

@@ -13,7 +13,8 @@ RUN python3 -m venv /opt/venv \
         -r /tmp/worker-requirements.txt \
  && rm -rf /tmp/wheelhouse
 COPY plugins/kafka_soak/__init__.py plugins/kafka_soak/params.py /app/kafka_soak/
-COPY plugins/kafka_soak/clients/__init__.py plugins/kafka_soak/clients/kafka_io.py /app/kafka_soak/clients/
+COPY plugins/kafka_soak/clients/__init__.py /app/kafka_soak/clients/
+COPY plugins/kafka_soak/infra/__init__.py plugins/kafka_soak/infra/kafka_io.py /app/kafka_soak/infra/
 COPY plugins/kafka_soak/shared/ /app/kafka_soak/shared/
 COPY plugins/kafka_soak/clients/reference/ /app/kafka_soak/clients/reference/
 RUN useradd --system --no-create-home soak 2>/dev/null || true

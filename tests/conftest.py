@@ -168,9 +168,9 @@ def kafka(tmp_path_factory):
 def broker(kafka, request):
     """The session's broker with a run's topics of this test's own (``input``/``output``/``changelog`` with 4
     partitions, ``assertions`` with 1)."""
-    from kafka_soak.backends.cluster import Cluster
-    from kafka_soak.clients import kafka_io
     from kafka_soak.clients.subjects import Subject
+    from kafka_soak.infra import kafka_io
+    from kafka_soak.infra.cluster import Cluster
 
     _backend, cluster = kafka
     prefix = f"test.{request.node.name}.{next(_topic_sets)}".replace("[", ".").replace("]", "")

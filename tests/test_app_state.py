@@ -7,9 +7,9 @@ import json
 
 from confluent_kafka import Producer
 
-from kafka_soak.clients import kafka_io
 from kafka_soak.clients.reference.changelog import ChangelogReader
 from kafka_soak.clients.reference.store import COUNTER, PartitionStore
+from kafka_soak.infra import kafka_io
 
 
 def test_write_back_cache_writes_one_changelog_record_per_key_and_commit():

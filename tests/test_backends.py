@@ -12,15 +12,16 @@ import psutil
 import pytest
 from support.checks import SECRET
 
-from kafka_soak import run_plan
-from kafka_soak.backends import provision
-from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.connection import KafkaConnectionError, client_settings, connection_config
+from kafka_soak import provision, run_plan
+from kafka_soak.backends import registry
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend, broker_environment
 from kafka_soak.backends.external import ExternalBackend
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
-from kafka_soak.clients import kafka_io
+from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster
+from kafka_soak.infra.connection import KafkaConnectionError, client_settings, connection_config
 
 # The reference worker's subject as provision records it (subjects.Subject), with its one judged output.
 THE_APP = {"name": "", "app_id": "app", "version": "", "topics": {"output": "soak.out", "assertions": "soak.a"},
@@ -38,26 +39,32 @@ def test_docker_backend_broker_container(tmp_path):
     assert spec["labels"]["io.kafka-soak.dag"] == "soak_dag" and spec["labels"]["io.kafka-soak.run"] == "run_1"
 
 
+def provisioned(plan: dict) -> Cluster:
+    """The cluster record provision writes for ``plan`` on a shared cluster, with the apps it runs."""
+    names = {role: f"soak.d.r.{role}" for role in subjects.topics(plan)}
+    return Cluster("external", "localhost:9092", names, subjects=[s.as_dict() for s in subjects.build(plan, names)])
+
+
 def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     plan = run_plan.check({"backend": "external", "kafka_conn_id": "x", "keep_topics": True,
                               "quotas": [{"client_id": "c", "producer_byte_rate": 35000}]})
-    backend = provision.create(plan, tmp_path)
+    backend = registry.create(plan, tmp_path)
     assert isinstance(backend, ExternalBackend) and backend.conn_id == "x" and backend.keep_topics
     assert backend.quotas[0].producer_byte_rate == 35000
-    assert backend.groups == ["app-xxxxxxxxxx"], "the run's own group on a shared cluster (a plan checked without a " \
-                                                 "run's scope): the run's to delete"
+    assert backend.groups(provisioned(plan)) == ["app-xxxxxxxxxx"], "the run's own group on a shared cluster (a " \
+                                                                     "plan checked without a run's scope): the run's to delete"
     team = {"name": "t", "group_id": "team-group", "command": ["app", "{properties_file}", "{topic:in}", "{topic:out}"],
             "inputs": [{"topic": "in", "value": {"encoding": "json", "template": {"id": "{id}"}}}],
             "outputs": [{"topic": "out", "contract": "one-to-one", "of": "in"}]}
     shared = run_plan.check({"app_profile": team, "backend": "external", "kafka_conn_id": "x"}, scope="0123456789")
-    assert provision.create(shared, tmp_path).groups == ["team-group-0123456789"], \
+    assert registry.create(shared, tmp_path).groups(provisioned(shared)) == ["team-group-0123456789"], \
         "a team's app runs as the run's own group on a shared cluster: the run's to delete, never the team's"
-    assert isinstance(provision.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
-    local = provision.create(run_plan.check({"brokers": 3, "kafka_version": "4.1.1"}), tmp_path)
+    assert isinstance(registry.create({**plan, "backend": "docker"}, tmp_path), DockerKafkaBackend)
+    local = registry.create(run_plan.check({"brokers": 3, "kafka_version": "4.1.1"}), tmp_path)
     assert isinstance(local, LocalKafkaBackend) and (local.brokers, local.version, local.features) == (3, "4.1.1", {})
     assert local.short_lived, "a 30 s program: its brokers compile with C1 alone"
     long_soak = run_plan.check({"program": "1" + " 0" * 30, "interval_s": 10})  # 310 s
-    assert not provision.create(long_soak, tmp_path).short_lived, "past SHORT_RUN_S: the JVM's default JIT"
+    assert not registry.create(long_soak, tmp_path).short_lived, "past SHORT_RUN_S: the JVM's default JIT"
 
 
 def test_the_finalized_features_are_read_as_kafka_features_describe_prints_them():
@@ -97,7 +104,7 @@ def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
     line by line. Each form is masked in the task log (Airflow's real masker), and in what the UI serves."""
     from airflow.sdk._shared.secrets_masker import redact
 
-    from kafka_soak.backends.connection import secret_values
+    from kafka_soak.infra.connection import secret_values
 
     jaas = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="soak" password="{JAAS_PASSWORD}";'
     pem = "\n".join(["-----BEGIN PRIVATE KEY-----", *PEM_BODY, "-----END PRIVATE KEY-----"])
@@ -115,7 +122,7 @@ def test_jaas_and_pem_secrets_are_masked_whole_and_in_parts(monkeypatch):
 def test_a_file_of_any_size_is_masked_in_bounded_memory_a_secret_straddling_two_chunks_included():
     import io
 
-    from kafka_soak.backends.connection import masked
+    from kafka_soak.infra.connection import masked
 
     text = b"a" * 5 + b"SECRET" + b"b" * 7 + b"SECRET"
     for chunk in (1, 3, 7, 64):
@@ -191,7 +198,7 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
     cluster reports, naming the param (as on any backend's cluster at provision)."""
     from kafka_soak.backends import kafka_jars
 
-    backend = provision.create(run_plan.check({"kafka_version": "4.1.1", "transaction_version": 1}),
+    backend = registry.create(run_plan.check({"kafka_version": "4.1.1", "transaction_version": 1}),
                               tmp_path)
     cluster = backend.provision({"input": 2}, "soak.version")
     try:

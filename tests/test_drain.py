@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_soak.clients import kafka_io
 from kafka_soak.drain import (
     DrainTimeout,
     backlog,
@@ -14,6 +13,7 @@ from kafka_soak.drain import (
     wait_for_zero_lag,
     worked_off,
 )
+from kafka_soak.infra import kafka_io
 
 
 def test_the_drain_waits_for_the_topics_an_app_reads_back(broker):

@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from kafka_soak.load import encodings
+from kafka_soak.clients import encodings
 
 ORDERS = {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
                                            "amount": "{random_int:1:100}", "seq": "{seq}"}}
@@ -189,7 +189,7 @@ def test_numeric_tells_which_fields_are_numbers():
 
 def test_importing_it_loads_nothing_heavy():
     """The params check imports it: no Kafka client, no Airflow."""
-    code = ("import sys; import kafka_soak.load.encodings; "
+    code = ("import sys; import kafka_soak.clients.encodings; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('confluent_kafka', 'airflow', 'pyspark')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

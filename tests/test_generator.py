@@ -12,11 +12,13 @@ import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 
 from kafka_soak import run_plan
-from kafka_soak.backends.cluster import Cluster
-from kafka_soak.clients import kafka_io
+from kafka_soak.clients import encodings
 from kafka_soak.faults.schedule import plan_steps
-from kafka_soak.load import encodings, generator
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster
+from kafka_soak.load import generator
 from kafka_soak.load.process import GENERATOR, Load
+from kafka_soak.plan import ParamsError
 
 ORDERS_KEY = "customer-{key}"
 ORDERS = {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
@@ -66,7 +68,7 @@ def test_the_largest_payload_a_run_admits_makes_records_kafka_takes_and_one_byte
     records = 3
     largest = generator.MESSAGE_MAX_BYTES - generator.FRAMING_BYTES - generator.largest_record_bytes(records, 1, 0)
     run_plan.check({"records": records, "keys": 1, "payload_bytes": largest})
-    with pytest.raises(run_plan.ParamsError, match=f"payload_bytes: {largest + 1} makes the input's largest record "):
+    with pytest.raises(ParamsError, match=f"payload_bytes: {largest + 1} makes the input's largest record "):
         run_plan.check({"records": records, "keys": 1, "payload_bytes": largest + 1})
     spec = generator.LoadSpec(broker.bootstrap_servers, broker.topics["input"], records=records, keys=1,
                               payload_bytes=largest)

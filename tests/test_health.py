@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from kafka_soak.clients import health
-from kafka_soak.clients.runtime import Registry
-from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.infra.runtime.local import LocalProcesses
+from kafka_soak.infra.runtime.registry import Registry
 from kafka_soak.shared.rundir import journal
 
 STREAMS_LOG = """\

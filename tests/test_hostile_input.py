@@ -24,9 +24,9 @@ from airflow.serialization.serialized_objects import DagSerialization
 from support import ROOT
 from support.checks import cli_refusal, live_processes
 
-from kafka_soak import cli, run_plan
+from kafka_soak import cli, preflight, run_plan
 from kafka_soak.admission import Admission, load_scenario
-from kafka_soak.toolchain import preflight
+from kafka_soak.plan import ParamsError
 
 DAGS = ROOT / "dags"
 DAG_ID = "soak_eos_id_assignment"
@@ -244,7 +244,7 @@ def trigger(trigger_dag, conf: dict) -> str:
     try:
         params = trigger_dag.params.deep_merge(conf).validate()  # the API refuses the trigger: no run is created
         Admission.for_scenario(load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml")).admit(conf, params)
-    except (ParamValidationError, run_plan.ParamsError, *preflight.ERRORS) as exc:
+    except (ParamValidationError, ParamsError, *preflight.ERRORS) as exc:
         return str(exc).splitlines()[0]
     pytest.fail(f"admitted: {conf}")
 
@@ -356,7 +356,7 @@ def test_what_only_the_deployment_sets_on_a_shared_cluster_is_judged_by_the_back
     monkeypatch.setenv("SOAK_TRIGGER_ALLOW", '{"backend": ["external"]}')
     admission = Admission.for_scenario(load_scenario(DAGS / "scenarios" / f"{DAG_ID}.yaml"))
     name = next(iter(conf))
-    with pytest.raises(run_plan.ParamsError, match=f"{name}: decides what runs where"):
+    with pytest.raises(ParamsError, match=f"{name}: decides what runs where"):
         admission.admit({"backend": "external", **conf}, {**admission.defaults, "backend": "external", **conf})
     assert run_plan.trigger_errors(conf, admission.defaults, admission.allow) == [], "its own broker: the run's"
 
@@ -405,7 +405,7 @@ def test_the_deployment_may_allow_values_and_quotas_are_its_own_on_a_shared_clus
     assert admission.admit({"runtime": "local"}, defaults)["runtime"] == "local"
     quota = [{"client_id": f"{DAG_ID}-app-1-producer", "producer_byte_rate": 1000}]
     assert admission.admit({"quotas": quota}, {**defaults, "quotas": quota})["quotas"] == quota
-    with pytest.raises(run_plan.ParamsError, match="kafka_conn_id: decides what runs where"):
+    with pytest.raises(ParamsError, match="kafka_conn_id: decides what runs where"):
         admission.admit({"kafka_conn_id": "kafka_prod"}, {**defaults, "kafka_conn_id": "kafka_prod"})
     monkeypatch.setenv("SOAK_PARAM_DEFAULTS", '{"backend": "external", "kafka_conn_id": "kafka_shared"}')
     shared = Admission.for_scenario(scenario)
@@ -528,7 +528,7 @@ def test_a_trigger_s_streams_config_adds_to_the_scenario_s(monkeypatch, own_runs
 
 
 def trigger_refusal(admission: Admission, conf: dict) -> str:
-    with pytest.raises(run_plan.ParamsError) as err:
+    with pytest.raises(ParamsError) as err:
         admission.admit(conf, {**admission.defaults, **conf})
     return str(err.value)
 

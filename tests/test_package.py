@@ -14,7 +14,7 @@ import sysconfig
 from pathlib import Path
 
 import yaml
-from support import ROOT
+from support import ROOT, imports
 
 # What the wheel is built from (pyproject.toml's package-dir), copied so the build leaves nothing in the checkout.
 SOURCES = ("pyproject.toml", "README.md", "plugins/kafka_soak", "spark_jobs", "expectations", "apps/streams")
@@ -129,14 +129,37 @@ def test_the_params_are_declared_without_loading_an_implementation():
 
 def test_no_room_of_the_package_imports_the_airflow_side_above_it():
     """The folders by role (``backends``, ``clients``, ``load``, ``faults``, ``checker``, ``evidence``, ``toolchain``,
-    ``shared``) are called by the DAG's side at the top (factory, tasks, admission, alerting, ...), never the other way
-    round: of the top, a room reads only the params, the plan they resolve to and its size."""
+    ``infra``, ``shared``) are called by the DAG's side at the top (factory, tasks, admission, alerting, ...), never the
+    other way round: of the top, a room reads only the params and the plan's type."""
     package = ROOT / "plugins" / "kafka_soak"
-    top = {p.stem for p in package.glob("*.py")} - {"__init__", "params", "run_plan", "run_size"}
-    allowed = ("kafka_soak.__init__", "kafka_soak.params", "kafka_soak.run_plan", "kafka_soak.run_size",
+    top = {p.stem for p in package.glob("*.py")} - {"__init__", "params", "plan"}
+    allowed = ("kafka_soak.__init__", "kafka_soak.params", "kafka_soak.plan",
                *(f"kafka_soak.{d.name}" for d in package.iterdir() if (d / "__init__.py").is_file()))
     rooms = sorted(p for d in package.iterdir() if (d / "__init__.py").is_file() for p in d.rglob("*.py"))
     found = imports_beyond(rooms, ("confluent_kafka", "airflow", "docker", "psutil", "tenacity", "jinja2", "altair",
                                    "pandas", "fastapi", "starlette", "yaml", "markupsafe", "vl_convert", *allowed))
-    assert len(rooms) > 40 and top >= {"factory", "tasks", "admission", "alerting"}
+    assert len(rooms) > 40 and top >= {"factory", "tasks", "admission", "alerting", "run_plan", "provision"}
     assert found == {}, f"a room imports beyond the rooms and the params: {found}"
+
+
+def test_the_floors_run_one_way_no_two_rooms_import_each_other_and_no_module_is_in_a_circle():
+    """Each room imports only rooms below it (``imports.FLOORS``, ``TYPE_CHECKING`` imports too): what two rooms share
+    lives on a floor under both, so none can come to need the other back. The figures docs/architecture.md quotes."""
+    edges = imports.graph()
+    assert {imports.room(m) for m in edges} >= set(imports.FLOORS), "every folder of the package is on a floor"
+    assert {d.name for d in imports.PACKAGE.iterdir() if (d / "__init__.py").is_file()} == set(imports.FLOORS)
+    assert imports.mutual_pairs(edges) == []
+    assert imports.circles(edges) == []
+    assert imports.upward(edges) == []
+    assert ("kafka_soak.run_plan", "kafka_soak.clients.profile") in imports.room_imports(edges)[("run_plan", "clients")]
+
+
+def test_the_import_measure_finds_a_pair_a_circle_and_an_import_up_a_floor():
+    """The measure itself, on a graph with one of each: a guard that sees nothing would pass the test above."""
+    edges = {"kafka_soak.load.generator": {"kafka_soak.faults.program"},
+             "kafka_soak.faults.program": {"kafka_soak.load.generator"},
+             "kafka_soak.clients.profile": {"kafka_soak.run_plan"}, "kafka_soak.run_plan": set()}
+    assert imports.mutual_pairs(edges) == [("faults", "load")]
+    assert imports.circles(edges) == [["kafka_soak.faults.program", "kafka_soak.load.generator"]]
+    assert sorted(imports.upward(edges)) == [("kafka_soak.clients.profile", "kafka_soak.run_plan"),
+                                              ("kafka_soak.load.generator", "kafka_soak.faults.program")]

@@ -6,6 +6,7 @@ from support import ROOT
 from support.checks import cli_refusal
 
 from kafka_soak import params, run_plan
+from kafka_soak.plan import ParamsError, Plan
 
 
 def test_defaults_resolve_to_a_plan_spread_over_the_program():
@@ -17,10 +18,10 @@ def test_defaults_resolve_to_a_plan_spread_over_the_program():
 
 
 def test_the_plan_every_task_is_given_has_a_typed_key_for_each_param_and_nothing_else():
-    """``run_plan.Plan`` types the plan at each task boundary: its keys are the declared params (and the program's
-    source), and each resolved value has the type it declares."""
-    fields = typing.get_type_hints(run_plan.Plan)
-    assert set(fields) == set(params.PARAMS) | {"program_source"}
+    """``Plan`` types the plan at each task boundary: its keys are the declared params (and the program's
+    source and length), and each resolved value has the type it declares."""
+    fields = typing.get_type_hints(Plan)
+    assert set(fields) == set(params.PARAMS) | {"program_source", "program_s"}
     plan = run_plan.check({"kafka_versions": ["4.1.1", "4.3.1"], "transaction_version": 1, "quotas": [
         {"client_id": "{app_id}-1-producer", "producer_byte_rate": 35000}]}, app_id="typed")
     for name, value in plan.items():
@@ -36,7 +37,7 @@ def test_empty_program_becomes_a_stored_random_program():
 
 
 def test_every_problem_is_named():
-    with pytest.raises(run_plan.ParamsError) as err:
+    with pytest.raises(ParamsError) as err:
         run_plan.check({"program": "1 9", "colour": "red"})
     message = str(err.value)
     assert "unknown params ['colour']" in message
@@ -47,7 +48,7 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
     plan = run_plan.check({"records": 63_000, "program": "1 2 2", "phases": [
         {"records": 3000, "at_s": 0}, {"records": 60_000, "after_step": 1, "rate": 5000}]})
     assert [(p["first_id"], p["records"], p["rate"]) for p in plan["phases"]] == [(1, 3000, 0.0), (3001, 60_000, 5000.0)]
-    with pytest.raises(run_plan.ParamsError) as err:
+    with pytest.raises(ParamsError) as err:
         run_plan.check({"records": 100, "program": "1 2", "phases": [{"records": 50, "at_s": 0},
                                                                   {"records": 40, "after_step": 2}]})
     assert "phases: their records add up to 90 but param records is 100" in str(err.value)
@@ -124,9 +125,9 @@ def test_deployment_params_travel_in_the_plan():
     assert (plan["runtime"], plan["app_image"], plan["backend"], plan["kafka_conn_id"]) == ("docker", "my/app:1", "external",
                                                                                   "prod_kafka")
     assert plan["quotas"] == [{"client_id": "c", "producer_byte_rate": 35000}] and not plan["keep_topics"]
-    with pytest.raises(run_plan.ParamsError, match="brokers: 3 brokers are for backend 'local'"):
+    with pytest.raises(ParamsError, match="brokers: 3 brokers are for backend 'local'"):
         run_plan.check({"backend": "external", "brokers": 3})
-    with pytest.raises(run_plan.ParamsError, match="transaction_version: 1 is set when backend 'local' formats its "
+    with pytest.raises(ParamsError, match="transaction_version: 1 is set when backend 'local' formats its "
                                                  "brokers' storage; backend 'docker' has its own features"):
         run_plan.check({"backend": "docker", "transaction_version": 1})
 
@@ -134,7 +135,7 @@ def test_deployment_params_travel_in_the_plan():
 def test_docker_runtime_runs_an_image_per_kafka_streams_version():
     """runtime=docker starts the Kafka Streams app from its image per version (make streams-image), unless app_image
     names the user's own; preflight names each, with the param that chose it and how to build it."""
-    from kafka_soak.toolchain import preflight
+    from kafka_soak import preflight
 
     plan = run_plan.check({"app": "streams", "runtime": "docker", "streams_versions": ["3.4.0", "4.3.1"]})
     assert preflight.app_images(plan) == [
@@ -154,7 +155,7 @@ def test_a_quota_on_app_id_is_one_quota_per_application_id_of_the_run():
                                                        "q-app-4.3.1-1-StreamThread-1-producer"]
     single = run_plan.check({"app": "streams", "instances": 1, "program": "1", "quotas": [quota]}, app_id="q-app")
     assert single["quotas"] == [{**quota, "client_id": "q-app-1-StreamThread-1-producer"}]
-    with pytest.raises(run_plan.ParamsError, match="client_id 'q-app-2-StreamThread-1-producer' is no client"):
+    with pytest.raises(ParamsError, match="client_id 'q-app-2-StreamThread-1-producer' is no client"):
         run_plan.check({"app": "streams", "instances": 1, "program": "1",
                       "quotas": [{**quota, "client_id": "{app_id}-2-StreamThread-1-producer"}]}, app_id="q-app")
 
@@ -166,9 +167,9 @@ def test_controls_run_beside_each_version_with_settings_of_their_own(tmp_path):
     control that runs without it; the control's setting reaches its JVM last."""
     import validate_soak
 
-    from kafka_soak.backends.cluster import Cluster
     from kafka_soak.clients import subjects
     from kafka_soak.clients.instances import Instances
+    from kafka_soak.infra.cluster import Cluster
 
     quota = {"client_id": "{app_id}-1-StreamThread-1-producer", "producer_byte_rate": 35000}
     variants = [{"name": "txn-60s", "streams_config": {"producer.transaction.timeout.ms": 60000}},
@@ -236,7 +237,7 @@ def test_the_run_s_streams_settings_and_rebalance_protocol_reach_every_member_be
      "streams_config: 'bootstrap.servers' is the run's to set"),
 ])
 def test_streams_settings_and_a_rebalance_protocol_that_cannot_run_are_refused(conf, fragment):
-    with pytest.raises(run_plan.ParamsError) as err:
+    with pytest.raises(ParamsError) as err:
         run_plan.check(conf)
     assert fragment in str(err.value)
 
@@ -250,7 +251,7 @@ def test_streams_settings_and_a_rebalance_protocol_that_cannot_run_are_refused(c
      "variants: x: streams_config 'upgrade.from': '1;c=2' holds ';', '=' or a line break"),
 ])
 def test_controls_that_cannot_run_are_refused(conf, fragment):
-    with pytest.raises(run_plan.ParamsError) as err:
+    with pytest.raises(ParamsError) as err:
         run_plan.check(conf)
     assert fragment in str(err.value)
 
@@ -266,7 +267,7 @@ def test_controls_that_cannot_run_are_refused(conf, fragment):
      "state_write_bytes: is a store of the id-assignment topology; the aggregate topology has none"),
 ])
 def test_workflow_params_that_contradict_each_other_are_refused(conf, fragment):
-    with pytest.raises(run_plan.ParamsError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ParamsError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         run_plan.check({"app": "streams", **conf})
 
 
@@ -345,7 +346,7 @@ def test_on_a_shared_cluster_every_group_and_application_id_is_the_run_s_own():
     plan = run_plan.check({"backend": "external", "app_profile": profile}, app_id="soak_x-app", scope=scope)
     assert plan["app_profile"]["group_id"] == f"orders-{scope}"
     fixed = {**profile, "command": ["app", "{topic:in}", "{topic:out}"]}
-    with pytest.raises(run_plan.ParamsError, match=r"app_profile.command: takes neither \{properties_file\} nor "
+    with pytest.raises(ParamsError, match=r"app_profile.command: takes neither \{properties_file\} nor "
                                                     r"\{app_id\}; on backend external the app runs as a group of the "
                                                     r"run's own"):
         run_plan.check({"backend": "external", "app_profile": fixed}, scope=scope)

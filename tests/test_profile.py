@@ -10,9 +10,10 @@ import pytest
 from support.outside_apps import contract_app_profile
 
 from kafka_soak import run_plan
-from kafka_soak.backends.cluster import Cluster, topic_names
 from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
+from kafka_soak.infra.cluster import Cluster, topic_names
+from kafka_soak.plan import ParamsError
 
 ORDERS = {"topic": "orders", "partitions": 6, "key": "customer-{key}",
           "value": {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
@@ -130,7 +131,7 @@ def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp
     assert lines["application.id"] == "orders-enricher-3.8.1" and lines["client.id"] == "orders-enricher-3.8.1-1"
     assert lines["state.dir"] == str(tmp_path / "state" / "instance-1@3.8.1")
     # in containers, each version's own image
-    from kafka_soak.toolchain import preflight
+    from kafka_soak import preflight
 
     boxed = run_plan.check({"runtime": "docker", "app_profile": {**versioned, "image": "team/orders:{version}",
                                                                "command": versioned["command"][3:]}})
@@ -179,7 +180,7 @@ def test_the_suites_own_apps_are_profiles_whose_facts_the_run_asks_instead_of_wh
 def test_a_teams_versions_are_its_own_and_not_built_as_kafka_streams_releases():
     """Preflight builds the suite's Kafka Streams app for a run of it, never for a team's app: a profile's versions
     are the team's names (they once reached Maven as Kafka Streams releases and refused the run)."""
-    from kafka_soak.toolchain import preflight
+    from kafka_soak import preflight
 
     versioned = changed("command", to=["/opt/orders-{version}/bin/run", "{properties_file}", "{topic:orders}",
                                        "{topic:orders-enriched}", "{topic:orders-count}", "{topic:orders-total}",
@@ -254,7 +255,7 @@ def test_a_teams_versions_are_its_own_and_not_built_as_kafka_streams_releases():
     (changed("image", to="orders:1.4"), "local", "app_profile.image: is for runtime docker (runtime is 'local')"),
 ])
 def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
-    with pytest.raises(run_plan.ParamsError) as err:
+    with pytest.raises(ParamsError) as err:
         run_plan.check({"app_profile": profile, "backend": backend})
     assert fragment in str(err.value)
 
@@ -267,7 +268,7 @@ def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
     ({"runtime": "docker"}, "app_profile.image: is missing; runtime docker starts each instance as a container"),
 ])
 def test_a_profile_takes_no_other_app_and_no_setting_of_the_reference_apps(conf, fragment):
-    with pytest.raises(run_plan.ParamsError) as err:
+    with pytest.raises(ParamsError) as err:
         run_plan.check({"app_profile": PROFILE, **conf})
     assert fragment in str(err.value)
 
@@ -310,7 +311,7 @@ def test_a_wrong_value_anywhere_in_a_profile_is_refused_by_name_never_raised(bas
             for backend in ("local", "external"):
                 try:
                     run_plan.check({"app_profile": profile, "backend": backend})
-                except run_plan.ParamsError as exc:
+                except ParamsError as exc:
                     assert "app_profile" in str(exc) or "records" in str(exc), (at, wrong, str(exc))
                 tried += 1
     assert tried > 400

@@ -9,7 +9,7 @@ import pytest
 
 from kafka_soak.backends import quota_meter, quotas
 from kafka_soak.backends.quotas import Quota, QuotaError
-from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.infra.runtime.local import LocalProcesses
 
 STREAMS = Quota("my-app-StreamThread-1-producer", producer_byte_rate=35000)
 

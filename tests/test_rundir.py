@@ -146,7 +146,7 @@ def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one
     from kafka_soak import reaper
     from kafka_soak.clients import subjects
     from kafka_soak.clients.instances import Instances
-    from kafka_soak.clients.runtime.local import LocalProcesses
+    from kafka_soak.infra.runtime.local import LocalProcesses
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
     runs = {"ended": "manual__ended", "running": "manual__running", RUN: RUN}
@@ -189,8 +189,7 @@ def test_an_attempt_cleared_on_a_shared_cluster_is_released_from_its_evidence_al
     cluster (and would leave its quotas, a docker run its container). The next attempt's check_params releases it from
     its journal (provisioned, never released); provision asked again of a released attempt is refused, saying what to
     clear instead."""
-    from kafka_soak import reaper
-    from kafka_soak.backends import provision
+    from kafka_soak import provision, reaper
 
     plan = run_plan.check({"backend": "external", "kafka_conn_id": kafka_connection, "instances": 1,
                               "program": "1"}, app_id=f"{DAG}-app")
@@ -213,9 +212,8 @@ def test_a_task_cleared_on_its_own_runs_again_on_its_attempts_brokers_and_data(r
     their data (the input the run wrote is still there), so the checker judges the attempt's evidence again."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from kafka_soak import teardowns
-    from kafka_soak.backends import provision
-    from kafka_soak.clients import kafka_io
+    from kafka_soak import provision, teardowns
+    from kafka_soak.infra import kafka_io
 
     plan = run_plan.check({"instances": 1, "program": "1", "partitions": 1}, app_id=f"{DAG}-app")
     attempt = rundir.for_context(context(RUN), create=True)

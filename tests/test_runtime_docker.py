@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from kafka_soak import run_plan, teardowns
-from kafka_soak.backends.cluster import Cluster
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
 from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
-from kafka_soak.clients.runtime.docker import DockerContainers
-from kafka_soak.clients.runtime.docker_engine import (
+from kafka_soak.infra.cluster import Cluster
+from kafka_soak.infra.docker_engine import (
     BROKER_ROLE,
     INSTANCE_ROLE,
     DockerRuntimeError,
@@ -22,6 +21,7 @@ from kafka_soak.clients.runtime.docker_engine import (
     docker_api,
     run_labels,
 )
+from kafka_soak.infra.runtime.docker import DockerContainers
 from kafka_soak.shared import rundir
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.

@@ -6,7 +6,7 @@ import psutil
 import pytest
 
 from kafka_soak import run_plan
-from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.infra.runtime.local import LocalProcesses
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -100,11 +100,11 @@ def test_a_process_whose_starter_dies_right_after_the_start_is_registered_and_re
     import subprocess
 
     from kafka_soak import reaper
-    from kafka_soak.clients.runtime import Registry
-    from kafka_soak.clients.runtime.local import child_env, python_command
+    from kafka_soak.infra.runtime.local import child_env, python_command
+    from kafka_soak.infra.runtime.registry import Registry
 
     registry = Registry(tmp_path)
-    out = subprocess.run(python_command("kafka_soak.clients.runtime.spawn", "--name", "instance-2", str(tmp_path / "w.log"),
+    out = subprocess.run(python_command("kafka_soak.infra.runtime.spawn", "--name", "instance-2", str(tmp_path / "w.log"),
                                         str(registry.exits_file), "--", *SLEEPER),
                          env=child_env(), capture_output=True, text=True, check=True)
     pid, supervisor = map(int, out.stdout.split())
@@ -114,6 +114,30 @@ def test_a_process_whose_starter_dies_right_after_the_start_is_registered_and_re
     assert reaper.reap(tmp_path, "its starter died") == {"instance-2": -15}
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not psutil.pid_exists(supervisor) or psutil.Process(supervisor).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_supervisor_started_under_the_module_path_of_an_earlier_release_is_still_found_and_reaped(tmp_path):
+    """A run started before the supervisor moved (``kafka_soak.clients.runtime.spawn``) left it waiting out a backoff:
+    the next run's reaper knows it by its command line and stops it."""
+    import subprocess
+    import time
+
+    from kafka_soak import reaper
+    from kafka_soak.infra.runtime.registry import ProcessRecord, Registry
+
+    log = str(tmp_path / "w.log")
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    earlier = subprocess.Popen([*SLEEPER, "kafka_soak.clients.runtime.spawn", "--name", "instance-1", log])
+    try:
+        Registry(tmp_path).write(ProcessRecord("instance-1", ended.pid, time.time() - 3600, log, time.time(),
+                                               supervisor=earlier.pid))
+        assert LocalProcesses(tmp_path).supervisor("instance-1").pid == earlier.pid
+        assert list(reaper.reap(tmp_path, "left by an earlier release")) == ["instance-1"]
+        assert earlier.wait(timeout=30) is not None
+    finally:
+        earlier.kill()
+        earlier.wait()
 
 
 class StopFailsFor(LocalProcesses):
@@ -169,7 +193,7 @@ def wait_for(condition, timeout=20.0):
 
 def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_and_its_private_file(processes,
                                                                                                   tmp_path):
-    from kafka_soak.clients.runtime.spawn import Restart
+    from kafka_soak.infra.runtime.spawn import Restart
 
     runs, private = tmp_path / "runs", tmp_path / "app.properties"
     private.write_text("sasl.jaas.config=...\n")
@@ -197,7 +221,7 @@ def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_
 
 
 def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):
-    from kafka_soak.clients.runtime.spawn import Restart
+    from kafka_soak.infra.runtime.spawn import Restart
 
     crashing = [sys.executable, "-c", "import sys; sys.exit(5)"]
     processes.start("worker-2", crashing, tmp_path / "w.log", restart=Restart(30, {"instance": 2, "log": "w.log"}))
@@ -209,7 +233,7 @@ def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):
 
 
 def test_the_suite_s_own_kill_is_not_restarted(processes, tmp_path):
-    from kafka_soak.clients.runtime.spawn import Restart
+    from kafka_soak.infra.runtime.spawn import Restart
 
     processes.start("worker-3", SLEEPER, tmp_path / "w.log", restart=Restart(0.1, {"instance": 3, "log": "w.log"}))
     assert processes.kill("worker-3") == -9

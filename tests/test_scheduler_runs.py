@@ -28,8 +28,8 @@ from confluent_kafka.admin import AdminClient
 from support.airflow_stack import PROBE_DAG, AirflowStack
 from support.outside_apps import stuck_app_command
 
-from kafka_soak import reaper
-from kafka_soak.backends import kafka_jars, provision, quotas
+from kafka_soak import provision, reaper
+from kafka_soak.backends import kafka_jars, quotas
 from kafka_soak.evidence import ui
 from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import rundir

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kafka_soak import run_plan
-from kafka_soak.backends.cluster import Cluster
 from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.reference import streams
+from kafka_soak.infra.cluster import Cluster
 from kafka_soak.toolchain import maven
 
 

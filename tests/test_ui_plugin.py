@@ -259,7 +259,7 @@ def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the
     """The app prints its settings as JSON (quotes, backslashes and non-ASCII escaped): no served page holds the
     password in any form; the run's release masks them at rest, so they stay masked once the connection is rotated
     or deleted (the UI then has nothing to mask with)."""
-    from kafka_soak.backends import connection
+    from kafka_soak.infra import connection
 
     extra = {"bootstrap.servers": broker.bootstrap_servers, "sasl.username": "soak", "sasl.password": NASTY}
     monkeypatch.setenv("AIRFLOW_CONN_SOAK_NASTY", json.dumps({"conn_type": "kafka", "extra": extra}))
@@ -330,7 +330,7 @@ def test_secrets_written_into_the_app_s_command_are_served_masked_and_masked_at_
     """A deployment that wrote a password into its app's command (``--db-password=...``, ``--api-token ...``): the
     app prints its arguments; what the UI serves of the run, params.json included, holds neither, nor does the run
     directory once released. A flag, a count and a placeholder named like a secret are no secret."""
-    from kafka_soak.backends import connection
+    from kafka_soak.infra import connection
 
     command = ["python", "-c", "import sys; print('args:', sys.argv[1:])", "--db-password=Hunter2-and-more",
                "--api-token", "tok-9f8e7d", "--keys", "500", "--use-key", "true", "--key-template", "{app_id}"]

@@ -22,13 +22,14 @@ from airflow.sdk import Param
 from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 
 from kafka_soak import params as soak_params
-from kafka_soak import reaper, run_plan, run_size
-from kafka_soak.backends import connection
+from kafka_soak import preflight, reaper, run_plan, run_size
+from kafka_soak.backends import registry
 from kafka_soak.clients import subjects
 from kafka_soak.faults import program as programs
+from kafka_soak.infra import connection
 from kafka_soak.load.generator import Phase
+from kafka_soak.plan import ParamsError, Plan
 from kafka_soak.shared import rundir
-from kafka_soak.toolchain import preflight
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ class Admission:
         if not refusal:
             try:
                 run_plan.check(values, app_id_of(scenario))
-            except run_plan.ParamsError as exc:
+            except ParamsError as exc:
                 refusal = f"the defaults of {scenario['dag_id']} (its scenario file and {DEFAULTS_ENV}) cannot run: {exc}"
             except Exception as exc:  # a check that failed on an input nobody foresaw costs this DAG, not the folder
                 log.exception("checking the defaults of %s", scenario["dag_id"])
@@ -187,19 +188,19 @@ class Admission:
             return params
         return {**params, "streams_config": {**self.defaults["streams_config"], **given}}
 
-    def admit(self, conf: dict[str, Any], params: dict[str, Any], attempt: str = "") -> run_plan.Plan:
+    def admit(self, conf: dict[str, Any], params: dict[str, Any], attempt: str = "") -> Plan:
         """The plan of a run triggered with ``conf`` whose resolved params are ``params`` (``attempt``: its run
         directory's name, which its topics and its scope on a shared cluster are named after; a nightly run's when
-        checked before there is one); raises ``run_plan.ParamsError`` or one of ``preflight.ERRORS`` naming each param
+        checked before there is one); raises ``ParamsError`` or one of ``preflight.ERRORS`` naming each param
         that stops it."""
         refused = [self.refusal] if self.refusal else run_plan.trigger_errors(conf, self.defaults, self.allow)
         if refused:
-            raise run_plan.ParamsError("; ".join(refused))
+            raise ParamsError("; ".join(refused))
         attempt = attempt or NIGHTLY_ATTEMPT
         plan = run_plan.check(self.merged(conf, params), self.app_id, run_plan.run_scope(self.dag_id, attempt))
         named = run_size.name_problems(dict(plan), self.dag_id, attempt)
         if named:
-            raise run_plan.ParamsError("; ".join(named))
+            raise ParamsError("; ".join(named))
         preflight.check(plan)
         return plan
 
@@ -218,7 +219,7 @@ def unwritable(where: Path, exc: OSError) -> str:
             "make SOAK_RUNS_DIR a writable directory with free space")
 
 
-def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> run_plan.Plan:
+def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> Plan:
     """Admit a triggered run (``check_params``): create its run directory, refuse it before anything is provisioned if
     its params cannot run, store them and the resolved plan (``params.json``, for replay), stop what an earlier
     attempt left running, and say in the log what the run will do."""
@@ -228,7 +229,7 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> r
         raise AirflowFailException(unwritable(rundir.runs_root(), exc)) from None
     try:
         plan = admission.admit(dict(context["dag_run"].conf or {}), dict(context["params"]), run_dir.name)
-    except (run_plan.ParamsError, *preflight.ERRORS) as exc:
+    except (ParamsError, *preflight.ERRORS) as exc:
         raise AirflowFailException(f"refused before provisioning: {exc}") from None
     connection.mask(connection.app_secrets(dict(plan)))  # before anything logs the app's command
     try:
@@ -247,7 +248,7 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> r
     log.info("app under test: %s", subjects.describe(plan))
     log.info("backend %s%s, runtime %s%s", plan["backend"],
              f" (Apache Kafka {', '.join(run_plan.broker_versions(plan)[1])}, {plan['brokers']} broker(s)"
-             f"{' each' if plan['kafka_versions'] else ''})" if plan["backend"] == "local" else "",
+             f"{' each' if plan['kafka_versions'] else ''})" if registry.kind(plan["backend"]).broker_faults else "",
              plan["runtime"], ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
              if plan["runtime"] == "docker" else "")
     return plan

@@ -28,6 +28,7 @@ from typing import Any
 
 from kafka_soak import params as soak_params
 from kafka_soak import run_plan
+from kafka_soak.plan import ParamsError
 from kafka_soak.shared import rundir
 
 SCENARIOS_DIR = rundir.PROJECT_ROOT / "dags" / "scenarios"
@@ -51,8 +52,8 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.definitions.param import ParamsDict
     from airflow.sdk.exceptions import ParamValidationError
 
+    from kafka_soak import preflight
     from kafka_soak.admission import Admission, ScenarioError, load_scenario
-    from kafka_soak.toolchain import preflight
 
     path = SCENARIOS_DIR / f"{scenario}.yaml"
     if not path.exists():
@@ -75,7 +76,7 @@ def check_conf(scenario: str, conf: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(first + (f" (param {name}: {allowed})" if allowed else "")) from None
     try:
         admission.admit(conf, values)
-    except (run_plan.ParamsError, *preflight.ERRORS) as exc:
+    except (ParamsError, *preflight.ERRORS) as exc:
         raise UsageError(str(exc)) from None
     return values
 

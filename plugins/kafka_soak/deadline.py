@@ -32,7 +32,6 @@ from typing import Any
 from airflow.sdk.definitions.deadline import AsyncCallback, BaseDeadlineReference, DeadlineAlert
 
 from kafka_soak import alerting, run_plan
-from kafka_soak.faults import program as programs
 from kafka_soak.shared import rundir
 
 log = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ def under_dags_test() -> bool:
 def expected_s(defaults: dict[str, Any], lead_s: float) -> float:
     """How long a run with these params should take, the drain's timeout counted in full."""
     plan = run_plan.check(defaults)
-    return lead_s + programs.duration_s(plan["program"], plan["interval_s"]) + plan["drain_timeout_s"] + VALIDATION_ALLOWANCE_S
+    return lead_s + plan["program_s"] + plan["drain_timeout_s"] + VALIDATION_ALLOWANCE_S
 
 
 def overdue_alert(scenario: dict[str, Any], defaults: dict[str, Any], lead_s: float) -> DeadlineAlert | None:

@@ -25,19 +25,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.backends import broker_matrix, kafka_jars, provision
-from kafka_soak.backends.connection import client_settings, settings_in_env
-from kafka_soak.backends.provision import Backend
-from kafka_soak.clients import kafka_io, subjects
+from kafka_soak.backends import broker_matrix, kafka_jars, registry
+from kafka_soak.backends.registry import Backend
+from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.subjects import Subject
 from kafka_soak.faults import program as programs
 from kafka_soak.faults.schedule import set_broker
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.connection import client_settings, settings_in_env
 from kafka_soak.shared import java_client, rundir
 from kafka_soak.shared.rundir import journal
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[st
     (``drain.json``) says why (lag, stalled partitions, owners, open transactions), and the checker judges what the app
     committed."""
     instances = Instances.for_run(run_dir, cluster, plan)
-    restored = restore_service(instances, provision.create(plan, run_dir), plan["program"])
+    restored = restore_service(instances, registry.create(plan, run_dir), plan["program"])
     grace_s, grace_reason = fault_grace_s(plan["program"], subjects.stop_leaves_group(plan))
     if grace_reason:
         log.info("drain: %s", grace_reason)

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_soak import teardowns
-from kafka_soak.backends import broker_matrix, provision
-from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak import provision, teardowns
+from kafka_soak.backends import broker_matrix
+from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.shared import rundir
 from kafka_soak.shared.rundir import journal, read_json
 

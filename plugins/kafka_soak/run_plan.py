@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from kafka_soak import run_size
+from kafka_soak.backends import kafka_jars, registry
 from kafka_soak.clients import allowed_settings, subjects
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients.reference import profiles as reference
@@ -35,73 +36,7 @@ from kafka_soak.params import (
     UNNAMED_APP_ID,
     WHERE_DEPLOYER_SETS,
 )
-
-
-class ParamsError(ValueError):
-    """Params that cannot run; the message lists every problem."""
-
-
-class Plan(TypedDict):
-    """A run's plan, as every task is given it (an XCom, and ``params.json``'s ``plan``): each param of
-    ``params.PARAMS`` resolved, with the program as tokens (``program_source``: "given" or "random(seed=N)"), the load as
-    phases with their id ranges (each: records, first_id, rate, and at_s or after_step), and the app under test's
-    profile (``profile.Profile.as_dict()``; the reference app's when the params name none). tests/test_params.py holds
-    its keys to ``params.PARAMS``."""
-
-    program: list[str]
-    interval_s: float
-    records: int
-    keys: int
-    partitions: int
-    instances: int
-    brokers: int
-    kafka_version: str
-    kafka_versions: list[str]
-    transaction_version: int | None
-    app: str
-    streams_version: str
-    streams_versions: list[str]
-    variants: list[dict[str, Any]]
-    streams_config: dict[str, Any]
-    group_protocol: str
-    topology: str
-    workflow_designs: list[str]
-    parallel_tasks: int
-    threads: int
-    acceptable_recovery_lag: int
-    max_warmup_replicas: int
-    commit_interval_ms: int
-    state_write_bytes: int
-    rocksdb_write_buffer_bytes: int
-    standbys: int
-    cache_entries: int
-    phases: list[dict[str, Any]]
-    rate: float
-    payload_bytes: int
-    bug: str
-    bug_every: int
-    crash_probability: float
-    restart: str
-    session_timeout_ms: int
-    restart_backoff_s: float
-    seed: int
-    health_allowance: int
-    drain_timeout_s: int
-    stall_timeout_s: int
-    allow_backlog: bool
-    backend: str
-    runtime: str
-    kafka_conn_id: str
-    kafka_image: str
-    keep_topics: bool
-    quotas: list[dict[str, Any]]
-    app_image: str
-    app_command: list[str]
-    app_profile: dict[str, Any]
-    app_env: dict[str, Any]
-    docker_url: str
-    docker_conn_id: str
-    program_source: str
+from kafka_soak.plan import ParamsError, Plan
 
 
 def resolve_phases(values: dict[str, Any], steps: int, rate: float) -> tuple[list[dict[str, Any]], list[str]]:
@@ -135,7 +70,7 @@ def scoped_group(group_id: str, backend: str, scope: str) -> str:
     """The group (and application id) the app runs as: its own where the run owns the cluster; on a shared one
     (``external``) the run's, ``<group_id>-<scope>``, so that the run never joins another app's group, writes into its
     state or deletes it at release, and two runs of one DAG never meet."""
-    return f"{group_id}-{scope or 'x' * SCOPE_CHARS}" if backend == "external" else group_id
+    return f"{group_id}-{scope or 'x' * SCOPE_CHARS}" if registry.shared(backend) else group_id
 
 
 def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") -> Plan:
@@ -196,7 +131,8 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
     if errors:
         raise ParamsError("; ".join(errors))
     return cast(Plan, {**copy.deepcopy(values), "program": program, "program_source": source,
-                       "interval_s": float(values["interval_s"]), "phases": phases, "rate": rate,
+                       "interval_s": float(values["interval_s"]), "program_s": len(program) * float(values["interval_s"]),
+                       "phases": phases, "rate": rate,
                        "crash_probability": float(values["crash_probability"]),
                        "restart_backoff_s": float(values["restart_backoff_s"])})
 
@@ -236,7 +172,7 @@ def deployer_only(name: str, backend: str) -> bool:
     """Whether only the deployment sets param ``name`` of a run on ``backend``: quotas and kept topics on a shared
     (external) cluster reach other people's clients and stay; on the run's own broker they shape the soak."""
     declared = PARAMS[name].deployer if name in PARAMS else False
-    return declared is True or (declared == SHARED and backend == "external")
+    return declared is True or (declared == SHARED and registry.shared(backend))
 
 
 def trigger_errors(conf: dict[str, Any], deployed: dict[str, Any], allow: dict[str, list[Any]]) -> list[str]:
@@ -317,7 +253,7 @@ def transaction_timeout_errors(values: dict[str, Any]) -> list[str]:
                           f"producers' transaction timeout{control}, {timeout} ms {said}; Kafka Streams refuses to "
                           "start so: lower commit_interval_ms, or set streams_config producer.transaction.timeout.ms "
                           f"to at least {values['commit_interval_ms']}")
-        if values["backend"] != "external" and timeout > BROKER_MAX_TRANSACTION_TIMEOUT_MS:
+        if registry.kind(values["backend"]).starts_brokers and timeout > BROKER_MAX_TRANSACTION_TIMEOUT_MS:
             errors.append(f"streams_config{control}: transaction.timeout.ms {timeout} is above the run's brokers' "
                           f"transaction.max.timeout.ms ({BROKER_MAX_TRANSACTION_TIMEOUT_MS}), which refuse it at the "
                           "first transaction")
@@ -328,13 +264,6 @@ def release_of(version: str) -> tuple[int, int]:
     """A release's major and minor number (``4.3.1`` -> (4, 3))."""
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
-
-
-def broker_versions(values: dict[str, Any]) -> tuple[str, list[str]]:
-    """The Apache Kafka releases a local run starts, and the param that names them."""
-    if values["kafka_versions"]:
-        return "kafka_versions", list(values["kafka_versions"])
-    return "kafka_version", [values["kafka_version"]]
 
 
 def streams_app_errors(values: dict[str, Any]) -> list[str]:
@@ -361,9 +290,9 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
         if old:
             errors.append(f"group_protocol: 'streams' needs Kafka Streams {since} or later (KIP-1071 is generally "
                           f"available from {since}; 4.1 had it as early access only): not {', '.join(old)}")
-        name, versions = broker_versions(values)
+        name, versions = kafka_jars.broker_versions(values)
         old = [v for v in versions if release_of(v) < STREAMS_PROTOCOL_SINCE]
-        if values["backend"] == "local" and old:
+        if registry.kind(values["backend"]).broker_faults and old:
             errors.append(f"group_protocol: 'streams' needs brokers of Apache Kafka {since} or later, whose "
                           f"streams.version feature is 1: {name} {', '.join(old)} has not")
         brokers_set = [name for name in ("standbys", "session_timeout_ms") if values[name] != DEFAULTS[name]]
@@ -456,7 +385,7 @@ def quota_errors(values: dict[str, Any]) -> list[str]:
     """A quota on the run's own broker throttles the app under test: one that names none of the clients the suite
     knows its app has would throttle nothing (an external cluster's quotas are its deployer's to choose; a team's
     app's clients are its own)."""
-    known = subjects.client_ids(values) if values["backend"] != "external" else None
+    known = None if registry.shared(values["backend"]) else subjects.client_ids(values)
     if known is None:
         return []
     app = subjects.profile(values).title_or_name
@@ -470,19 +399,20 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
     """Backend/runtime params that contradict each other or the program."""
     errors = []
     backend, runtime = values["backend"], values["runtime"]
-    if backend != "local":
+    able = registry.able("broker_faults")
+    if not registry.kind(backend).broker_faults:
         broker_ops = [t for t in program if t.startswith("b")]
         if broker_ops:
-            errors.append(f"program: {broker_ops} kill and restart brokers, which only backend 'local' can do "
+            errors.append(f"program: {broker_ops} kill and restart brokers, which only {able} can do "
                           f"(backend is {backend!r})")
         if values["brokers"] != 1:
-            errors.append(f"brokers: {values['brokers']} brokers are for backend 'local'; backend {backend!r} "
+            errors.append(f"brokers: {values['brokers']} brokers are for {able}; backend {backend!r} "
                           "has its own (leave brokers at 1)")
         if values["kafka_versions"]:
             errors.append(f"kafka_versions: a broker version matrix starts a cluster of each release, which only "
-                          f"backend 'local' can do (backend is {backend!r}); leave kafka_versions empty")
+                          f"{able} can do (backend is {backend!r}); leave kafka_versions empty")
         if values["transaction_version"] is not None:
-            errors.append(f"transaction_version: {values['transaction_version']} is set when backend 'local' formats "
+            errors.append(f"transaction_version: {values['transaction_version']} is set when {able} formats "
                           f"its brokers' storage; backend {backend!r} has its own features (leave transaction_version "
                           "empty)")
     if runtime != "local" and values["restart"] != "never":

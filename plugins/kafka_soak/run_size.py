@@ -17,10 +17,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_soak.backends.cluster import topic_names, topic_prefix
+from kafka_soak.backends import registry
+from kafka_soak.clients import encodings, subjects
 from kafka_soak.clients import profile as profiles
-from kafka_soak.clients import subjects
-from kafka_soak.load import encodings
+from kafka_soak.infra.cluster import topic_names, topic_prefix
 from kafka_soak.params import MAX_INPUT_BYTES, RECORD_OVERHEAD_BYTES
 
 # Resident memory per process, MiB. A broker: its 512 MiB heap (backends.local_kafka.BROKER_HEAP) and the JVM's
@@ -76,7 +76,7 @@ def record_bytes(values: dict[str, Any], app: profiles.Profile) -> int:
 def measure(values: dict[str, Any], app: profiles.Profile) -> RunSize:
     """The size of a run of ``values`` (params) whose app under test is ``app`` (resolved)."""
     clusters = len(values["kafka_versions"]) or 1
-    own_brokers = {"local": values["brokers"], "docker": 1}.get(values["backend"], 0)
+    own_brokers = values["brokers"] if registry.kind(values["backend"]).starts_brokers else 0
     members = len(app.members)
     instances = clusters * members * values["instances"]
     stores = members if app.build == "streams" and values["topology"] == "id-assignment" else 0
@@ -128,7 +128,7 @@ def name_problems(plan: dict[str, Any], dag_id: str, attempt: str) -> list[str]:
     generator, the checker or the app over the kernel's limit."""
     app = profiles.Profile.of(plan["app_profile"])
     names = topic_names(subjects.topics(plan), topic_prefix(dag_id, attempt), subjects.app_names(plan),
-                        owned=plan["backend"] != "external")
+                        owned=not registry.shared(plan["backend"]))
     errors = [f"topics: the run's topic {name[:60]}... (soak.<dag id>.<run>.<name>) is {len(name)} characters; Kafka "
               f"takes {MAX_TOPIC_CHARS} at most: shorten the DAG id, the run id or the app's topic names"
               for name in sorted(set(names.values())) if len(name) > MAX_TOPIC_CHARS][:1]

@@ -16,11 +16,11 @@ from airflow.sdk.exceptions import AirflowFailException
 from kafka_soak import teardowns
 from kafka_soak.admission import Admission, open_run
 from kafka_soak.backends import broker_matrix
-from kafka_soak.backends.provision import AttemptReleased, provision_run
 from kafka_soak.drain import drain_run
 from kafka_soak.faults.schedule import plan_steps
 from kafka_soak.load.process import LoadFailed, await_loads, start_loads
-from kafka_soak.run_plan import Plan
+from kafka_soak.plan import Plan
+from kafka_soak.provision import AttemptReleased, provision_run
 from kafka_soak.shared import rundir
 
 

@@ -13,16 +13,18 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.backends import broker_matrix, connection, provision, quota_meter
-from kafka_soak.backends.cluster import Cluster
+from kafka_soak import provision
+from kafka_soak.backends import broker_matrix, quota_meter, registry
 from kafka_soak.clients import health
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
+from kafka_soak.infra import connection
+from kafka_soak.infra.cluster import Cluster
 from kafka_soak.load.process import Load
 from kafka_soak.shared import rundir
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ def stop_app(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, in
     log.info("app health: %s", health.one_line(app_health))
     for incident in app_health["incidents"][:10]:
         log.warning("  %s", incident["what"])
-    for usage in provision.create(plan, run_dir).quota_usage():
+    for usage in registry.create(plan, run_dir).quota_usage():
         log.info("%s", quota_meter.describe(usage))
     return codes
 
@@ -77,7 +79,7 @@ def release(run_dir: Path, plan: Plan) -> None:
     with the secrets of a shared cluster's connection and those written into the app's command or environment masked
     in every file (``connection.scrub``)."""
     cluster = cluster_on_file(run_dir)
-    provision.create(plan, run_dir).release(cluster)
+    registry.create(plan, run_dir).release(cluster)
     rundir.journal(run_dir, provision.RELEASED, backend=plan["backend"])
     secrets = connection.app_secrets(plan)
     if cluster is not None and cluster.conn_id:
@@ -94,6 +96,8 @@ def from_files(run_dir: Path, why: str) -> dict[str, int | None]:
     """Both teardowns of an attempt that did not run them, each as far as it got (one that fails is logged and does
     not stop the other), noted with ``why`` in its ``events.jsonl``. Returns the instances stopped, with exit codes."""
     plan = (rundir.read_json(run_dir / rundir.PARAMS) or {}).get("plan")
+    if plan:  # a plan written before it had program_s
+        plan.setdefault("program_s", len(plan["program"]) * plan["interval_s"])
     stopped: dict[str, int | None] = {}
     for member in broker_matrix.members(run_dir, plan) if plan else []:
         cluster = rundir.read_json(member.dir / rundir.CLUSTER)

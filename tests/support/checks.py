@@ -17,7 +17,7 @@ def leaked_secret(run_dir: Path) -> list[Path]:
 
 def live_processes(run_dir: Path) -> list[str]:
     """Processes registered by a run that are still alive."""
-    from kafka_soak.clients.runtime.local import LocalProcesses
+    from kafka_soak.infra.runtime.local import LocalProcesses
 
     processes = LocalProcesses(run_dir)
     return [name for name in processes.names() if processes.process(name) is not None]

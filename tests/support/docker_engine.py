@@ -147,6 +147,6 @@ def build_orders_py_image() -> str:
 
 def run_containers(run_dir: Path) -> list[str]:
     """Containers labelled with this run (any state)."""
-    from kafka_soak.clients.runtime.docker_engine import run_filter
+    from kafka_soak.infra.docker_engine import run_filter
 
     return [c.name for c in client().containers.list(all=True, filters=run_filter(run_dir))]

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_soak.shared import rundir, verdicts
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

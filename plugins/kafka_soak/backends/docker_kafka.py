@@ -12,12 +12,12 @@ import logging
 import socket
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends import quotas as soak_quotas
-from kafka_soak.backends.cluster import Cluster, topic_names
-from kafka_soak.clients import kafka_io
-from kafka_soak.clients.runtime.docker_engine import (
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster, topic_names
+from kafka_soak.infra.docker_engine import (
     BROKER_ROLE,
     container_name,
     docker_api,
@@ -28,6 +28,9 @@ from kafka_soak.clients.runtime.docker_engine import (
     run_labels,
 )
 from kafka_soak.params import DOCKER_URL, KAFKA_IMAGE
+
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +66,26 @@ def broker_environment(port: int) -> dict[str, str]:
 
 
 class DockerKafkaBackend:
+    """One broker of the run's own in a container, gone with it at release."""
+
     name = "docker"
+    shared, starts_brokers, broker_faults, data_survives_release = False, True, False, False
 
     def __init__(self, run_dir: Path, image: str = KAFKA_IMAGE, quotas: list[soak_quotas.Quota] | None = None,
                  docker_url: str = DOCKER_URL, docker_conn_id: str | None = None) -> None:
         self.run_dir, self.image, self.quotas = run_dir, image, quotas or []
         self.docker_url, self.docker_conn_id = docker_url, docker_conn_id
+
+    @classmethod
+    def from_plan(cls, plan: Plan, run_dir: Path) -> DockerKafkaBackend:
+        return cls(run_dir, plan["kafka_image"], soak_quotas.from_params(plan["quotas"]), plan["docker_url"],
+                   plan["docker_conn_id"] or None)
+
+    @classmethod
+    def preflight(cls, plan: Plan) -> None:
+        """The broker's image on the engine (param kafka_image)."""
+        ensure_image(docker_api(plan["docker_url"], plan["docker_conn_id"] or None), plan["kafka_image"],
+                     "kafka_image", "make kafka-image builds one from Kafka's jars")
 
     @cached_property
     def api(self) -> Any:

@@ -12,28 +12,57 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends import kafka_jars
 from kafka_soak.backends import quotas as soak_quotas
-from kafka_soak.backends.cluster import Cluster, topic_names
-from kafka_soak.backends.connection import client_settings, connection_config, settings_in_env
-from kafka_soak.clients import kafka_io
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster, topic_names
+from kafka_soak.infra.connection import KafkaConnectionError, client_settings, connection_config, settings_in_env
 from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import java_client
+
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 
 
 class ExternalBackend:
+    """A cluster someone else runs, reached through an Airflow connection."""
+
     name = "external"
+    shared, starts_brokers, broker_faults = True, False, False
 
     def __init__(self, run_dir: Path, conn_id: str, quotas: list[soak_quotas.Quota] | None = None,
-                 keep_topics: bool = False, kafka_version: str = KAFKA_VERSION,
-                 groups: list[str] | None = None) -> None:
-        """``groups``: the consumer groups the run's apps use under names the suite gave them, deleted at release."""
+                 keep_topics: bool = False, kafka_version: str = KAFKA_VERSION) -> None:
         self.run_dir, self.conn_id, self.quotas, self.keep_topics = run_dir, conn_id, quotas or [], keep_topics
-        self.kafka_version, self.groups = kafka_version, groups or []
+        self.kafka_version = kafka_version
+        self.data_survives_release = keep_topics
+
+    @classmethod
+    def from_plan(cls, plan: Plan, run_dir: Path) -> ExternalBackend:
+        return cls(run_dir, plan["kafka_conn_id"], soak_quotas.from_params(plan["quotas"]), plan["keep_topics"],
+                   plan["kafka_version"])
+
+    @classmethod
+    def preflight(cls, plan: Plan) -> None:
+        """Kafka's jars where the run sets quotas (kafka-configs), and a connection whose settings the checker's Java
+        client (Spark's Kafka source) can use too."""
+        if plan["quotas"]:
+            kafka_jars.resolve(plan["kafka_version"])
+        try:
+            java_client.java_settings(client_settings({"conn_id": plan["kafka_conn_id"]}))
+        except java_client.UntranslatableSettings as exc:
+            raise KafkaConnectionError(f"param kafka_conn_id: the settings {exc.names} of connection "
+                                       f"{plan['kafka_conn_id']!r} cannot reach the checker, as Spark's Kafka source "
+                                       f"is a Java client ({exc.reason})") from None
+
+    @staticmethod
+    def groups(cluster: Cluster) -> list[str]:
+        """The consumer groups the run's apps used, each under the run's own name (``run_plan.scoped_group``): deleted
+        at release."""
+        return [s["app_id"] for s in cluster.subjects]
 
     def kafka_configs(self, settings: dict[str, Any]) -> soak_quotas.Runner:
         """kafka-configs from the project's Kafka jars; the connection's client properties reach it on its
@@ -88,12 +117,13 @@ class ExternalBackend:
             streams_apps = [s["app_id"] for s in cluster.subjects if s.get("version") or s.get("outputs")]
             names = sorted(cluster.topics.values()) + kafka_io.internal_topics(cluster.bootstrap_servers, streams_apps)
             if self.keep_topics:
-                log.info("keeping the run's topics and consumer groups (param keep_topics): %s, %s", names, self.groups)
+                log.info("keeping the run's topics and consumer groups (param keep_topics): %s, %s", names,
+                         self.groups(cluster))
                 return
             errors = kafka_io.delete_topics(cluster.bootstrap_servers, names)
             # after its topics: an instance stopped a moment ago has left its group (a killed one holds it until its
             # session times out, and Kafka removes the group once it is empty and its offsets are gone)
-            groups = kafka_io.delete_groups(cluster.bootstrap_servers, self.groups)
+            groups = kafka_io.delete_groups(cluster.bootstrap_servers, self.groups(cluster))
         for name, error in errors.items():
             log.error("could not delete topic %s: %s; delete it by hand", name, error)
         for group, error in groups.items():

@@ -15,7 +15,9 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kafka_soak.params import KAFKA_VERSION, KAFKA_VERSION_PATTERN
 from kafka_soak.shared.java_client import NO_CONFIG_PROVIDERS
@@ -96,3 +98,10 @@ def run_tool(version: str, main_class: str, args: list[str], stdin: str | None =
 def java_executable() -> str:
     home = os.environ.get("JAVA_HOME")
     return str(Path(home) / "bin" / "java") if home else (shutil.which("java") or "java")
+
+
+def broker_versions(values: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The Apache Kafka releases a local run starts, and the param that names them."""
+    if values["kafka_versions"]:
+        return "kafka_versions", list(values["kafka_versions"])
+    return "kafka_version", [values["kafka_version"]]

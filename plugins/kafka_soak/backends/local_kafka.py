@@ -22,16 +22,19 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends import kafka_jars, quota_meter
 from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.backends.broker_matrix import carry
-from kafka_soak.backends.cluster import Cluster, topic_names
-from kafka_soak.clients import kafka_io
-from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster, topic_names
+from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import java_client, rundir
+
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +136,17 @@ class Layout:
         return cls(data["version"], data["cluster_id"], tuple(Node(**n) for n in data["nodes"]))
 
 
+# A run whose program lasts up to this long starts its local brokers with C1 alone: over a short run a broker's C2
+# compilations are about 40 % of its CPU (docs/benchmarks.md: "The broker's JIT over a short run"); a long soak keeps
+# the JVM's default.
+SHORT_RUN_S = 300
+
+
 class LocalKafkaBackend:
+    """Brokers of the run's own on this machine, any number, on any release: the one backend with broker faults."""
+
     name = "local"
+    shared, starts_brokers, broker_faults, data_survives_release = False, True, True, True
 
     def __init__(self, run_dir: Path, brokers: int = 1, version: str = KAFKA_VERSION,
                  quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None,
@@ -144,6 +156,20 @@ class LocalKafkaBackend:
         self.short_lived = short_lived  # the brokers of a short run: C1 alone (kafka_jars.java_command)
         self.home = run_dir / "kafka"
         self.processes = LocalProcesses(run_dir)
+
+    @classmethod
+    def from_plan(cls, plan: Plan, run_dir: Path) -> LocalKafkaBackend:
+        features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
+        return cls(run_dir, plan["brokers"], plan["kafka_version"], soak_quotas.from_params(plan["quotas"]), features,
+                   short_lived=plan["program_s"] <= SHORT_RUN_S)
+
+    @classmethod
+    def preflight(cls, plan: Plan) -> None:
+        """Apache Kafka's jars of each release the run starts, fetched now (cached after), so a release nobody serves
+        is refused before anything starts."""
+        param, versions = kafka_jars.broker_versions(plan)
+        for version in versions:
+            kafka_jars.resolve(version, param=param)
 
     # -- the cluster's shape and files ---------------------------------------------------------------
     @property

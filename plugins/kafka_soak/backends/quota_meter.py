@@ -21,7 +21,7 @@ from typing import Any
 
 from kafka_soak.backends import kafka_jars
 from kafka_soak.backends.quotas import Quota
-from kafka_soak.clients.runtime.local import LocalProcesses
+from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.shared import java_client
 
 # quota setting -> (the broker's quota sensor, the attribute it is judged on, its unit)

@@ -18,15 +18,16 @@ from airflow.sdk.exceptions import AirflowException
 
 from kafka_soak import shared
 from kafka_soak.backends import broker_matrix
-from kafka_soak.backends.connection import client_settings, settings_in_env
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
 from kafka_soak.checker import spark_kafka
 from kafka_soak.checker.class_data import SharedArchive
-from kafka_soak.clients import kafka_io, subjects
+from kafka_soak.clients import subjects
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.connection import client_settings, settings_in_env
 from kafka_soak.shared import java_client, rundir
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 SPARK_JOBS = rundir.resource("spark_jobs")
 JOB = SPARK_JOBS / "validate_soak.py"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_soak.clients.runtime import Registry
+from kafka_soak.infra.runtime.registry import Registry
 from kafka_soak.shared import rundir
 
 EVENT_START = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})[.,](\d{3})(\S*)")

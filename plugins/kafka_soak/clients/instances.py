@@ -28,22 +28,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends.broker_matrix import carry
-from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.connection import app_secrets, client_settings, mask
-from kafka_soak.clients import kafka_io
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.reference import streams
-from kafka_soak.clients.runtime import ProcessRecord, Runtime
-from kafka_soak.clients.runtime.docker import DockerContainers
-from kafka_soak.clients.runtime.local import LocalProcesses
-from kafka_soak.clients.runtime.spawn import Restart
 from kafka_soak.clients.subjects import Subject
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster
+from kafka_soak.infra.connection import app_secrets, client_settings, mask
+from kafka_soak.infra.runtime import Runtime
+from kafka_soak.infra.runtime.docker import DockerContainers
+from kafka_soak.infra.runtime.local import LocalProcesses
+from kafka_soak.infra.runtime.registry import ProcessRecord
+from kafka_soak.infra.runtime.spawn import Restart
 from kafka_soak.shared import java_client, rundir
 from kafka_soak.shared.rundir import journal
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 # Of a properties file's name, what its run's and its app's names may take: the name stays within the 255 bytes a file

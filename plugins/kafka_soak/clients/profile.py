@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 from dataclasses import field as default
 from typing import Any
 
-from kafka_soak.clients import allowed_settings
-from kafka_soak.load import encodings
+from kafka_soak.backends import registry
+from kafka_soak.clients import allowed_settings, encodings
 from kafka_soak.params import MAX_PARTITIONS
 from kafka_soak.shared import contracts
 
@@ -287,7 +287,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
     takes_group = any(name in (PROPERTIES_FILE, "app_id") for part in command
                       if not placeholder_problem(part, allowed, set(names))
                       for _text, name, _spec, _conversion in string.Formatter().parse(part))
-    if backend == "external" and runtime != "docker" and not takes_group:  # a container's file is at a fixed path
+    if registry.shared(backend) and runtime != "docker" and not takes_group:  # a container's file is at a fixed path
         errors.append(f"{where}.command: takes neither {{{PROPERTIES_FILE}}} nor {{app_id}}; on backend external the "
                       "app runs as a group of the run's own (<group_id>-<run>: its real group id would join the team's "
                       "app on the shared cluster, and release would delete that group's state), so the app must learn "
@@ -445,7 +445,7 @@ def command_problems(command: list[str], topics: set[str], backend: str, allowed
     named = {spec for part in command if not placeholder_problem(part, allowed, topics)
              for _text, name, spec, _conversion in string.Formatter().parse(part) if name == TOPIC}
     fixed = sorted(topics - named)
-    if backend == "external" and fixed:
+    if registry.shared(backend) and fixed:
         errors.append(f"{at}: takes no {{topic:NAME}} for {fixed}; on backend external the run's topics are scoped to "
                       "the run (soak.<dag>.<run>.<name>), so the app must learn each name from its command. An app "
                       "whose topic names are fixed in its code runs where the run owns the cluster (backend local or "

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_soak.clients import profile as profiles
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 
 @dataclass(frozen=True)

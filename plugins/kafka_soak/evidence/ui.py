@@ -116,7 +116,7 @@ def connection_secrets(run_dir: Path) -> list[str]:
     it), and those written into its app's command or environment (``params.json``'s plan). The harness writes the
     connection's nowhere, but the app under test writes its own logs and may print the settings it was given, and a
     run not yet released still holds the app's in its params: what is served is masked with them."""
-    from kafka_soak.backends.connection import KafkaConnectionError, app_secrets, connection_config, secret_values
+    from kafka_soak.infra.connection import KafkaConnectionError, app_secrets, connection_config, secret_values
 
     plan = (rundir.read_json(run_dir / rundir.PARAMS) or {}).get("plan") or {}
     secrets = app_secrets(plan)
@@ -148,7 +148,7 @@ def run_evidence(dag_id: str, run_id: str, path: str) -> Response:
     media_type = mimetypes.guess_type(target.name)[0] or "text/plain; charset=utf-8"
     # Every file gets the run pages' policy: an SVG or XHTML file runs scripts as a page does.
     secrets = connection_secrets(run_dir)
-    from kafka_soak.backends.connection import masked
+    from kafka_soak.infra.connection import masked
 
     def stream() -> Iterator[bytes]:
         with target.open("rb") as fh:

@@ -137,11 +137,6 @@ def random_program(seed: int, instances: int, length: int | None = None) -> list
     return [str(rng.randint(1, instances)) for _ in range(length or 2 * instances)]
 
 
-def duration_s(program: list[str], interval_s: float) -> float:
-    """How long the program runs: each step holds for ``interval_s``."""
-    return len(program) * interval_s
-
-
 def brokers_left_down(program: list[str]) -> set[int]:
     """Brokers the program takes down and does not bring back."""
     down: set[int] = set()

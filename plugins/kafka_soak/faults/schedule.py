@@ -16,15 +16,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.backends import broker_matrix, provision
-from kafka_soak.backends.provision import Backend
+from kafka_soak.backends import broker_matrix, registry
+from kafka_soak.backends.registry import Backend
 from kafka_soak.clients.instances import Instances
 from kafka_soak.faults.program import Step, render, schedule
 from kafka_soak.shared import rundir
 from kafka_soak.shared.rundir import append_jsonl, journal, write_json
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +102,6 @@ def plan_steps(run_dir: Path, plan: Plan, lead_s: float) -> list[dict[str, Any]]
     return steps
 
 
-def read_t0(run_dir: Path) -> float:
-    return json.loads((run_dir / rundir.PROGRAM).read_text())["t0"]
-
-
 def read_steps(run_dir: Path) -> list[Step]:
     return [Step(**s) for s in json.loads((run_dir / rundir.PROGRAM).read_text())["steps"]]
 
@@ -167,7 +163,7 @@ class Targets:
 
     def __init__(self, run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> None:
         self.members = broker_matrix.members(run_dir, plan)
-        self.of = {m.name: (Instances.for_run(m.dir, m.cluster(cluster), m.plan), provision.create(m.plan, m.dir))
+        self.of = {m.name: (Instances.for_run(m.dir, m.cluster(cluster), m.plan), registry.create(m.plan, m.dir))
                    for m in self.members}
 
     def apply(self, step: Step, by: dict[str, Any]) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from kafka_soak.faults.triggers import StepCountdownTrigger
 from kafka_soak.load.process import Load
 from kafka_soak.shared import rundir
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 
 class ProgramStepOperator(BaseOperator):

@@ -11,7 +11,7 @@ seconds after T0 (the first step) or as soon as step ``after_step`` has been app
 appears in the run's ``program/`` directory), then produced at the phase's rate (0 = full speed).
 
 A team's own app (an app profile's input) gets its own format instead: a key template and a value encoding
-(``kafka_soak.load.encodings``), every record with the headers ``soak.id`` and ``soak.seq``, and a resume reads the newest
+(``kafka_soak.clients.encodings``), every record with the headers ``soak.id`` and ``soak.seq``, and a resume reads the newest
 id of every partition from its ``soak.id`` header. Without them, records follow the reference apps' contract.
 
 Records are built and paced in chunks (bench/generator.py measures the speed and the rate accuracy):
@@ -40,8 +40,8 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from kafka_soak.clients import kafka_io
-from kafka_soak.load import encodings
+from kafka_soak.clients import encodings
+from kafka_soak.infra import kafka_io
 
 log = logging.getLogger("kafka_soak.load.generator")
 

@@ -14,17 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends import broker_matrix
-from kafka_soak.backends.cluster import Cluster
-from kafka_soak.backends.connection import client_settings
-from kafka_soak.clients import kafka_io, subjects
-from kafka_soak.clients.runtime import ProcessRecord
-from kafka_soak.clients.runtime.local import LocalProcesses, python_command
-from kafka_soak.faults import program as programs
-from kafka_soak.faults.schedule import read_t0
+from kafka_soak.clients import subjects
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster
+from kafka_soak.infra.connection import client_settings
+from kafka_soak.infra.runtime.local import LocalProcesses, python_command
+from kafka_soak.infra.runtime.registry import ProcessRecord
 from kafka_soak.shared import rundir
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ class Load:
         full-speed phase at a floor of 200 records/s), plus a grace for a slow machine and a restart."""
         phases = self.plan["phases"]
         producing = sum(p["records"] / (p["rate"] or 200.0) for p in phases)
-        return programs.duration_s(self.plan["program"], self.plan["interval_s"]) + producing + 300.0
+        return self.plan["program_s"] + producing + 300.0
 
     def running(self) -> bool:
         return self.processes.is_alive(GENERATOR)
@@ -91,7 +90,7 @@ class Load:
         """Wait for the generator to produce all its records, reporting progress; restart it if it died (it resumes
         without duplicating an id). Its final report, or ``LoadFailed``."""
         attempt, allowed_s = 1, self.expected_s()
-        deadline = read_t0(self.run_dir) + allowed_s
+        deadline = rundir.read_t0(self.run_dir) + allowed_s
         while True:
             alive = self.running()  # before the report: a generator writes "done" before it exits
             state = self.progress()
@@ -109,7 +108,7 @@ class Load:
                     raise LoadFailed(f"the generator stopped before producing {self.plan['records']} records "
                                      f"{attempt - 1} times; see {self.run_dir / rundir.LOGS}")
                 log.warning("generator not running and not done (%s): restarting it to resume", state or "no progress")
-                self.start(start_at=read_t0(self.run_dir), attempt=attempt)
+                self.start(start_at=rundir.read_t0(self.run_dir), attempt=attempt)
             elif state:
                 log.info("generator: %d/%d records, %.0f records/s", state["produced"], state["records"],
                          state["rate_per_s"])

@@ -143,6 +143,12 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def read_t0(run_dir: Path) -> float:
+    """The program's T0 (epoch s), which the first step and the generator start at: written to ``program.json`` once
+    the steps are planned, read by every process that keeps time with the program."""
+    return json.loads((run_dir / PROGRAM).read_text())["t0"]
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The records of a run's ``.jsonl`` file; none when the run never wrote it. A torn line (a full disk, a network
     file system, a writer killed mid-line) is skipped and named in the log: the rest of the evidence, the report and

@@ -12,8 +12,8 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from kafka_soak.clients import kafka_io
 from kafka_soak.clients.reference.store import PartitionStore
+from kafka_soak.infra import kafka_io
 
 log = logging.getLogger("kafka_soak.worker")
 

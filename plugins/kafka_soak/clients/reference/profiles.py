@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_soak.clients import encodings
 from kafka_soak.clients.profile import STATE_DIR, VERSION, Input, Member, Output, Profile, literal
 from kafka_soak.clients.reference import streams
-from kafka_soak.clients.runtime.local import python_command
-from kafka_soak.load import encodings
+from kafka_soak.infra.runtime.local import python_command
 from kafka_soak.shared import contracts
 
 IMAGE = "kafka-soak-worker:latest"  # make worker-image: the worker, and the default image of an app_command

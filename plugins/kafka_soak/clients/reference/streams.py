@@ -20,8 +20,8 @@ from kafka_soak.shared.java_client import NO_CONFIG_PROVIDERS
 from kafka_soak.shared.rundir import resource
 from kafka_soak.toolchain import maven
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 log = logging.getLogger(__name__)
 

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from kafka_soak.clients import kafka_io
 from kafka_soak.clients.reference.changelog import ChangelogReader
 from kafka_soak.clients.reference.store import PartitionStore
+from kafka_soak.infra import kafka_io
 from kafka_soak.params import BUGS
 from kafka_soak.shared.contracts import RESTART_ENV
 

@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kafka_soak.clients import kafka_io
+from kafka_soak.infra import kafka_io
 
 if TYPE_CHECKING:
-    from kafka_soak.backends.cluster import Cluster
+    from kafka_soak.infra.cluster import Cluster
 
 SECRET_WORDS = ("password", "secret", "key", "token", "jaas", "credential")
 # Our clients set these themselves; a connection made for a consumer may carry them.

@@ -17,8 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from kafka_soak.clients.runtime import ProcessRecord, Registry
-from kafka_soak.clients.runtime.docker_engine import (
+from kafka_soak.infra.docker_engine import (
     INSTANCE_ROLE,
     container_name,
     docker_api,
@@ -29,7 +28,8 @@ from kafka_soak.clients.runtime.docker_engine import (
     run_labels,
     tar_of,
 )
-from kafka_soak.clients.runtime.spawn import Restart
+from kafka_soak.infra.runtime.registry import ProcessRecord, Registry
+from kafka_soak.infra.runtime.spawn import Restart
 from kafka_soak.params import DOCKER_URL
 
 log = logging.getLogger(__name__)

@@ -1,11 +1,5 @@
-"""The ``provision`` task's work: the backend a plan asks for, where a run's topics live (``local``, the default;
-``docker``; ``external``), each cluster of a broker version matrix provisioned, and whether an attempt's Kafka was
-given back.
-
-Each backend has ``provision(topics, prefix) -> Cluster`` (a setup) and ``release(cluster)`` (a teardown).
-A backend that started the cluster itself also owns its faults: ``set_broker(n, up)`` for the program's
-``bN-``/``bN+``.
-"""
+"""The ``provision`` task's work: the backend the plan asks for (``backends.registry``) provisions the run's topics,
+each cluster of a broker version matrix at once, and the attempt's events say whether its Kafka was given back."""
 
 from __future__ import annotations
 
@@ -13,40 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends import broker_matrix
-from kafka_soak.backends import quotas as soak_quotas
-from kafka_soak.backends.cluster import Cluster, topic_prefix
-from kafka_soak.backends.connection import client_settings
-from kafka_soak.backends.docker_kafka import DockerKafkaBackend
-from kafka_soak.backends.external import ExternalBackend
-from kafka_soak.backends.local_kafka import LocalKafkaBackend, cluster_features
+from kafka_soak.backends.local_kafka import cluster_features
+from kafka_soak.backends.registry import create
 from kafka_soak.clients import subjects
-from kafka_soak.faults import program as programs
+from kafka_soak.infra.cluster import Cluster, topic_prefix
+from kafka_soak.infra.connection import client_settings
 from kafka_soak.shared import rundir
 
-if TYPE_CHECKING:  # the plan's type only: run_plan imports the implementations
-    from kafka_soak.run_plan import Plan
-
-Backend = LocalKafkaBackend | DockerKafkaBackend | ExternalBackend
-# A run whose program lasts up to this long starts its local brokers with C1 alone: over a short run a broker's C2
-# compilations are about 40 % of its CPU (docs/benchmarks.md: "The broker's JIT over a short run"); a long soak keeps
-# the JVM's default.
-SHORT_RUN_S = 300
-
-
-def create(plan: Plan, run_dir: Path) -> Backend:
-    """The backend a run's plan asks for, configured from its params."""
-    quotas = soak_quotas.from_params(plan["quotas"])
-    if plan["backend"] == "docker":
-        return DockerKafkaBackend(run_dir, plan["kafka_image"], quotas, plan["docker_url"],
-                                  plan["docker_conn_id"] or None)
-    if plan["backend"] == "external":
-        # every group of a run on a shared cluster is the run's own (run_plan.scoped_group), a team's app's too
-        return ExternalBackend(run_dir, plan["kafka_conn_id"], quotas, plan["keep_topics"], plan["kafka_version"],
-                               subjects.app_ids(plan))
-    features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
-    short = programs.duration_s(plan["program"], plan["interval_s"]) <= SHORT_RUN_S
-    return LocalKafkaBackend(run_dir, plan["brokers"], plan["kafka_version"], quotas, features, short_lived=short)
-
+if TYPE_CHECKING:
+    from kafka_soak.plan import Plan
 
 class AttemptReleased(RuntimeError):
     """Provision asked again of an attempt whose Kafka data went with its release."""
@@ -79,12 +48,11 @@ def provision_cluster(run_dir: Path, plan: Plan, dag_id: str) -> dict[str, Any]:
     brokers start again on their data, so ``validate`` judges the attempt's evidence again. An attempt released on
     ``docker`` or on a shared cluster has no data left (the container is gone; the topics were deleted unless
     ``keep_topics``): that is refused, saying to clear the whole DAG run instead."""
-    gone = plan["backend"] == "docker" or (plan["backend"] == "external" and not plan["keep_topics"])
-    if gone and released(run_dir):
+    backend = create(plan, run_dir)
+    if not backend.data_survives_release and released(run_dir):
         raise AttemptReleased(f"attempt {run_dir.name} was released and its Kafka data went with it (backend "
                               f"{plan['backend']}); clear the whole DAG run to run it again as a new attempt")
     rundir.reopen_app(run_dir)  # its teardowns ran before if this is a task cleared on its own: it runs again
-    backend = create(plan, run_dir)
     cluster = backend.provision(subjects.topics(plan), topic_prefix(dag_id, run_dir.name), fixed=subjects.app_names(plan))
     if plan.get("group_protocol", "classic") != "classic":
         try:

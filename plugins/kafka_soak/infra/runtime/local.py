@@ -19,12 +19,15 @@ from pathlib import Path
 import psutil
 
 import kafka_soak
-from kafka_soak.clients.runtime import ProcessRecord, Registry
-from kafka_soak.clients.runtime.spawn import NO_RESTART, Restart
+from kafka_soak.infra.runtime.registry import ProcessRecord, Registry
+from kafka_soak.infra.runtime.spawn import NO_RESTART, Restart
 
 log = logging.getLogger(__name__)
 
 PLUGINS_DIR = Path(kafka_soak.__file__).resolve().parent.parent
+# The supervisor's module (``spawn``), and where it was before: a run started by an earlier release of the suite is
+# still found, and reaped, by this one.
+SUPERVISORS = ("kafka_soak.infra.runtime.spawn", "kafka_soak.clients.runtime.spawn")
 
 
 def signal_group(pid: int, signum: signal.Signals) -> None:
@@ -84,7 +87,8 @@ class LocalProcesses:
             return None
         try:
             proc = psutil.Process(rec.supervisor)
-            if "kafka_soak.clients.runtime.spawn" in proc.cmdline() and rec.log in proc.cmdline():  # not a reused PID
+            command = proc.cmdline()
+            if any(module in command for module in SUPERVISORS) and rec.log in command:  # not a reused PID
                 return proc
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
             pass
@@ -106,7 +110,7 @@ class LocalProcesses:
         policy = ["--restart", json.dumps({"backoff_s": restart.backoff_s, "journal": {**restart.journal, "name": name}})
                   ] if restart else []
         policy += ["--remove", str(remove_after)] if remove_after else []
-        out = subprocess.run(python_command("kafka_soak.clients.runtime.spawn", "--name", name, *policy, str(log_path),
+        out = subprocess.run(python_command(SUPERVISORS[0], "--name", name, *policy, str(log_path),
                                             str(self.registry.exits_file), "--", *command),
                              env={**child_env(), **(extra_env or {})}, capture_output=True, text=True, check=True)
         pid = int(out.stdout.split()[0])

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import shutil
 
-from kafka_soak import run_plan, run_size
-from kafka_soak.backends.connection import KafkaConnectionError, client_settings
-from kafka_soak.backends.kafka_jars import resolve
+from kafka_soak import run_size
+from kafka_soak.backends import registry
 from kafka_soak.checker import spark_kafka
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.profile import VERSION, render
 from kafka_soak.clients.reference import streams
-from kafka_soak.clients.runtime.docker_engine import DockerRuntimeError, docker_api, ensure_image
-from kafka_soak.run_plan import Plan
-from kafka_soak.shared import java_client, rundir
+from kafka_soak.infra.connection import KafkaConnectionError
+from kafka_soak.infra.docker_engine import DockerRuntimeError, docker_api, ensure_image
+from kafka_soak.plan import Plan
+from kafka_soak.shared import rundir
 from kafka_soak.toolchain.maven import BuildError
 
 
@@ -35,7 +35,7 @@ FOOTPRINT_PER_INPUT_BYTE = 3
 def disk_problem(plan: Plan, free_bytes: int) -> str:
     """Why a run's data would not fit in ``free_bytes`` of the runs directory's disk ("" if it fits); a shared
     cluster's disk is its owner's."""
-    if plan["backend"] == "external":
+    if not registry.kind(plan["backend"]).starts_brokers:
         return ""
     size = run_size.of_plan(plan)  # every cluster of a broker version matrix, every app's state
     need = (size.input_bytes + size.state_bytes) * plan["brokers"] * FOOTPRINT_PER_INPUT_BYTE
@@ -53,28 +53,15 @@ def check(plan: Plan) -> None:
     problem = disk_problem(plan, shutil.disk_usage(next(p for p in (root, *root.parents) if p.exists())).free)
     if problem:
         raise DiskSpaceError(problem)
-    if plan["backend"] == "local" or (plan["backend"] == "external" and plan["quotas"]):
-        param, versions = run_plan.broker_versions(plan)
-        for version in versions:
-            resolve(version, param=param)  # fetched now (cached after), so a version nobody serves is refused here
+    registry.kind(plan["backend"]).preflight(plan)
     app = run_subjects.profile(plan)
     if app.build == "streams":
         for version in app.versions:
             streams.build(version)  # built now (cached after), timed in the log
     spark_kafka.resolve()
-    if plan["backend"] == "external":
-        try:
-            java_client.java_settings(client_settings({"conn_id": plan["kafka_conn_id"]}))
-        except java_client.UntranslatableSettings as exc:
-            raise KafkaConnectionError(f"param kafka_conn_id: the settings {exc.names} of connection "
-                                       f"{plan['kafka_conn_id']!r} cannot reach the checker, as Spark's Kafka source "
-                                       f"is a Java client ({exc.reason})") from None
-    images = app_images(plan) if plan["runtime"] == "docker" else []
-    if plan["backend"] == "docker":
-        images.append((plan["kafka_image"], "kafka_image", "make kafka-image builds one from Kafka's jars"))
-    if images:
+    if plan["runtime"] == "docker":
         api = docker_api(plan["docker_url"], plan["docker_conn_id"] or None)
-        for image, param, hint in images:
+        for image, param, hint in app_images(plan):
             ensure_image(api, image, param, hint)
 
 

@@ -1,7 +1,7 @@
 """Start a command detached from the caller, print its PID, record how it ends, and restart it if asked to.
 
 A task process is short-lived and an Airflow worker may reap or kill its children, so instances, the
-generator and the Kafka brokers are started through this: ``python -m kafka_soak.clients.runtime.spawn --name NAME LOG
+generator and the Kafka brokers are started through this: ``python -m kafka_soak.infra.runtime.spawn --name NAME LOG
 EXITS -- CMD...`` starts a supervisor in a new session and exits once the supervisor has started the command
 (output to ``LOG``), registered it as ``NAME`` in the run's registry (``EXITS``' directory) and told its PID (printed
 with the supervisor's: ``PID SUPERVISOR_PID``). The supervisor registers, not the caller: a task killed right after
@@ -134,7 +134,7 @@ def register(run_dir: Path, name: str, log_path: str, proc: subprocess.Popen) ->
     """Point ``name``'s record in the run's registry (``runtime.Registry``) at ``proc``, just started."""
     import psutil  # after the launch: the command does not wait for this import
 
-    from kafka_soak.clients.runtime import ProcessRecord, Registry
+    from kafka_soak.infra.runtime.registry import ProcessRecord, Registry
 
     try:
         created = psutil.Process(proc.pid).create_time()
@@ -158,7 +158,7 @@ def main() -> None:
         remove = args[1]
         args = args[2:]
     if not name or len(args) < 4 or args[2] != "--":
-        sys.exit("usage: python -m kafka_soak.clients.runtime.spawn --name NAME [--restart RESTART_JSON] [--remove PATH] LOG "
+        sys.exit("usage: python -m kafka_soak.infra.runtime.spawn --name NAME [--restart RESTART_JSON] [--remove PATH] LOG "
                  "EXITS -- CMD...")
     log_path, exits_path, _sep, *command = args
     if supervising:
@@ -166,7 +166,7 @@ def main() -> None:
         return
     policy = (["--restart", json.dumps(asdict(restart))] if restart else []) + (["--remove", remove] if remove else [])
     with open(log_path, "ab", buffering=0) as log:  # the supervisor's own complaints, should it fail to start
-        supervisor = subprocess.Popen([sys.executable, "-m", "kafka_soak.clients.runtime.spawn", "--supervise", "--name", name,
+        supervisor = subprocess.Popen([sys.executable, "-m", "kafka_soak.infra.runtime.spawn", "--supervise", "--name", name,
                                        *policy, *args],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                       start_new_session=True, close_fds=True, env=os.environ)
