@@ -363,6 +363,22 @@ def test_a_subject_declares_its_contract_or_has_its_reference_apps():
         validate_soak.read_input(None, argparse.Namespace(subjects=[version, total]))
 
 
+def test_each_contract_is_its_record_its_spark_module_and_its_suites():
+    """What docs/architecture.md ("Adding an output contract") says a contract is: its record names a Spark module the
+    job finds and the validate task ships, with a reader and frames; each of its suites is in expectations/, and they
+    (with the app's own: app_health, progress) decide every anomaly it judges."""
+    from kafka_soak.checker.validate import JOB_MODULES
+
+    shipped = {path.name for path in JOB_MODULES}
+    for name, contract in contracts.CONTRACTS.items():
+        module = validate_soak.MODULES[name]
+        assert f"{contract.module}.py" in shipped and callable(module.read) and callable(module.subject_frames), name
+        suites = [json.loads((SUITES / f"{suite}.json").read_text()) for suite in (*contract.suites, "app_health",
+                                                                                    "progress")]
+        decided = {(e.get("meta") or {}).get("anomaly") for suite in suites for e in suite["expectations"]}
+        assert set(contract.judged) <= decided and set(contract.judged) <= set(contracts.ANOMALIES), name
+
+
 def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):
     """The group committed offsets 0-4 of the input's 8 records and stalled there: the 3 records past its committed
     offset are unprocessed, not lost; the 5 before it are judged (each in the output once); the stall fails the run.

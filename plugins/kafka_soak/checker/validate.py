@@ -1,4 +1,5 @@
-"""The validation task: ``SparkSubmitOperator`` running spark_jobs/validate_soak.py on the run's topics."""
+"""The validation task: ``SparkSubmitOperator`` running spark_jobs/validate_soak.py on the run's topics. It builds the
+spark-submit (arguments, conf, jars, the job's modules); what the job judges and how is ``spark_jobs/``'s."""
 
 from __future__ import annotations
 
