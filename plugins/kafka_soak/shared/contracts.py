@@ -40,7 +40,7 @@ class Contract:
     input_values: bool = False  # whether it reads the input's values too (what an aggregate is of)
     topics: tuple[str, ...] = ("output",)  # an output's topics it reads, by role (``--subjects`` keys)
     fields: tuple[str, ...] = ()  # a profile output's fields it takes besides topic, partitions, contract and of
-    declared: bool = True  # whether a profile may declare it (not: the suite's own app's alone)
+    declared: bool = True  # whether a profile's YAML may declare it (else the suite's own app's alone, set in code)
     named_by: tuple[str, ...] = ()  # the fields that tell its outputs apart in a verdict's label ("aggregate count")
     topic_counts: dict[str, str] = field(default_factory=dict)  # verdict records: name -> a topic's records by role
     frame_counts: dict[str, str] = field(default_factory=dict)  # verdict records: name -> a frame's rows
@@ -75,8 +75,7 @@ CONTRACTS = {c.name: c for c in (
     # The workflow engine's: executions end in any order and assign no ids; the app has no self-check.
     Contract(WORKFLOW, ("lost", "duplicated", "unexpected", "rolled_back", *PER_APP),
              ("input_ids", "outputs", "executions"), SUITE_RECORDS, topics=("output", "assertions", "executions"),
-             fields=("assertions", "executions"), declared=False, topic_counts={"execution_versions": "executions"},
-             frame_counts={"executions": "executions"}),
+             declared=False, topic_counts={"execution_versions": "executions"}, frame_counts={"executions": "executions"}),
 )}
 
 
