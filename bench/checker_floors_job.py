@@ -12,8 +12,8 @@ CPU seconds of the driver's JVM and of this Python process:
 - ``parse``: the parsing alone, from a copy of the raw records on local disk (read and stored untimed; in memory, 10M
   records' strings exhaust the validate task's 1 GiB driver);
 - ``read+parse+cache``: what the job's ``read`` phase does (parse, cache, count);
-- ``by-id aggregation``: inputs and outputs met by id (``anomalies._by_id``), alone, from the cached history;
-- ``frames``: every frame computed and cached together (``anomalies.frames``), as the job's ``frames`` phase does.
+- ``by-id aggregation``: inputs and outputs met by id (``anomalies.by_id``), alone, from the cached history;
+- ``frames``: every frame computed and cached together (``contract_id_assignment.frames``), as the job's ``frames`` phase does.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anomalies
+import contract_id_assignment
 import kafka_topics
 import psutil
 from pyspark import StorageLevel
@@ -75,12 +76,12 @@ def main() -> None:
         frame.unpersist(blocking=True)
     history = {role: anomalies.parse(raw(role), schema).cache() for role, schema in SCHEMAS.items()}
     step("read+parse+cache", lambda: [frame.count() for frame in history.values()])
-    step("by-id aggregation", lambda: anomalies._by_id(history["input"], history["output"]).count())
+    step("by-id aggregation", lambda: anomalies.by_id(history["input"], history["output"]).count())
     spark.catalog.clearCache()
     for frame in history.values():
         frame.cache().count()
     step("frames", lambda: [frame.count() for frame in
-                            anomalies.frames(history["input"], history["output"], history["assertions"]).values()])
+                            contract_id_assignment.frames(history["input"], history["output"], history["assertions"]).values()])
     Path(args.out).write_text(json.dumps({"steps": steps}, indent=2) + "\n")
     spark.stop()
 

@@ -61,7 +61,7 @@ def expected(variant: Variant, reference: soak_history.History, profile: soak_hi
     """The anomalies a variant's verdict must count: those planted in what it judges, by its outputs' contracts."""
     if not variant.judged:
         return reference.planted
-    judged = {a for o in profile.profile.judged() if o.topic in variant.judged for a in contracts.JUDGED[o.contract]}
+    judged = {a for o in profile.profile.judged() if o.topic in variant.judged for a in contracts.CONTRACTS[o.contract].judged}
     return {anomaly: n for anomaly, n in profile.planted.items() if anomaly in judged}
 
 

@@ -184,6 +184,16 @@ def contract_of(subject: dict[str, Any]) -> str:
     return contracts.for_output(subject.get("design", ""), subject.get("contract", ""))
 
 
+def contract(subject: dict[str, Any]) -> contracts.Contract:
+    """The record of a subject's data contract (``contract_of``): what it reads, judges and counts."""
+    return contracts.CONTRACTS[contract_of(subject)]
+
+
+# Each contract's Spark module (``Contract.module``, shipped with the job): how it reads an output's topics
+# (``read``) and the frames it judges them by (``subject_frames``).
+MODULES = {name: importlib.import_module(c.module) for name, c in contracts.CONTRACTS.items()}
+
+
 def label(subject: dict[str, Any]) -> str:
     """How the report and the alert name a subject: as the suite names its own apps' (``label``: "Kafka Streams
     3.8.1 (txn-60s)", "design single-writer"), else a team's app's output by its name and contract. A subject given by
@@ -192,9 +202,7 @@ def label(subject: dict[str, Any]) -> str:
         return subject["label"]
     if not subject.get("name"):
         return "the app"
-    contract = contract_of(subject)
-    what = f"{contract} {subject['function']}" if contract == contracts.AGGREGATE else contract
-    return f"{subject['name']} ({what})"  # <topic>@<version> in a matrix of the app's versions
+    return f"{subject['name']} ({contract(subject).title(subject)})"  # <topic>@<version> in a matrix of the app's versions
 
 
 def health_owner(subject: dict[str, Any], subjects: list[dict[str, Any]]) -> str | None:
@@ -213,49 +221,27 @@ def read_input(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
     """The run's input as the subjects' contracts read it: a team's app's own format with the soak's headers (and its
     values when an aggregate is judged), the suite's own records (a reference app's, or a team's app written for the
     suite's contract) from their JSON. A run's input is one or the other."""
-    declared = {contract_of(s) in contracts.DECLARED for s in args.subjects}
-    if len(declared) > 1:
+    reads = {contract(s).reads for s in args.subjects}
+    if len(reads) > 1:
         raise ValueError("--subjects: a run's input is an app's own format or the suite's own records, not both")
-    if True not in declared:
+    if contracts.APP_FORMAT not in reads:
         return anomalies.parse(kafka_topics.read(spark, args.bootstrap, args.input_topic), anomalies.INPUT_SCHEMA)
-    values = any(contract_of(s) == contracts.AGGREGATE for s in args.subjects)
+    values = any(contract(s).input_values for s in args.subjects)
     return anomalies.parse_input(kafka_topics.read(spark, args.bootstrap, args.input_topic, raw=True), values)
 
 
-SCHEMAS = {"output": anomalies.OUTPUT_SCHEMA, "assertions": anomalies.ASSERTION_SCHEMA,
-           "executions": anomalies.EXECUTION_SCHEMA}
-
-
 def read_topic(spark: SparkSession, bootstrap: str, subject: dict[str, Any], role: str, topic: str) -> DataFrame:
-    """One of a subject's topics as its contract's frames take it: a team's app's output in its own format (read
-    raw), a reference app's topics from their JSON."""
-    contract = contract_of(subject)
-    if contract == contracts.ONE_TO_ONE:
-        return anomalies.parse_output(kafka_topics.read(spark, bootstrap, topic, raw=True),
-                                      subject.get("id_from") or contracts.ID_FROM_HEADER)
-    if contract == contracts.AGGREGATE:
-        return anomalies.parse_table(kafka_topics.read(spark, bootstrap, topic, raw=True))
-    return anomalies.parse(kafka_topics.read(spark, bootstrap, topic), SCHEMAS[role])
-
-
-def subject_frames(subject: dict[str, Any], history: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    """The frames (``anomalies``) of a subject's contract, from its ``history``."""
-    contract = contract_of(subject)
-    if contract == contracts.ONE_TO_ONE:
-        return anomalies.one_to_one(history["input"], history["output"])
-    if contract == contracts.AGGREGATE:
-        return anomalies.aggregates(history["input"], history["output"], subject["function"], subject.get("field", ""),
-                                    subject["input_value"]["encoding"], subject["value"])
-    return anomalies.frames(history["input"], history["output"], history["assertions"], history.get("executions"))
+    """One of a subject's topics as its contract's frames take it: a team's app's in its own format (read raw, with
+    its headers), the suite's own records' from their JSON."""
+    judging = contract(subject)
+    raw = kafka_topics.read(spark, bootstrap, topic, raw=judging.reads == contracts.APP_FORMAT)
+    return MODULES[judging.name].read(raw, subject, role)
 
 
 def subject_topics(subject: dict[str, Any]) -> dict[str, str]:
-    """A subject's topics by role: its output; a reference app's assertions (its self-check); the workflow engine's
-    executions."""
-    contract = contract_of(subject)
-    return {"output": subject["output"],
-            **({"assertions": subject["assertions"]} if contract not in contracts.DECLARED else {}),
-            **({"executions": subject["executions"]} if contract == contracts.WORKFLOW else {})}
+    """A subject's topics by role, those its contract reads (``Contract.topics``): its output; a reference app's
+    assertions (its self-check); the workflow engine's executions."""
+    return {role: subject[role] for role in contract(subject).topics}
 
 
 def read_history(spark: SparkSession, bootstrap: str, subject: dict[str, Any],
@@ -278,13 +264,13 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     ``owner``'s instances (``health_owner``) and its group's progress (the ``drain``'s stalls, the input past
     ``positions``); writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
     needs."""
-    contract = contract_of(subject)
+    judging = contract(subject)
     with phase("read"):  # Spark reads the topics as it counts them into its cache
         counts = {role: df.count() for role, df in history.items()}
     log.info("%sread %s", f"{subject['name']}: " if subject["name"] else "",
              ", ".join(f"{n} {r} records" for r, n in counts.items()))
-    with phase("frames"):  # computed once here into the caches ``anomalies`` keeps, so the suites only scan them
-        frames = subject_frames(subject, history)
+    with phase("frames"):  # computed once here into the caches its contract's module keeps: the suites only scan them
+        frames = MODULES[judging.name].subject_frames(subject, history)
         rows = {name: df.count() for name, df in frames.items()}
         if owner is not None:
             mine = [i for i in health["incidents"] if i.get("subject", "") == owner]
@@ -292,7 +278,7 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
             if positions:  # a subject given by hand names no group: its progress is unknown
                 stalls = [s for s in drain.get("stalled", []) if s["group"] == subject.get("app_id")]
                 frames["progress"] = anomalies.progress(spark, positions, stalls)
-    judged = tuple(name for name in contracts.JUDGED[contract] if owner is not None or name not in contracts.PER_APP)
+    judged = tuple(name for name in judging.judged if owner is not None or name not in contracts.PER_APP)
     docs_dir = out_dir / rundir.DATA_DOCS
     unprocessed = anomalies.unprocessed(positions)
     # the input topic holds every record: those the app committed, which are judged, and the rest
@@ -302,13 +288,9 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
     records = {role: counts[role] for role in ("input", "output", "assertions") if role in counts}
     # the input topic's records: those judged (the app committed them) and the unprocessed rest
     records.update(input=counts["input"] + unprocessed, expected_input=args.expected_records, unprocessed=unprocessed)
-    if contract == contracts.WORKFLOW:
-        records.update({"execution_versions": counts["executions"], "executions": rows["executions"]})
-    elif contract == contracts.ID_ASSIGNMENT:
-        records.update({"distinct_keys": rows["key_ids"], "distinct_assigned_ids": rows["assigned_ids"]})
-    elif contract == contracts.AGGREGATE:
-        records["keys"] = rows["aggregates"]
-    outcome.update({"contract": contract, "label": label(subject), "records": records,
+    records.update({name: counts[role] for name, role in judging.topic_counts.items()})
+    records.update({name: rows[frame] for name, frame in judging.frame_counts.items()})
+    outcome.update({"contract": judging.name, "label": label(subject), "records": records,
                     "topics": {"input": args.input_topic, **subject_topics(subject)},
                     "data_docs": str(docs_dir / "index.html")})
     return outcome, (history, frames)

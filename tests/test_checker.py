@@ -6,6 +6,10 @@ import json
 import struct
 
 import anomalies
+import contract_aggregate
+import contract_id_assignment
+import contract_one_to_one
+import contract_workflow
 import pytest
 import validate_soak
 import verdict
@@ -41,14 +45,14 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
         "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
         "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA),
     }
-    frames = anomalies.frames(history["input"], history["output"], history["assertions"])
+    frames = contract_id_assignment.frames(history["input"], history["output"], history["assertions"])
     crash = {"kind": "unexpected_exit", "instance": 2, "at": 1.0, "what": "instance 2 exited by itself with exit code 1",
              "log": "app-2.1.log"}
     frames["app_health"] = anomalies.incidents(spark, {"incidents": [crash]})
     # partition 1 stalled with 2 records past the group's committed offset; partition 0 done
     stall = {"group": "app", "partition": 1, "committed": 3, "end": 5, "lag": 2, "since": 12.5, "owner": "app-2"}
     frames["progress"] = anomalies.progress(spark, {0: (9, 9), 1: (3, 5)}, [stall])
-    judged = contracts.JUDGED[contracts.ID_ASSIGNMENT]
+    judged = contracts.CONTRACTS[contracts.ID_ASSIGNMENT].judged
     results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 8,
                                                                            "health_allowance": 0}, judged)
     outcome = verdict.decide(results, {}, judged)
@@ -71,9 +75,10 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
 def test_an_input_id_produced_twice_makes_the_run_inconclusive(spark, tmp_path):
     record = {"id": 1, "key": "k0", "seq": 1, "ts": 0}
     output = {**record, "assigned_id": 10, "instance": 1, "in_partition": 0, "in_offset": 0}
-    frames = anomalies.frames(anomalies.parse(topic(spark, [(0, 0, record), (0, 1, record)]), anomalies.INPUT_SCHEMA),
-                              anomalies.parse(topic(spark, [(0, 0, output)]), anomalies.OUTPUT_SCHEMA),
-                              anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA))
+    frames = contract_id_assignment.frames(
+        anomalies.parse(topic(spark, [(0, 0, record), (0, 1, record)]), anomalies.INPUT_SCHEMA),
+        anomalies.parse(topic(spark, [(0, 0, output)]), anomalies.OUTPUT_SCHEMA),
+        anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA))
     results = validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 2})
     outcome = verdict.decide(results, truncated={})
     assert outcome["status"] == "inconclusive"
@@ -97,9 +102,9 @@ def test_inputs_and_outputs_meet_by_id_in_a_hash_aggregation_and_only_the_ids_th
     try:
         history = (anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
                    anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA))
-        frames = anomalies.frames(*history, anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA))
+        frames = contract_id_assignment.frames(*history, anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA))
         plan = lambda frame: frame._jdf.queryExecution().executedPlan().toString()
-        by_id, outputs_plan = plan(anomalies._by_id(*history)), plan(frames["outputs"])
+        by_id, outputs_plan = plan(anomalies.by_id(*history)), plan(frames["outputs"])
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
     assert "HashAggregate" in by_id and "SortAggregate" not in by_id
@@ -172,8 +177,8 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
         version(13, 4, {"t1": "RUNNING"}, "CREATED"),  # the task moved on, the execution went back: RUNNING -> CREATED
     ]
     parse = lambda records, schema: anomalies.parse(topic(spark, records), schema)
-    frames = anomalies.frames(parse(inputs, anomalies.INPUT_SCHEMA), parse(outputs, anomalies.OUTPUT_SCHEMA),
-                              parse([], anomalies.ASSERTION_SCHEMA), parse(versions, anomalies.EXECUTION_SCHEMA))
+    frames = contract_workflow.frames(parse(inputs, anomalies.INPUT_SCHEMA), parse(outputs, anomalies.OUTPUT_SCHEMA),
+                                      parse(versions, contract_workflow.EXECUTION_SCHEMA))
     assert sorted(frames) == ["executions", "input_ids", "outputs"]
     rows = {r["id"]: r for r in frames["executions"].collect()}
     assert {i: (r["versions"], r["rollbacks"]) for i, r in rows.items()} == {1: (5, 1), 2: (3, 1), 3: (3, 0),
@@ -183,7 +188,7 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
     assert rows[4]["first_rollback"] == "execution: RUNNING -> CREATED at offset 13"
     assert rows[1]["final_state"] == "SUCCESS" and rows[3]["rolled_back_by"] is None
 
-    judged = contracts.JUDGED[contracts.WORKFLOW]
+    judged = contracts.CONTRACTS[contracts.WORKFLOW].judged
     outcome = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 4},
                                                       judged), {}, judged)
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 3, "app_health": 0,
@@ -234,7 +239,7 @@ def test_a_one_to_one_output_is_judged_record_by_record_by_its_header_or_json_id
             (1, 0, 3)]  # k1's seq 2 after its seq 3, but in another partition: in order
     by_header = [(p, o, f"customer-{i}", b"\x00opaque", {"soak.id": i}) for p, o, i in plan]
     subject = output_subject("orders-enriched", contract="one-to-one", id_from="header")
-    history = {"input": team_inputs(spark), "output": anomalies.parse_output(raw_topic(spark, by_header), "header")}
+    history = {"input": team_inputs(spark), "output": contract_one_to_one.parse_output(raw_topic(spark, by_header), "header")}
     outcome, (_, frames) = validate_soak.judge(spark, ARGS, subject, history, {}, NO_HEALTH,
                                                validate_soak.health_owner(subject, [subject]), tmp_path, {}, {})
     assert outcome["status"] == "failed"
@@ -248,7 +253,7 @@ def test_a_one_to_one_output_is_judged_record_by_record_by_its_header_or_json_id
     assert outcome["records"] == {"input": 8, "output": 9, "expected_input": 8, "unprocessed": 0}
 
     by_json = [(p, o, None, json.dumps({"orderId": i, "total": 1.5}).encode(), {}) for p, o, i in plan]
-    json_frames = anomalies.one_to_one(history["input"], anomalies.parse_output(raw_topic(spark, by_json),
+    json_frames = contract_one_to_one.frames(history["input"], contract_one_to_one.parse_output(raw_topic(spark, by_json),
                                                                                 "json:$.orderId"))
     rows = lambda frame: sorted(map(tuple, frame.collect()), key=repr)
     assert {n: rows(f) for n, f in json_frames.items()} == {n: rows(frames[n]) for n in json_frames}
@@ -264,7 +269,7 @@ def test_numbers_are_read_from_each_encoding_exactly(spark):
     values = [struct.pack(">i", -2), int64(-(2 ** 40)), b"\x00\x01\x02", b" 12.50 ", b'{"a": {"b": 0.1}}', b"7", b"x"]
     frame = spark.createDataFrame([(bytearray(v),) for v in values], "value BINARY")
     decoded = {encoding + path: [None if r[0] is None else format(r[0].normalize(), "f") for r in
-                                 frame.select(anomalies.number(F.col("value"), encoding, path)).collect()]
+                                 frame.select(contract_aggregate.number(F.col("value"), encoding, path)).collect()]
                for encoding, path in (("int32", ""), ("int64", ""), ("string", ""), ("json", "$.a.b"), ("json", ""))}
     assert decoded["int32"][0] == "-2" and decoded["int32"][2] is None
     assert decoded["int64"][1] == str(-(2 ** 40))
@@ -298,7 +303,7 @@ def test_an_aggregate_output_is_the_function_over_each_keys_inputs_as_its_table_
                  (1, 0, "k1", right["k1"], {})]
         raw = raw_topic(spark, table).withColumn("timestamp", F.when(F.col("partition") == 1, 9).otherwise(
             F.when(F.col("offset") == 3, 1).otherwise(F.col("offset") + 2)))  # k0's last offset was written first
-        frames = anomalies.aggregates(inputs, anomalies.parse_table(raw), function, field, "json", value)
+        frames = contract_aggregate.frames(inputs, contract_aggregate.parse_table(raw), function, field, "json", value)
         found = {r["key"]: (r["inputs"], r["expected"], r["found"], r["correct"]) for r in frames["aggregates"].collect()}
         assert found == {key: (4, f"{n:g}", f"{n:g}", True) for key, n in expected.items()}, function
 
@@ -312,8 +317,8 @@ def test_the_outputs_of_a_team_app_are_judged_each_by_its_contract_and_its_app_h
     counted = output_subject("orders-count", contract="aggregate", function="count", field="", value={"encoding": "int64"})
     outputs = [(i % 2, n, key, json.dumps({"orderId": i}).encode(), {}) for n, (i, key, _) in enumerate(ORDERS)]
     table = [(0, 0, "k0", int64(5), {}), (0, 1, "k9", int64(1), {})]  # k0 has 4 inputs; k1 no value; k9 no inputs
-    histories = {"orders-enriched": anomalies.parse_output(raw_topic(spark, outputs), "json:$.orderId"),
-                 "orders-count": anomalies.parse_table(raw_topic(spark, table))}
+    histories = {"orders-enriched": contract_one_to_one.parse_output(raw_topic(spark, outputs), "json:$.orderId"),
+                 "orders-count": contract_aggregate.parse_table(raw_topic(spark, table))}
     crash = {"kind": "unexpected_exit", "instance": 1, "subject": "", "at": 1.0, "what": "instance 1 exited",
              "log": "app-1.log"}
     health = {"incidents": [crash], "allowance": 0}
@@ -358,6 +363,22 @@ def test_a_subject_declares_its_contract_or_has_its_reference_apps():
         validate_soak.read_input(None, argparse.Namespace(subjects=[version, total]))
 
 
+def test_each_contract_is_its_record_its_spark_module_and_its_suites():
+    """What docs/architecture.md ("Adding an output contract") says a contract is: its record names a Spark module the
+    job finds and the validate task ships, with a reader and frames; each of its suites is in expectations/, and they
+    (with the app's own: app_health, progress) decide every anomaly it judges."""
+    from kafka_soak.checker.validate import JOB_MODULES
+
+    shipped = {path.name for path in JOB_MODULES}
+    for name, contract in contracts.CONTRACTS.items():
+        module = validate_soak.MODULES[name]
+        assert f"{contract.module}.py" in shipped and callable(module.read) and callable(module.subject_frames), name
+        suites = [json.loads((SUITES / f"{suite}.json").read_text()) for suite in (*contract.suites, "app_health",
+                                                                                    "progress")]
+        decided = {(e.get("meta") or {}).get("anomaly") for suite in suites for e in suite["expectations"]}
+        assert set(contract.judged) <= decided and set(contract.judged) <= set(contracts.ANOMALIES), name
+
+
 def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):
     """The group committed offsets 0-4 of the input's 8 records and stalled there: the 3 records past its committed
     offset are unprocessed, not lost; the 5 before it are judged (each in the output once); the stall fails the run.
@@ -366,7 +387,7 @@ def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):
     positions = {0: (5, 8)}
     inputs = anomalies.processed(team_inputs(spark), positions)
     done = [(0, o, f"customer-{i}", b"{}", {"soak.id": i}) for o, (i, _key, _seq) in enumerate(ORDERS[:5])]
-    history = {"input": inputs, "output": anomalies.parse_output(raw_topic(spark, done), "header")}
+    history = {"input": inputs, "output": contract_one_to_one.parse_output(raw_topic(spark, done), "header")}
     subject = output_subject("orders-enriched", contract="one-to-one", id_from="header")
     stall = {"group": "orders-enricher", "partition": 0, "committed": 5, "end": 8, "lag": 3, "since": 100.0,
              "owner": "orders-enricher-1"}

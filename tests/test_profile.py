@@ -260,6 +260,16 @@ def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
     assert fragment in str(err.value)
 
 
+def test_the_profile_check_takes_each_contract_from_its_record():
+    """A contract's fields are the ones a profile's output may give it, each with a check of its own; a field of
+    another contract is refused naming the contract it is for."""
+    from kafka_soak.clients import profile as profiles
+
+    assert set(profiles.FIELD_CHECKS) == set(profiles.JUDGING_FIELDS)
+    with pytest.raises(run_plan.ParamsError, match=r"outputs\[1\]\.id_from: is for contract one-to-one"):
+        run_plan.check({"app_profile": changed("outputs", 1, "id_from", to="header")})
+
+
 @pytest.mark.parametrize("conf, fragment", [
     ({"app_command": ["my-app"]}, "app_command: the app_profile's command starts the app under test"),
     ({"bug": "drop"}, "bug: is a setting of the reference apps (got 'drop'); a profile's app takes its settings from "

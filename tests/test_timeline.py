@@ -5,6 +5,10 @@ import json
 import struct
 
 import anomalies
+import contract_aggregate
+import contract_id_assignment
+import contract_one_to_one
+import contract_workflow
 import timeline
 
 from kafka_soak.shared import contracts
@@ -38,10 +42,10 @@ def test_every_anomaly_is_on_the_time_axis_with_its_instance(spark):
     history = {"input": anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
                "output": anomalies.parse(topic(spark, outputs), anomalies.OUTPUT_SCHEMA),
                "assertions": anomalies.parse(topic(spark, assertions), anomalies.ASSERTION_SCHEMA)}
-    frames = anomalies.frames(history["input"], history["output"], history["assertions"])
+    frames = contract_id_assignment.frames(history["input"], history["output"], history["assertions"])
     stall = {"group": "app", "partition": 2, "since": (T0 + 17_000) / 1000, "owner": "app-3"}
     frames["progress"] = anomalies.progress(spark, {0: (9, 9), 2: (4, 6)}, [stall])
-    data = timeline.build(history, frames, set(contracts.JUDGED[contracts.ID_ASSIGNMENT]))
+    data = timeline.build(history, frames, set(contracts.CONTRACTS[contracts.ID_ASSIGNMENT].judged))
     second = T0 // 1000
 
     assert [(r["t"] - second, r["n"]) for r in data["produced"]] == [(i, 1) for i in range(1, 9)]
@@ -77,8 +81,8 @@ def test_a_rolled_back_execution_is_on_the_time_axis_when_its_first_rollback_was
     history = {"input": anomalies.parse(topic(spark, inputs), anomalies.INPUT_SCHEMA),
                "output": anomalies.parse(topic(spark, []), anomalies.OUTPUT_SCHEMA),
                "assertions": anomalies.parse(topic(spark, []), anomalies.ASSERTION_SCHEMA),
-               "executions": anomalies.parse(topic(spark, versions), anomalies.EXECUTION_SCHEMA)}
-    frames = anomalies.frames(history["input"], history["output"], history["assertions"], history["executions"])
+               "executions": anomalies.parse(topic(spark, versions), contract_workflow.EXECUTION_SCHEMA)}
+    frames = contract_workflow.frames(history["input"], history["output"], history["executions"])
     data = timeline.build(history, frames, {"lost", "rolled_back"})
     [event] = data["anomalies"]["rolled_back"]["events"]
     assert (event["ts"] - T0, event["instance"], event["partition"], event["id"]) == (3000, 2, 2, 1)
@@ -122,7 +126,7 @@ def team_history(spark, outputs, table: bool):
     inputs = [(0, i, f"k{i % 2}", b"{}", i, {"soak.id": i, "soak.seq": i // 2 + 1}) for i in range(1, 9)]
     out = raw_topic(spark, outputs)
     return {"input": anomalies.parse_input(raw_topic(spark, inputs), values=table),
-            "output": anomalies.parse_table(out) if table else anomalies.parse_output(out, "header")}
+            "output": contract_aggregate.parse_table(out) if table else contract_one_to_one.parse_output(out, "header")}
 
 
 def test_a_one_to_one_outputs_anomalies_are_on_the_time_axis(spark):
@@ -131,8 +135,8 @@ def test_a_one_to_one_outputs_anomalies_are_on_the_time_axis(spark):
     plan = [(0, 0, 1, 10), (0, 1, 4, 11), (0, 2, 4, 12), (0, 3, 5, 12), (0, 4, 99, 13), (0, 5, 8, 13), (0, 6, 6, 14),
             (0, 7, 7, 15), (1, 0, 3, 15)]
     history = team_history(spark, [(p, o, f"c{i}", b"", s, {"soak.id": i}) for p, o, i, s in plan], table=False)
-    frames = anomalies.one_to_one(history["input"], history["output"])
-    data = timeline.build(history, frames, set(contracts.JUDGED[contracts.ONE_TO_ONE]))
+    frames = contract_one_to_one.frames(history["input"], history["output"])
+    data = timeline.build(history, frames, set(contracts.CONTRACTS[contracts.ONE_TO_ONE].judged))
     second = T0 // 1000
     assert [(r["t"] - second, r["n"]) for r in data["produced"]] == [(i, 1) for i in range(1, 9)]
     assert {(r["t"] - second, r["instance"]): r["n"] for r in data["committed"]} == {
@@ -150,7 +154,7 @@ def test_each_wrong_key_of_an_aggregate_is_on_the_time_axis_once(spark):
     table = [(0, 0, "k0", struct.pack(">q", 3), 19, {}), (0, 1, "k0", struct.pack(">q", 5), 20, {}),
              (1, 0, "k9", struct.pack(">q", 1), 21, {})]
     history = team_history(spark, table, table=True)
-    frames = anomalies.aggregates(history["input"], history["output"], "count", "", "json", {"encoding": "int64"})
+    frames = contract_aggregate.frames(history["input"], history["output"], "count", "", "json", {"encoding": "int64"})
     data = timeline.build(history, frames, {"wrong_aggregate"})
     assert [(r["t"] - T0 // 1000, r["n"]) for r in data["committed"]] == [(19, 1), (20, 1), (21, 1)]
     events = [(e["ts"] - T0, e["partition"], e["id"], e["key"], e["detail"])

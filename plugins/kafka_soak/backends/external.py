@@ -1,6 +1,6 @@
 """The ``external`` Kafka backend: an existing cluster, from an Airflow connection of type ``kafka``.
 
-The connection (``backends.connection``: its settings, its secrets kept out of every file) is the one
+The connection (``infra.connection``: its settings, its secrets kept out of every file) is the one
 apache-airflow-providers-apache-kafka defines. Topics carry the run in their names, so parallel runs never collide, and are
 deleted at release unless param ``keep_topics`` is set, with the run's consumer groups (their committed offsets) and
 the internal topics Kafka Streams made for them. Every group and application id of a run here is the run's own

@@ -1,4 +1,5 @@
-"""The validation task: ``SparkSubmitOperator`` running spark_jobs/validate_soak.py on the run's topics."""
+"""The validation task: ``SparkSubmitOperator`` running spark_jobs/validate_soak.py on the run's topics. It builds the
+spark-submit (arguments, conf, jars, the job's modules); what the job judges and how is ``spark_jobs/``'s."""
 
 from __future__ import annotations
 
@@ -24,17 +25,17 @@ from kafka_soak.checker.class_data import SharedArchive
 from kafka_soak.clients import subjects
 from kafka_soak.infra import kafka_io
 from kafka_soak.infra.connection import client_settings, settings_in_env
-from kafka_soak.shared import java_client, rundir
+from kafka_soak.shared import contracts, java_client, rundir
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan
 
 SPARK_JOBS = rundir.resource("spark_jobs")
 JOB = SPARK_JOBS / "validate_soak.py"
-# What the job imports, shipped with it (a cluster's driver and executors have no checkout): its own modules, and the
-# package it shares with the Airflow side (``shipped_modules``).
+# What the job imports, shipped with it (a cluster's driver and executors have no checkout): its own modules, each
+# contract's (``contracts.Contract.module``), and the package it shares with the Airflow side (``shipped_modules``).
 JOB_MODULES = (SPARK_JOBS / "kafka_topics.py", SPARK_JOBS / "anomalies.py", SPARK_JOBS / "timeline.py",
-               SPARK_JOBS / "verdict.py")
+               SPARK_JOBS / "verdict.py", *(SPARK_JOBS / f"{c.module}.py" for c in contracts.CONTRACTS.values()))
 SHARED = Path(shared.__file__).parent
 # The job's own settings; a ``spark_default`` connection's master and a deployment's spark-defaults.conf add to them.
 # The job reads each topic partition once: Spark's Kafka source would keep each partition's consumer and the records of

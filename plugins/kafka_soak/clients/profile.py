@@ -34,7 +34,10 @@ from kafka_soak.params import MAX_PARTITIONS
 from kafka_soak.shared import contracts
 
 NOT_JUDGED = "none"  # an output the app writes and the run keeps, not judged
-CONTRACTS = (*contracts.PROFILE_CONTRACTS, NOT_JUDGED)
+OUTPUT_CONTRACTS = (*(c.name for c in contracts.declarable()), NOT_JUDGED)
+# The fields of an output that say how it is judged, each taken by the contracts whose record names it
+# (``Contract.fields``) and checked by its own ``FIELD_CHECKS`` entry.
+JUDGING_FIELDS = tuple(dict.fromkeys(f for c in contracts.declarable() for f in c.fields))
 FUNCTIONS = ("count", "sum", "min", "max", "latest")
 OUTPUT_ENCODINGS = ("json", "string", "int32", "int64")
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's legal topic names ("." and ".." excepted)
@@ -54,7 +57,7 @@ FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties
                      "versions"),
           "topic": ("name", "partitions"),
           "input": ("topic", "partitions", "key", "value"),
-          "output": ("topic", "partitions", "contract", "of", "id_from", "function", "field", "value", "assertions")}
+          "output": ("topic", "partitions", "contract", "of", *JUDGING_FIELDS)}
 
 
 class ProfileError(ValueError):
@@ -195,8 +198,7 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
     inputs = [Input(i["topic"], i.get("partitions", partitions), i.get("key", "{key}"), i["value"])
               for i in raw["inputs"]]
     outputs = [Output(o["topic"], o.get("partitions", partitions), o["contract"], o.get("of", ""),
-                      o.get("id_from", contracts.ID_FROM_HEADER), o.get("function", ""), o.get("field", ""), o.get("value", {}),
-                      o.get("assertions", ""))
+                      **{name: o[name] for name in JUDGING_FIELDS if name in o})
                for o in raw["outputs"]]
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
@@ -275,7 +277,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
             errors += encodings.problems(item["value"], f"{at}.value")
     if outputs and all(item.get("contract") == NOT_JUDGED for item in outputs):
         errors.append(f"{where}.outputs: every output's contract is {NOT_JUDGED}, so the run would judge nothing; give "
-                      f"at least one a contract ({', '.join(contracts.PROFILE_CONTRACTS)})")
+                      f"at least one a contract ({', '.join(c.name for c in contracts.declarable())})")
     for n, item in enumerate(outputs):
         errors += output_problems(item, f"{where}.outputs[{n}]", values,
                                   {t.get("name") for t in extra if isinstance(t.get("name"), str)})
@@ -338,59 +340,97 @@ def soak(value: Any) -> bool:
 
 
 def output_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
-    """What is wrong with one output: its contract, the input it is judged against, how its ids or values are read
+    """What is wrong with one output: its contract, the input it is judged against, what of it the contract reads (its
+    record: the suite's own records or an app's own format), and the fields the contract takes, each by its check
     (``inputs``: the profile's inputs' value specs by topic; ``topics``: its other topics)."""
-    contract = item.get("contract")
-    if contract not in CONTRACTS:
-        return [f"{at}.contract: {contract!r} is no contract; allowed: {', '.join(CONTRACTS)}"]
-    if contract == NOT_JUDGED:
-        extra = sorted(set(item) & {"of", "id_from", "function", "field", "value", "assertions"})
+    name = item.get("contract")
+    if name not in OUTPUT_CONTRACTS:
+        return [f"{at}.contract: {name!r} is no contract; allowed: {', '.join(OUTPUT_CONTRACTS)}"]
+    if name == NOT_JUDGED:
+        extra = sorted(set(item) & {"of", *JUDGING_FIELDS})
         return [f"{at}: {extra} judge an output; contract none is not judged"] if extra else []
     if not isinstance(item.get("of"), str) or item["of"] not in inputs:
         return [f"{at}.of: {item.get('of')!r} is none of the profile's inputs ({', '.join(map(str, inputs))})"]
-    if contract == contracts.ID_ASSIGNMENT:
-        return id_assignment_problems(item, at, inputs, topics)
-    if soak(inputs[item["of"]]):
-        return [f"{at}.contract: {contract} judges an app's own format by the soak.id header, which the suite's own "
-                f"records (input {item['of']!r}, encoding {encodings.SOAK}) do not carry; judge them with "
-                f"{contracts.ID_ASSIGNMENT}"]
-    if "assertions" in item:
-        return [f"{at}.assertions: is for contract {contracts.ID_ASSIGNMENT}"]
-    if contract == contracts.ONE_TO_ONE:
-        extra = sorted(set(item) & {"function", "field", "value"})
-        if extra:
-            return [f"{at}: {extra} are for contract aggregate"]
-        id_from = item.get("id_from", contracts.ID_FROM_HEADER)
-        if id_from != contracts.ID_FROM_HEADER and not (isinstance(id_from, str) and id_from.startswith(contracts.ID_FROM_JSON)
-                                      and JSON_PATH.fullmatch(id_from[len(contracts.ID_FROM_JSON):])):
-            return [f"{at}.id_from: {id_from!r}; allowed: \"header\" (the soak.id header Kafka Streams forwards) or "
-                    "\"json:$.path\" (a number in the output's JSON value, e.g. json:$.orderId)"]
+    contract = contracts.CONTRACTS[name]
+    if (contract.reads == contracts.SUITE_RECORDS) != soak(inputs[item["of"]]):
+        return [reads_problem(contract, item["of"], at)]
+    foreign = [f for f in JUDGING_FIELDS if f in item and f not in contract.fields]
+    if foreign:
+        return [f"{at}.{f}: is for contract " + " or ".join(c.name for c in contracts.declarable() if f in c.fields)
+                for f in foreign]
+    return [error for f in contract.fields for error in FIELD_CHECKS[f](item, at, inputs, topics)]
+
+
+def reads_problem(contract: contracts.Contract, of: str, at: str) -> str:
+    """A contract judging records it cannot read: the suite's own records carry their ids in their JSON, an app's own
+    format in the soak's headers, which the suite's own records do not have."""
+    if contract.reads == contracts.SUITE_RECORDS:
+        return (f"{at}.of: contract {contract.name} judges the suite's own records; input {of!r} must have value "
+                f"{{encoding: {encodings.SOAK}}}")
+    own = ", ".join(c.name for c in contracts.declarable() if c.reads == contracts.SUITE_RECORDS)
+    return (f"{at}.contract: {contract.name} judges an app's own format by the soak.id header, which the suite's own "
+            f"records (input {of!r}, encoding {encodings.SOAK}) do not carry; judge them with {own}")
+
+
+def id_from_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
+    """Where an output's id is: the soak.id header, or a number at a JSON path of its value."""
+    id_from = item.get("id_from", contracts.ID_FROM_HEADER)
+    if id_from == contracts.ID_FROM_HEADER or (isinstance(id_from, str) and id_from.startswith(contracts.ID_FROM_JSON)
+                                               and JSON_PATH.fullmatch(id_from[len(contracts.ID_FROM_JSON):])):
         return []
-    if "id_from" in item:
-        return [f"{at}.id_from: is for contract one-to-one"]
+    return [f"{at}.id_from: {id_from!r}; allowed: \"header\" (the soak.id header Kafka Streams forwards) or "
+            "\"json:$.path\" (a number in the output's JSON value, e.g. json:$.orderId)"]
+
+
+def function_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
+    """The function of its key's inputs that a table holds for each key."""
+    function = item.get("function")
+    return [] if function in FUNCTIONS else [f"{at}.function: {function!r}; allowed: {', '.join(FUNCTIONS)}"]
+
+
+def field_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
+    """The input's field a function other than count is of: a number in every input record (nothing to say of a
+    function that is none: its own check says so)."""
     function, name = item.get("function"), item.get("field", "")
-    if function not in FUNCTIONS:
-        return [f"{at}.function: {function!r}; allowed: {', '.join(FUNCTIONS)}"]
-    errors = []
     if not isinstance(name, str):
-        errors.append(f"{at}.field: must be a string (a field of the input's value, or a JSON path $.a.b)")
-    elif function != "count" and not encodings.numeric(inputs[item["of"]], name):
+        return [f"{at}.field: must be a string (a field of the input's value, or a JSON path $.a.b)"]
+    if function in FUNCTIONS and function != "count" and not encodings.numeric(inputs[item["of"]], name):
         what = f"field {name!r} of input {item['of']!r}" if name else f"the value of input {item['of']!r}"
-        errors.append(f"{at}.field: {function} needs a number, but {what} is not one (a JSON template's field must "
-                      "be a number or a whole-string number placeholder such as \"{random_int:1:100}\"; int32/int64 "
-                      "values are numbers)")
-    elif function == "count" and name:
-        errors.append(f"{at}.field: count counts records; it takes no field")
+        return [f"{at}.field: {function} needs a number, but {what} is not one (a JSON template's field must be a "
+                "number or a whole-string number placeholder such as \"{random_int:1:100}\"; int32/int64 values are "
+                "numbers)"]
+    if function == "count" and name:
+        return [f"{at}.field: count counts records; it takes no field"]
+    return []
+
+
+def value_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
+    """How a table's values are decoded: an encoding and, for JSON, the path of the number."""
     value = item.get("value", {})
     encoding = value.get("encoding") if isinstance(value, dict) else None
     if encoding not in OUTPUT_ENCODINGS:
-        errors.append(f"{at}.value.encoding: {encoding!r}; allowed: {', '.join(OUTPUT_ENCODINGS)} (how the table's "
-                      "values are decoded)")
-    elif set(value) - {"encoding", "path"} or ("path" in value and encoding != "json"):
-        errors.append(f"{at}.value: takes encoding and, with json, path (got {sorted(value)})")
-    elif "path" in value and not (isinstance(value["path"], str) and JSON_PATH.fullmatch(value["path"])):
-        errors.append(f"{at}.value.path: {value['path']!r} is no JSON path such as $.total")
-    return errors
+        return [f"{at}.value.encoding: {encoding!r}; allowed: {', '.join(OUTPUT_ENCODINGS)} (how the table's "
+                "values are decoded)"]
+    if set(value) - {"encoding", "path"} or ("path" in value and encoding != "json"):
+        return [f"{at}.value: takes encoding and, with json, path (got {sorted(value)})"]
+    if "path" in value and not (isinstance(value["path"], str) and JSON_PATH.fullmatch(value["path"])):
+        return [f"{at}.value.path: {value['path']!r} is no JSON path such as $.total"]
+    return []
+
+
+def assertions_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
+    """The topic an app written for the suite's contract writes its self-check failures to: one of the profile's."""
+    if isinstance(item.get("assertions"), str) and item["assertions"] in topics:
+        return []
+    return [f"{at}.assertions: {item.get('assertions')!r} is none of the profile's topics "
+            f"({', '.join(sorted(map(str, topics))) or 'none'}); name the topic the app writes its self-check "
+            "failures to (it may stay empty) and list it under topics"]
+
+
+# The check of each field a contract takes (``JUDGING_FIELDS``), given the output, where it is, the profile's inputs'
+# value specs by topic and its other topics.
+FIELD_CHECKS = {"id_from": id_from_problems, "function": function_problems, "field": field_problems,
+                "value": value_problems, "assertions": assertions_problems}
 
 
 # The checker computes a table's expected values as decimal(38, 9): 29 digits before the point.
@@ -405,7 +445,7 @@ def aggregate_reach_problems(app: Profile, records: int, keys: int) -> list[str]
     per_key = -(-records // keys)
     errors = []
     for n, out in enumerate(app.outputs):
-        if out.contract != contracts.AGGREGATE:
+        if not out.function:  # a table's: a function of each key's inputs
             continue
         one = 1 if out.function == "count" else encodings.largest(inputs[out.of], out.field, records, keys)
         reach = one * per_key if out.function in ("count", "sum") else one
@@ -416,21 +456,6 @@ def aggregate_reach_problems(app: Profile, records: int, keys: int) -> list[str]
         errors += [f"app_profile.outputs[{n}]: its {out.function} over a key's {per_key} records can reach {reach:.3g}, "
                    f"more than {what} can hold ({most:.3g}): lower records per key (records / keys) or the input's "
                    f"{out.field or 'value'}" for what, most in holds.items() if reach > most]
-    return errors
-
-
-def id_assignment_problems(item: dict[str, Any], at: str, inputs: dict[str, Any], topics: set[str]) -> list[str]:
-    """An output that keeps kafka-soak's own data contract (docs/architecture.md): the suite's records in, one output
-    record per input with the id the app assigned its key, and the app's self-check failures on ``assertions``."""
-    errors = [f"{at}: {sorted(extra)} are not fields of contract {contracts.ID_ASSIGNMENT}; it takes of and "
-              "assertions"] if (extra := set(item) & {"id_from", "function", "field", "value"}) else []
-    if not soak(inputs[item["of"]]):
-        errors.append(f"{at}.of: contract {contracts.ID_ASSIGNMENT} judges the suite's own records; input "
-                      f"{item['of']!r} must have value {{encoding: {encodings.SOAK}}}")
-    if not isinstance(item.get("assertions"), str) or item["assertions"] not in topics:
-        errors.append(f"{at}.assertions: {item.get('assertions')!r} is none of the profile's topics "
-                      f"({', '.join(sorted(map(str, topics))) or 'none'}); name the topic the app writes its self-check "
-                      "failures to (it may stay empty) and list it under topics")
     return errors
 
 

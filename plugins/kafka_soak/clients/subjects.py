@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_soak.clients import profile as profiles
+from kafka_soak.shared import contracts
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan
@@ -53,7 +54,7 @@ def profile(plan: Plan) -> profiles.Profile:
 def describe(plan: Plan) -> str:
     """The app under test in a few words, for the run's log."""
     app = profile(plan)
-    judged = "; ".join(f"{o.topic} judged {o.contract}" + (f" {o.function}" if o.function else "") for o in app.judged())
+    judged = "; ".join(f"{o.topic} judged {contracts.CONTRACTS[o.contract].title(asdict(o))}" for o in app.judged())
     versions = f", {' vs '.join(app.matrix)}" if app.matrix else (
         f", version {app.versions[0]}" if app.versions[0] else "")
     return f"{app.title_or_name} (group {app.group_id}{versions}): {judged or 'no output judged'}"
