@@ -83,6 +83,13 @@ def own_runs(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def root(tmp_path, monkeypatch) -> Path:
+    """A runs directory of the test's own for the run directories a test makes in its process (``support.task_context``)."""
+    monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def alerted_runs(tmp_path_factory) -> SimpleNamespace:
     """The default scenario twice in a runs directory of its own, alerted to a real SMTP server and webhook: with
@@ -292,6 +299,55 @@ def kafka_image(docker_engine) -> str:
 def streams_image(docker_engine) -> str:
     """The Kafka Streams app as an image (docker/streams.Dockerfile), for runtime=docker with app=streams."""
     return docker_engine.build_streams_image()
+
+
+@pytest.fixture(scope="module")
+def evidence(tmp_path_factory) -> Path:
+    """A runs root with one finished run, a file beside the root and a symlink from the run out to that file."""
+    from support.served_reports import DAG_ID, OUTSIDE, RUN_ID, write_run
+
+    base = tmp_path_factory.mktemp("ui")
+    (base / "outside.txt").write_text(OUTSIDE)
+    root = base / "runs"
+    run_dir = write_run(root, DAG_ID, RUN_ID)
+    (run_dir / "logs" / "escape.log").symlink_to(base / "outside.txt")
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(evidence, tmp_path_factory):
+    """The plugin's app mounted at its prefix on a parent app (as the API server does), run by uvicorn on a free
+    loopback port in a thread; Airflow's configured auth manager (SimpleAuthManager) issues the test's token."""
+    import threading
+    import time
+
+    import uvicorn
+    from airflow.api_fastapi.app import init_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi import FastAPI
+
+    from kafka_soak.backends.docker_kafka import free_port
+    from kafka_soak.evidence import ui
+
+    passwords = tmp_path_factory.mktemp("auth") / "passwords.json"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SOAK_RUNS_DIR", str(evidence))
+        env.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", str(passwords))
+        token = init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="soak", role="viewer"))
+        parent = FastAPI()
+        parent.mount(ui.URL_PREFIX, ui.app)
+        server = uvicorn.Server(uvicorn.Config(parent, host="127.0.0.1", port=free_port(), log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "uvicorn did not start"
+        try:
+            yield server.config.port, token
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")

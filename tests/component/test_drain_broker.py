@@ -1,0 +1,62 @@
+"""The drain's wait on a real broker: what counts as work the app has not finished."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kafka_soak.clients import kafka_io
+from kafka_soak.drain import DrainTimeout, wait_for_zero_lag
+
+
+def test_the_drain_waits_for_the_topics_an_app_reads_back(broker):
+    """A topology that reads what it writes (a repartition topic, a KTable of its own output, a worker's results) has
+    work in flight after its input is done: the drain counts the group's lag on every topic it consumes, and a timeout
+    names it."""
+    bootstrap, input_topic, own = broker.bootstrap_servers, broker.topics["input"], broker.topics["output"]
+    producer = Producer(kafka_io.client_config(bootstrap))
+    for topic in (input_topic, own):
+        for _ in range(3):
+            producer.produce(topic, value=b"x", partition=0)
+    producer.flush(10)
+    group = "reads-back"
+    consumer = Consumer(kafka_io.client_config(bootstrap, {"group.id": group, "enable.auto.commit": False}))
+    try:
+        def commit(offsets: dict[str, int]) -> None:
+            consumer.commit(offsets=[TopicPartition(t, 0, o) for t, o in offsets.items()], asynchronous=False)
+
+        commit({input_topic: 3, own: 1})  # the input is done; two of its own records are still to be read back
+        assert kafka_io.internal_lag(bootstrap, group, input_topic) == {f"{own}[0]": 2}
+        with pytest.raises(DrainTimeout, match=rf"and on the topics it writes and reads back: {own}\[0\]=2") as err:
+            wait_for_zero_lag(bootstrap, group, input_topic, timeout_s=1, poll_s=0.2)
+        assert err.value.stalled == []  # the input is done: nothing of it stalled
+        commit({own: 3})
+        assert kafka_io.internal_lag(bootstrap, group, input_topic) == {f"{own}[0]": 0}
+        assert wait_for_zero_lag(bootstrap, group, input_topic, timeout_s=30, poll_s=0.2) < 30
+    finally:
+        consumer.close()
+
+
+def test_a_partition_whose_committed_offset_never_moves_while_it_lags_is_stalled(broker):
+    """The drain's liveness rule: the group committed 2 of the 5 records of partition 0 and nothing more during the
+    wait, while partition 1 is done; partition 0 is stalled, named with its committed offset and end."""
+    bootstrap, topic = broker.bootstrap_servers, broker.topics["input"]
+    producer = Producer(kafka_io.client_config(bootstrap))
+    for partition, count in ((0, 5), (1, 2)):
+        for _ in range(count):
+            producer.produce(topic, value=b"x", partition=partition)
+    producer.flush(10)
+    consumer = Consumer(kafka_io.client_config(bootstrap, {"group.id": "stuck", "enable.auto.commit": False}))
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 2)], asynchronous=False)
+        with pytest.raises(DrainTimeout, match=r"stalled: partition\(s\) 0 of ") as err:
+            wait_for_zero_lag(bootstrap, "stuck", topic, timeout_s=1, poll_s=0.2)
+        assert err.value.lag == {0: 3, 1: 0, 2: 0, 3: 0}
+        [stalled] = err.value.stalled
+        assert {k: stalled[k] for k in ("group", "partition", "committed", "end", "lag")} == \
+            {"group": "stuck", "partition": 0, "committed": 2, "end": 5, "lag": 3}
+        left = err.value.backlog
+        assert (left["group"], left["lag"], left["committed"], left["clears_in_s"]) == ("stuck", 3, 0, None)
+        assert "backlog: the group committed 0 input records" in str(err.value)
+    finally:
+        consumer.close()
