@@ -19,6 +19,7 @@ from support import ROOT
 from support.checks import SECRET
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+TESTS = Path(__file__).parent
 sys.path.insert(0, str(ROOT / "plugins"))
 # The Spark job's own modules, as spark-submit puts them on its path (validate.shipped_modules); what they share with
 # the plugin they import from kafka_soak.shared, as the plugin does.
@@ -53,15 +54,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 PRIVATE_HOME = pytest.StashKey[Path]()
 
-# The modules whose tests run whole soaks (minutes each), most expensive first. pytest-xdist hands out tests in
-# collection order: with these first, no worker draws a five-minute run while the other has nothing left to do.
+# pytest-xdist hands out tests in collection order: the layers' folders, slowest first (end-to-end runs take minutes
+# each, a component test seconds, a unit test less), and within tests/e2e the modules that run whole soaks, most
+# expensive first. So no worker draws a five-minute run while the other has nothing left to do.
+LAYERS = ("e2e", "component", "unit")
 LONG_FIRST = ("test_known_bugs.py", "test_scheduler_runs.py", "test_e2e.py", "test_own_app.py", "test_e2e_docker.py",
-              "test_report.py", "test_alerts.py", "test_deadline.py")
+              "test_report.py", "test_alerts_soak.py", "test_deadline_scheduler.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a module keeps its own order
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        layer = item.path.relative_to(TESTS).parts[0]
+        return LAYERS.index(layer), rank.get(item.path.name, len(rank))
+
+    items.sort(key=order)  # stable: a module keeps its own order
 
 
 @pytest.fixture(scope="session")

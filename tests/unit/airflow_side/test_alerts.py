@@ -65,7 +65,7 @@ def test_a_torn_line_in_the_evidence_still_alerts_and_names_the_damaged_file(tmp
 def test_a_run_airflow_calls_successful_without_a_passed_verdict_is_alerted_as_broken(tmp_path, monkeypatch):
     """A DAG run marked failed by hand: Airflow runs its teardowns, then calls it successful (the success callback,
     no failure callback, no task failure on record). Without a passed verdict that is a broken run; the next passing
-    run recovers from it. (tests/test_scheduler_runs.py shows it under a real scheduler.)"""
+    run recovers from it. (tests/e2e/test_scheduler_runs.py shows it under a real scheduler.)"""
     monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
     dag_id = "soak_eos_id_assignment"
     context = {"dag": SimpleNamespace(dag_id=dag_id), "run_id": "r", "dag_run": SimpleNamespace(clear_number=0),
