@@ -21,7 +21,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test bench reproduction bugs quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test test-unit test-component test-e2e bench reproduction bugs quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
@@ -31,6 +31,14 @@ soak: setup
 # The 25 slowest tests are listed at the end: where the suite's time goes.
 test: setup test-deps
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=25 $(PYTEST_ARGS)
+
+# One layer of the suite (tests/<layer>): unit (no broker, Spark, Docker or DAG run), component (a real broker, Spark,
+# Docker engine or install, no DAG run) or end-to-end (whole DAG runs, a scheduler, `make soak`).
+test-unit: setup
+	$(PY) -m pytest -n 2 --dist loadgroup tests/unit $(PYTEST_ARGS)
+
+test-component test-e2e: setup test-deps
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25 tests/$(@:test-%=%) $(PYTEST_ARGS)
 
 # Benchmarks against their baselines, written to docs/benchmarks.md (SIZE=quick: minutes; SIZE=large: longer).
 bench: setup

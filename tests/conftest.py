@@ -19,6 +19,7 @@ from support import ROOT
 from support.checks import SECRET
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+TESTS = Path(__file__).parent
 sys.path.insert(0, str(ROOT / "plugins"))
 # The Spark job's own modules, as spark-submit puts them on its path (validate.shipped_modules); what they share with
 # the plugin they import from kafka_soak.shared, as the plugin does.
@@ -53,15 +54,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 PRIVATE_HOME = pytest.StashKey[Path]()
 
-# The modules whose tests run whole soaks (minutes each), most expensive first. pytest-xdist hands out tests in
-# collection order: with these first, no worker draws a five-minute run while the other has nothing left to do.
+# pytest-xdist hands out tests in collection order: the layers' folders, slowest first (end-to-end runs take minutes
+# each, a component test seconds, a unit test less), and within tests/e2e the modules that run whole soaks, most
+# expensive first. So no worker draws a five-minute run while the other has nothing left to do.
+LAYERS = ("e2e", "component", "unit")
 LONG_FIRST = ("test_known_bugs.py", "test_scheduler_runs.py", "test_e2e.py", "test_own_app.py", "test_e2e_docker.py",
-              "test_report.py", "test_alerts.py", "test_deadline.py")
+              "test_report.py", "test_alerts_soak.py", "test_deadline_scheduler.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a module keeps its own order
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        layer = item.path.relative_to(TESTS).parts[0]
+        return LAYERS.index(layer), rank.get(item.path.name, len(rank))
+
+    items.sort(key=order)  # stable: a module keeps its own order
 
 
 @pytest.fixture(scope="session")
@@ -80,6 +88,13 @@ def own_runs(tmp_path, monkeypatch) -> Path:
     # monkeypatch restores only what it set, so the next test of this worker starts from the same environment
     monkeypatch.setenv("SOAK_PARAM_DEFAULTS", "")
     monkeypatch.setenv("SOAK_TRIGGER_ALLOW", "")
+    return tmp_path
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch) -> Path:
+    """A runs directory of the test's own for the run directories a test makes in its process (``support.task_context``)."""
+    monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
     return tmp_path
 
 
@@ -292,6 +307,55 @@ def kafka_image(docker_engine) -> str:
 def streams_image(docker_engine) -> str:
     """The Kafka Streams app as an image (docker/streams.Dockerfile), for runtime=docker with app=streams."""
     return docker_engine.build_streams_image()
+
+
+@pytest.fixture(scope="module")
+def evidence(tmp_path_factory) -> Path:
+    """A runs root with one finished run, a file beside the root and a symlink from the run out to that file."""
+    from support.served_reports import DAG_ID, OUTSIDE, RUN_ID, write_run
+
+    base = tmp_path_factory.mktemp("ui")
+    (base / "outside.txt").write_text(OUTSIDE)
+    root = base / "runs"
+    run_dir = write_run(root, DAG_ID, RUN_ID)
+    (run_dir / "logs" / "escape.log").symlink_to(base / "outside.txt")
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(evidence, tmp_path_factory):
+    """The plugin's app mounted at its prefix on a parent app (as the API server does), run by uvicorn on a free
+    loopback port in a thread; Airflow's configured auth manager (SimpleAuthManager) issues the test's token."""
+    import threading
+    import time
+
+    import uvicorn
+    from airflow.api_fastapi.app import init_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi import FastAPI
+
+    from kafka_soak.backends.docker_kafka import free_port
+    from kafka_soak.evidence import ui
+
+    passwords = tmp_path_factory.mktemp("auth") / "passwords.json"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SOAK_RUNS_DIR", str(evidence))
+        env.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", str(passwords))
+        token = init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="soak", role="viewer"))
+        parent = FastAPI()
+        parent.mount(ui.URL_PREFIX, ui.app)
+        server = uvicorn.Server(uvicorn.Config(parent, host="127.0.0.1", port=free_port(), log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "uvicorn did not start"
+        try:
+            yield server.config.port, token
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 # The facts the declarations below state, at home here: the implementations read them from this module, which imports
-# nothing of the project (tests/test_package.py checks), so declaring the params loads no implementation.
+# nothing of the project (tests/unit/airflow_side/test_package.py checks), so declaring the params loads no
+# implementation.
 BACKENDS = ("local", "docker", "external")
 KAFKA_VERSION = "4.3.1"  # the newest Apache Kafka release Maven Central serves
 STREAMS_VERSION = "4.3.1"  # the newest Kafka Streams release Maven Central serves

@@ -58,9 +58,10 @@ def orders_streams_command(*faults: str, versions: tuple[str, ...] = ()) -> list
 
 
 # Their input, as the profile tells the generator to write it: JSON orders keyed by customer.
-ORDERS = {"topic": "orders", "key": "customer-{key}",
-          "value": {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
-                                                     "amount": "{random_int:1:100}", "seq": "{seq}"}}}
+ORDERS_KEY = "customer-{key}"
+ORDERS_VALUE = {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
+                                                 "amount": "{random_int:1:100}", "seq": "{seq}"}}
+ORDERS = {"topic": "orders", "key": ORDERS_KEY, "value": ORDERS_VALUE}
 ORDERS_PY_ARGS = ["--config", "{properties_file}", "--input", "{topic:orders}", "--output", "{topic:orders-enriched}"]
 
 
@@ -100,3 +101,9 @@ def stuck_app_command() -> list[str]:
     it until it times out); a stop makes it leave the group."""
     return [sys.executable, str(STUCK_CONSUMER), "{bootstrap_servers}", "{app_id}", "{app_id}-{instance}",
             "{input_topic}"]
+
+
+def output_subject(name: str, **contract) -> dict:
+    """A judged output of a team's app (orders-py's) as the checker's --subjects gives it (subjects.judged)."""
+    return {"name": name, "app_id": "orders-enricher", "version": "", "instances": "", "output": name, "assertions": "",
+            "partitions": 4, "of": "orders", "input_value": {"encoding": "json", "template": {}}, **contract}

@@ -84,7 +84,7 @@ def problems(where: str, settings: dict[str, Any], separators: bool = True) -> l
 
 
 def documented() -> str:
-    """The list as docs/scenarios.md shows it (tests/test_params.py holds the two together)."""
+    """The list as docs/scenarios.md shows it (tests/unit/airflow_side/test_params.py holds the two together)."""
     return "\n".join([
         "- Kafka Streams: " + ", ".join(f"`{n}`" for n in sorted(STREAMS)),
         "- its clients, unprefixed or behind " + ", ".join(f"`{p}`" for p in CLIENT_PREFIXES) + ": "

@@ -1,7 +1,8 @@
 """The soak reports in the Airflow UI: Airflow's plugin manager loads the plugin (a FastAPI app and the UI entries
 that point at it), and the app, served for real by uvicorn on loopback and mounted the way the API server mounts
 it, serves each run's report, Data Docs, logs and verdict, refuses any path outside a run directory, and answers
-only requests that carry a token Airflow's auth manager issued."""
+only requests that carry a token Airflow's auth manager issued (runs given a real broker's connection:
+component/test_ui_plugin_broker.py; the real UI: e2e/test_ui_plugin_airflow.py)."""
 
 from __future__ import annotations
 
@@ -10,79 +11,14 @@ import json
 import os
 import re
 import subprocess
-import threading
-import time
-from pathlib import Path
 from urllib.parse import quote, urljoin
 
 import pytest
-import uvicorn
-from fastapi import FastAPI
-from support.airflow_stack import PROBE_DAG, AirflowStack
-from support.checks import SECRET
+from support.served_reports import DAG_ID, OUTSIDE, REPORT, RUN_ID, get, run_url, write_run
 
 from kafka_soak import run_plan
-from kafka_soak.backends.docker_kafka import free_port
-from kafka_soak.clients.instances import Instances
 from kafka_soak.evidence import ui
 from kafka_soak.shared import rundir
-
-DAG_ID = "soak_eos_id_assignment"
-RUN_ID = "manual__2026-11-22T10:00:00.123456+00:00"
-REPORT = '<html><body><a href="data_docs/index.html">Data Docs</a> <a href="verdict.json">verdict</a></body></html>'
-OUTSIDE = "content-of-a-file-outside-every-run-directory"
-
-
-def write_run(root: Path, dag_id: str, run_id: str) -> Path:
-    """A run directory with the files a finished run leaves (contents are stand-ins)."""
-    run_dir = root / dag_id / rundir.safe_name(run_id)
-    (run_dir / "data_docs").mkdir(parents=True)
-    (run_dir / "logs").mkdir()
-    (run_dir / "report.html").write_text(REPORT)
-    (run_dir / "data_docs" / "index.html").write_text("<html>Great Expectations Data Docs</html>")
-    (run_dir / "logs" / "generator.1.log").write_text("generator: 6000 records <script>alert(1)</script>\n")
-    (run_dir / "verdict.json").write_text(json.dumps({"status": "passed"}))
-    (run_dir / "params.json").write_text(json.dumps({"dag_id": dag_id, "run_id": run_id}))
-    return run_dir
-
-
-@pytest.fixture(scope="module")
-def evidence(tmp_path_factory) -> Path:
-    """A runs root with one finished run, a file beside the root and a symlink from the run out to that file."""
-    base = tmp_path_factory.mktemp("ui")
-    (base / "outside.txt").write_text(OUTSIDE)
-    root = base / "runs"
-    run_dir = write_run(root, DAG_ID, RUN_ID)
-    (run_dir / "logs" / "escape.log").symlink_to(base / "outside.txt")
-    return root
-
-
-@pytest.fixture(scope="module")
-def served(evidence, tmp_path_factory):
-    """The plugin's app mounted at its prefix on a parent app (as the API server does), run by uvicorn on a free
-    loopback port in a thread; Airflow's configured auth manager (SimpleAuthManager) issues the test's token."""
-    from airflow.api_fastapi.app import init_auth_manager
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-
-    passwords = tmp_path_factory.mktemp("auth") / "passwords.json"
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("SOAK_RUNS_DIR", str(evidence))
-        env.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", str(passwords))
-        token = init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="soak", role="viewer"))
-        parent = FastAPI()
-        parent.mount(ui.URL_PREFIX, ui.app)
-        server = uvicorn.Server(uvicorn.Config(parent, host="127.0.0.1", port=free_port(), log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.started, "uvicorn did not start"
-        try:
-            yield server.config.port, token
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
 
 
 def policy(port: int, path: str, token: str) -> str:
@@ -93,26 +29,6 @@ def policy(port: int, path: str, token: str) -> str:
         return conn.getresponse().getheader("content-security-policy", "")
     finally:
         conn.close()
-
-
-def get(port: int, path: str, token: str | None = None, cookie: bool = False) -> tuple[int, str, str]:
-    """GET a raw path (sent exactly as given: no client normalises '..' away); returns status, type, body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    headers = {}
-    if token:
-        headers = {"Cookie": f"_token={token}"} if cookie else {"Authorization": f"Bearer {token}"}
-    try:
-        conn.request("GET", path, headers=headers)
-        resp = conn.getresponse()
-        return resp.status, resp.getheader("content-type", ""), resp.read().decode(errors="replace")
-    finally:
-        conn.close()
-
-
-def run_url(dag_id: str, run_id: str) -> str:
-    """Where a DAG run's tab points once the UI fills in the href's placeholders (URL-encoded ids)."""
-    href = next(v["href"] for v in ui.EXTERNAL_VIEWS if v["destination"] == "dag_run")
-    return "/" + href.replace("{DAG_ID}", quote(dag_id, safe="")).replace("{RUN_ID}", quote(run_id, safe=""))
 
 
 def test_airflow_loads_the_plugin_with_its_app_and_ui_entries():
@@ -228,102 +144,12 @@ def test_a_run_without_a_report_yet_says_so(served, evidence):
     assert status == 404 and "no report yet" in body
 
 
-def test_no_connection_secret_reaches_a_served_page(served, evidence, kafka_connection, broker):
-    """A run on a secured external cluster (test_backends' connection, with a known SASL password) whose app prints
-    the settings it was given into its log: no page the app serves (the listing, any file of the run) holds the
-    password, though the log on disk does (the harness does not write the app's logs)."""
-    run_id = "manual__2026-11-22T12:00:00+00:00"
-    run_dir = evidence / "soak_secured" / rundir.safe_name(run_id)
-    (run_dir / "logs").mkdir(parents=True)
-    cluster = {**broker.as_dict(), "backend": "external", "conn_id": kafka_connection}
-    plan = run_plan.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
-    rundir.write_json(run_dir / "params.json", {"dag_id": "soak_secured", "run_id": run_id, "plan": plan})
-    rundir.write_json(run_dir / "cluster.json", cluster)
-    instances = Instances.for_run(run_dir, cluster, plan)
-    assert instances.runtime.exit_code(instances.start(1, 0).pid, wait_s=30) == 0
-    instances.stop_all(timeout=5)
-    port, token = served
-    files = [p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()]
-    pages = [get(port, f"{ui.URL_PREFIX}/", token)[2],
-             *[get(port, f"{ui.URL_PREFIX}/runs/soak_secured/{quote(run_id, safe='')}/{f}", token)[2] for f in files]]
-    assert SECRET in (run_dir / "logs" / "app-1.0.log").read_text()
-    assert '"sasl.password": "***"' in "".join(pages) and "soak_secured" in pages[0]
-    assert not [page for page in pages if SECRET in page]
-
-
-NASTY = 'pa"ss\\wörd\'-€-\u00e9'  # a quote, a backslash, non-ASCII: JSON escapes each
-
-
-def test_a_password_json_escapes_is_masked_everywhere_and_stays_masked_after_the_connection_is_gone(
-        served, evidence, broker, monkeypatch):
-    """The app prints its settings as JSON (quotes, backslashes and non-ASCII escaped): no served page holds the
-    password in any form; the run's release masks them at rest, so they stay masked once the connection is rotated
-    or deleted (the UI then has nothing to mask with)."""
-    from kafka_soak.infra import connection
-
-    extra = {"bootstrap.servers": broker.bootstrap_servers, "sasl.username": "soak", "sasl.password": NASTY}
-    monkeypatch.setenv("AIRFLOW_CONN_SOAK_NASTY", json.dumps({"conn_type": "kafka", "extra": extra}))
-    run_id = "manual__2026-11-22T14:00:00+00:00"
-    run_dir = evidence / "soak_nasty" / rundir.safe_name(run_id)
-    (run_dir / "logs").mkdir(parents=True)
-    cluster = {**broker.as_dict(), "backend": "external", "conn_id": "soak_nasty"}
-    plan = run_plan.check({"app_command": ["python", "-c", "import os; print('given:', os.environ['SOAK_KAFKA_CONFIG'])"]})
-    rundir.write_json(run_dir / "cluster.json", cluster)
-    instances = Instances.for_run(run_dir, cluster, plan)
-    assert instances.runtime.exit_code(instances.start(1, 0).pid, wait_s=30) == 0
-    instances.stop_all(timeout=5)
-    log_file = run_dir / "logs" / "app-1.0.log"
-    forms = [NASTY, json.dumps(NASTY)[1:-1], json.dumps(NASTY, ensure_ascii=False)[1:-1]]
-    assert json.dumps(NASTY)[1:-1] in log_file.read_text(), "the app wrote the escaped form"
-    port, token = served
-    url = f"{ui.URL_PREFIX}/runs/soak_nasty/{quote(run_id, safe='')}/logs/app-1.0.log"
-    page = get(port, url, token)[2]
-    assert '"sasl.password": "***"' in page and not [f for f in forms if f in page]
-    secrets = connection.secret_values(connection.connection_config("soak_nasty"))
-    assert connection.scrub(run_dir, secrets) == [log_file]
-    monkeypatch.delenv("AIRFLOW_CONN_SOAK_NASTY")  # rotated or deleted after the run
-    on_disk, page = log_file.read_text(), get(port, url, token)[2]
-    assert '"sasl.password": "***"' in page and not [f for f in forms if f in page + on_disk]
-
-
 def test_only_requests_with_an_airflow_token_are_served(served):
     port, token = served
     url = run_url(DAG_ID, RUN_ID)
     assert get(port, url)[0] == 401
     assert get(port, url, token="not-a-jwt")[0] == 403
     assert get(port, url, token, cookie=True)[:1] == (200,), "the UI's session cookie is enough"
-
-
-def test_a_dag_run_page_of_the_airflow_ui_shows_its_report(browser, tmp_path):
-    """The real UI (API server with the plugin, headless Chromium): a DAG run's page has the "Soak report" tab,
-    it shows the run's report, whose links open inside it; Browse → Soak reports lists the run."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    with AirflowStack(tmp_path) as stack:
-        stack.run("dags", "reserialize")
-        stack.start("api-server")
-        token = stack.token()
-        run_id = stack.trigger(stack.api(token))  # stays queued: no scheduler here, none needed
-        write_run(stack.runs, PROBE_DAG, run_id)
-        wait = WebDriverWait(browser, 60)
-        browser.get(f"{stack.base}/api/v2/version")
-        browser.add_cookie({"name": "_token", "value": token})  # the session cookie the UI's login sets
-        browser.get(f"{stack.base}/dags/{PROBE_DAG}/runs/{quote(run_id, safe='')}")
-        wait.until(lambda d: d.find_elements(By.XPATH, "//*[normalize-space(text())='Soak report']"))[0].click()
-        frame = wait.until(lambda d: d.find_elements(By.TAG_NAME, "iframe"))[0]
-        assert frame.get_attribute("src").endswith(run_url(PROBE_DAG, run_id))
-        browser.switch_to.frame(frame)
-        wait.until(lambda d: d.find_elements(By.LINK_TEXT, "Data Docs"))[0].click()
-        wait.until(lambda d: "Great Expectations Data Docs" in d.page_source)
-        browser.switch_to.default_content()
-        browser.get(f"{stack.base}/")
-        for entry in ("Browse", "Soak reports"):
-            wait.until(lambda d, e=entry: d.find_elements(By.XPATH, f"//*[normalize-space(text())='{e}']"))[0].click()
-        browser.switch_to.frame(wait.until(lambda d: d.find_elements(By.TAG_NAME, "iframe"))[0])
-        link = wait.until(lambda d: d.find_elements(By.PARTIAL_LINK_TEXT, "manual__"))[0]
-        assert link.get_attribute("href").endswith(f"/runs/{PROBE_DAG}/{rundir.safe_name(run_id)}/report.html")
-        browser.switch_to.default_content()
 
 
 def test_secrets_written_into_the_app_s_command_are_served_masked_and_masked_at_release(served, evidence, tmp_path):

@@ -1,19 +1,15 @@
 """A run that takes far longer than its program should gets a deadline alert: every scenario DAG carries an
-Airflow deadline, its callback reaches the alert channels (a real SMTP server and a webhook on loopback) with
-no secret in them, and a real Airflow (API server, scheduler, DAG processor on a private SQLite database)
-raises it for a run that outlives its deadline — the run's report is then reachable through the plugin."""
+Airflow deadline, and its callback reaches the alert channels (a real SMTP server and a webhook on loopback) with
+no secret in them (a real Airflow raising it for a run that outlives its deadline: e2e/test_deadline_scheduler.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
 import json
-from urllib.parse import quote
 
-import httpx
 from airflow.dag_processing.dagbag import DagBag
 from support import ROOT
-from support.airflow_stack import FAILING_DAG, PROBE_DAG, AirflowStack
 from support.alert_channels import WEBHOOK_TOKEN, body
 
 from kafka_soak import deadline
@@ -101,51 +97,3 @@ def test_the_overdue_alert_reaches_every_channel_without_secrets(channels, runs_
     sent = [(runs_dir / "alerts.jsonl").read_text(), body(mails[0]), mails[0]["Subject"], json.dumps(posts)]
     assert not [s for s in sent[:3] if WEBHOOK_TOKEN in s], "the webhook token is a secret"
     assert WEBHOOK_TOKEN not in json.dumps([p["body"] for p in posts])
-
-
-def test_a_scheduler_alerts_on_a_run_past_its_deadline(tmp_path, smtp_server, webhook_server):
-    inbox, smtp_port = smtp_server
-    posts, http_port = webhook_server
-    with AirflowStack(tmp_path) as stack:
-        stack.start("api-server", "scheduler", "dag-processor", "triggerer")
-        token = stack.token()
-        api = stack.api(token)
-        # The channels as a deployment keeps them: connections in Airflow's database, created through its API.
-        for conn in ({"connection_id": "soak_alert_smtp", "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
-                      "extra": json.dumps({"disable_ssl": True, "disable_tls": True, "to": "oncall@example.test",
-                                           "from_email": "kafka-soak@example.test"})},
-                     {"connection_id": "soak_alert_slack", "conn_type": "slackwebhook",
-                      "password": f"http://127.0.0.1:{http_port}/services/{WEBHOOK_TOKEN}"}):
-            assert api.post("/api/v2/connections", json=conn).status_code == 201
-        run_id = stack.trigger(api)
-        failed_run_id = stack.trigger(api, FAILING_DAG)
-
-        stack.wait_for("the overdue alert reaches the webhook", lambda: posts, 120)
-        text = posts[0]["body"]["text"]
-        assert text.startswith(f"soak {PROBE_DAG} is overdue: running for ") and f"(run {run_id})" in text
-        assert f"{stack.base}/dags/{PROBE_DAG}/runs/{quote(run_id)}" in text, "the alert links to the DAG run"
-        stack.wait_for("the overdue alert reaches the mailbox", lambda: inbox.messages, 60)
-        assert f"(run {run_id})" in body(inbox.messages[0])
-        alert = json.loads((stack.runs / "alerts.jsonl").read_text().splitlines()[-1])
-        assert (alert["status"], alert["run_id"]) == ("overdue", run_id)
-        assert stack.run_state(api, PROBE_DAG, run_id) == "success", "a late run is reported, not failed"
-        # A run that failed before its deadline: Airflow still calls back when the deadline passes; no alert.
-        assert stack.run_state(api, FAILING_DAG, failed_run_id) == "failed"
-        stack.wait_for("the failed run's deadline passes", lambda: f"run {failed_run_id} ended (failed) before its "
-                       "deadline: no overdue alert" in (stack.home / "triggerer.log").read_text(), 120)
-        assert len(posts) == 1 and failed_run_id not in (stack.runs / "alerts.jsonl").read_text()
-
-        # The API server mounts the plugin's app: the DAG run's tab reaches the run's report.
-        run_dir = stack.runs / PROBE_DAG / rundir.safe_name(run_id)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "report.html").write_text("<html>report of the probe run</html>")
-        tab = next(v for p in api.get("/api/v2/plugins").json()["plugins"] for v in p["external_views"]
-                   if v["destination"] == "dag_run")
-        href = tab["href"].replace("{DAG_ID}", quote(PROBE_DAG, safe="")).replace("{RUN_ID}", quote(run_id, safe=""))
-        page = api.get(f"/{href}")
-        assert (page.status_code, page.text) == (200, "<html>report of the probe run</html>")
-        assert httpx.get(f"{stack.base}/{href}").status_code == 401, "the API server's auth guards the reports"
-    written = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.startswith("airflow.db")]
-    assert not [str(p) for p in written if WEBHOOK_TOKEN in p.read_text(errors="replace")], \
-        "the webhook token is kept in Airflow's database only: in no log (API server, scheduler, triggerer, " \
-        "task, callback) and no run file"

@@ -266,7 +266,7 @@ def test_the_profile_check_takes_each_contract_from_its_record():
     from kafka_soak.clients import profile as profiles
 
     assert set(profiles.FIELD_CHECKS) == set(profiles.JUDGING_FIELDS)
-    with pytest.raises(run_plan.ParamsError, match=r"outputs\[1\]\.id_from: is for contract one-to-one"):
+    with pytest.raises(ParamsError, match=r"outputs\[1\]\.id_from: is for contract one-to-one"):
         run_plan.check({"app_profile": changed("outputs", 1, "id_from", to="header")})
 
 

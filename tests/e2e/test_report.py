@@ -110,7 +110,6 @@ def test_report_of_a_failed_run_shows_the_anomaly_on_the_time_axis_with_links_th
     assert browser.current_url.endswith("data_docs/index.html") and "input_ids" in browser.page_source
 
 
-
 def test_the_alert_points_at_the_report_and_the_history_page_leads_to_it(browser, failed_run, alerted_runs):
     from selenium.webdriver.common.by import By
 
@@ -138,20 +137,3 @@ def test_a_run_that_stopped_before_its_verdict_still_gets_a_report_that_says_so(
     assert 'id="no-verdict"' in page and 'id="status">NO VERDICT<' in page
     assert 'id="timeline-spec"' in page, "the program's timeline is still drawn"
     assert history.run_row(run_dir, tmp_path).status == "no verdict"
-
-
-def test_the_charts_script_is_made_once_and_then_read_from_the_cache(tmp_path, monkeypatch):
-    """vl-convert bundles Vega-Embed in about a second of CPU per report: the first report of a machine makes it into
-    the project's cache, every later one reads it from there."""
-    import vl_convert
-
-    monkeypatch.setenv("SOAK_CACHE_DIR", str(tmp_path))
-    made = report.vega_embed_bundle.__wrapped__()
-    [cached] = (tmp_path / "vega-embed").glob("*.js")
-    assert cached.read_text() == made and "vegaEmbed" in made
-
-    def no_second_bundle(**_kwargs):
-        raise AssertionError("bundled again instead of read from the cache")
-
-    monkeypatch.setattr(vl_convert, "javascript_bundle", no_second_bundle)
-    assert report.vega_embed_bundle.__wrapped__() == made

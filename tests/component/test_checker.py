@@ -10,11 +10,11 @@ import contract_aggregate
 import contract_id_assignment
 import contract_one_to_one
 import contract_workflow
-import pytest
 import validate_soak
 import verdict
 from pyspark.sql import functions as F
 from support import ROOT
+from support.outside_apps import output_subject
 
 from kafka_soak.shared import contracts, verdicts
 
@@ -116,35 +116,6 @@ def test_inputs_and_outputs_meet_by_id_in_a_hash_aggregation_and_only_the_ids_th
     assert rows("outputs", "NOT in_order", "id") == []  # id 2's repeat after seq 2 is a duplicate, not late
 
 
-def test_truncated_evidence_is_inconclusive_never_passed():
-    results = [{"suite": "input_ids", "type": "expect_column_values_to_be_between", "kwargs": {}, "success": True,
-                "meta": {"anomaly": "lost"}, "result": {}, "samples": []}]
-    outcome = verdict.decide(results, truncated={"t.input": {0: 14850}})
-    assert outcome["status"] == "inconclusive"
-    assert "low watermarks {0: 14850}" in outcome["inconclusive_reasons"][0]
-
-
-def failing(anomaly: str, count: int) -> dict:
-    return {"suite": "s", "type": "expect_column_values_to_be_between", "kwargs": {}, "success": False,
-            "meta": {"anomaly": anomaly}, "result": {"unexpected_count": count}, "samples": []}
-
-
-def test_any_anomaly_fails_the_run_unless_the_evidence_has_gaps():
-    assert verdict.decide([failing("duplicated", 5)], truncated={})["status"] == "failed"
-    assert verdict.decide([], truncated={})["status"] == "passed"
-    gap = verdict.decide([failing("lost", 3)], truncated={"t.input": {0: 10}})
-    assert gap["status"] == "inconclusive" and "evidence truncated: topic t.input" in gap["inconclusive_reasons"][0]
-
-
-def test_a_tolerated_anomaly_is_counted_without_failing_the_run():
-    """A scenario that allows a backlog sees its unprocessed records counted; the run passes unless something else
-    fails."""
-    allowed = verdict.decide([failing("unprocessed", 5)], truncated={}, tolerated=("unprocessed",))
-    assert (allowed["status"], allowed["anomalies"]["unprocessed"]) == ("passed", 5)
-    stalled = verdict.decide([failing("unprocessed", 5), failing("stalled", 1)], {}, tolerated=("unprocessed",))
-    assert stalled["status"] == "failed"
-
-
 def test_app_health_fails_only_beyond_the_allowance(spark, tmp_path):
     """Two incidents pass with health_allowance 2 and fail with 1, where both count."""
     incidents = [{"kind": "error", "instance": 1, "at": float(n), "what": f"error {n}", "log": "a.log"} for n in (1, 2)]
@@ -198,15 +169,6 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
     assert {e["anomaly"] for e in outcome["expectations"]} == {None, "lost", "duplicated", "unexpected", "rolled_back"}
 
 
-def test_a_subject_is_labelled_as_the_suite_names_it_and_a_bare_one_needs_no_label():
-    """The job's --subjects as its docstring shows them (name, output, assertions) once failed with KeyError 'version'
-    after judging (bench/validation.py submits such a subject)."""
-    assert validate_soak.label({"name": "", "output": "o", "assertions": "a"}) == "the app"
-    assert validate_soak.label({"name": "3.4.0", "label": "Kafka Streams 3.4.0", "design": ""}) == "Kafka Streams 3.4.0"
-    assert validate_soak.label({"name": "orders@3.4.0", "output": "o", "contract": "one-to-one"}) == \
-        "orders@3.4.0 (one-to-one)"
-
-
 # A team's own app (an app profile): input records carry the soak's headers, values are the app's own format.
 RAW = "partition INT, offset LONG, key STRING, value BINARY, timestamp LONG, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 ORDERS = [(i, f"k{i % 2}", i // 2 + 1) for i in range(1, 9)]  # (id, key, seq): k1 has ids 1 3 5 7, k0 2 4 6 8
@@ -224,12 +186,6 @@ def team_inputs(spark, values=lambda i: json.dumps({"orderId": i}).encode()):
     """The orders as a team's app reads them: ids and seqs in headers, ``values`` its own format."""
     records = [(0, n, key, values(i), {"soak.id": i, "soak.seq": seq}) for n, (i, key, seq) in enumerate(ORDERS)]
     return anomalies.parse_input(raw_topic(spark, records), values=True)
-
-
-def output_subject(name: str, **contract) -> dict:
-    """A judged output of a team's app as --subjects gives it (subjects.judged)."""
-    return {"name": name, "app_id": "orders-enricher", "version": "", "instances": "", "output": name, "assertions": "",
-            "partitions": 4, "of": "orders", "input_value": {"encoding": "json", "template": {}}, **contract}
 
 
 def test_a_one_to_one_output_is_judged_record_by_record_by_its_header_or_json_ids(spark, tmp_path):
@@ -346,37 +302,6 @@ def test_the_outputs_of_a_team_app_are_judged_each_by_its_contract_and_its_app_h
     expectations = [(e["suite"], e["anomaly"]) for e in judged["orders-count"]["expectations"]]
     assert expectations == [("input_ids", None), ("input_ids", None), ("aggregates", "wrong_aggregate")], \
         "the input's completeness and unique ids; no record anomalies, and no app health with the second output"
-
-
-def test_a_subject_declares_its_contract_or_has_its_reference_apps():
-    """A team's app's outputs declare theirs (and share its instances' health); a reference app's follows from it (a
-    version of a matrix has instances of its own); a run judges one kind of app."""
-    total = output_subject("t", contract="aggregate", function="sum")
-    assert validate_soak.contract_of(total) == contracts.AGGREGATE
-    assert validate_soak.contract_of({"name": "", "design": "single-writer"}) == contracts.WORKFLOW
-    version = {"name": "3.4.0", "version": "3.4.0"}
-    assert validate_soak.contract_of(version) == contracts.ID_ASSIGNMENT
-    assert validate_soak.health_owner(version, [version]) == "3.4.0"
-    with pytest.raises(ValueError, match="'none' is not judged"):
-        validate_soak.contract_of(output_subject("t", contract="none"))
-    with pytest.raises(ValueError, match="not both"):
-        validate_soak.read_input(None, argparse.Namespace(subjects=[version, total]))
-
-
-def test_each_contract_is_its_record_its_spark_module_and_its_suites():
-    """What docs/architecture.md ("Adding an output contract") says a contract is: its record names a Spark module the
-    job finds and the validate task ships, with a reader and frames; each of its suites is in expectations/, and they
-    (with the app's own: app_health, progress) decide every anomaly it judges."""
-    from kafka_soak.checker.validate import JOB_MODULES
-
-    shipped = {path.name for path in JOB_MODULES}
-    for name, contract in contracts.CONTRACTS.items():
-        module = validate_soak.MODULES[name]
-        assert f"{contract.module}.py" in shipped and callable(module.read) and callable(module.subject_frames), name
-        suites = [json.loads((SUITES / f"{suite}.json").read_text()) for suite in (*contract.suites, "app_health",
-                                                                                    "progress")]
-        decided = {(e.get("meta") or {}).get("anomaly") for suite in suites for e in suite["expectations"]}
-        assert set(contract.judged) <= decided and set(contract.judged) <= set(contracts.ANOMALIES), name
 
 
 def test_the_run_is_judged_on_what_the_app_committed(spark, tmp_path):

@@ -2,9 +2,10 @@
 
 import statistics
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from support import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
 
 import common  # noqa: E402
 

@@ -1,51 +1,16 @@
 """Alerts reach people: a real SMTP server (aiosmtpd) and a real HTTP server standing in for a Slack incoming
-webhook, both on loopback, receive what the Airflow notifiers send; the tests read what arrived."""
+webhook, both on loopback, receive what the Airflow notifiers send; the tests read what arrived (the alerts of real soak runs:
+e2e/test_alerts_soak.py)."""
 
 from __future__ import annotations
 
 import json
 from types import SimpleNamespace
-from urllib.parse import quote
 
-import pytest
-from support.alert_channels import WEBHOOK_TOKEN, body
-from support.soak_runs import ALERTED_RUNS, SHORT
+from support.alert_channels import body
 
 from kafka_soak import alerting
 from kafka_soak.shared import rundir
-
-
-def verdict_run_id(run_dir) -> str:
-    return json.loads((run_dir / "params.json").read_text())["run_id"]
-
-
-@pytest.mark.xdist_group(name=ALERTED_RUNS)
-def test_a_broken_run_alerts_every_channel_and_the_next_passing_run_says_it_recovered(alerted_runs):
-    (code, run_dir, verdict), (mails, posts) = alerted_runs.broken, alerted_runs.broken_alerts
-    assert code == 1 and verdict["anomalies"]["lost"] == SHORT["records"] // 1000
-    assert len(mails) == 1 and len(posts) == 1
-    mail = mails[0]
-    assert mail["To"] == "oncall@example.test"
-    assert "FAILED: lost=6" in mail["Subject"] and "soak_eos_id_assignment" in mail["Subject"]
-    text = body(mail)
-    assert "lost: " in text and "data docs: " in text and str(run_dir) in text
-    assert f"report: {run_dir / 'report.html'}" in text
-    assert (f"report in Airflow: http://127.0.0.1:8080/soak-reports/runs/soak_eos_id_assignment/"
-            f"{quote(verdict_run_id(run_dir), safe='')}/") in text
-    assert "DAG run in Airflow: http://127.0.0.1:8080/dags/soak_eos_id_assignment/runs/" in text
-    slack = posts[0]
-    assert slack["path"] == f"/services/{WEBHOOK_TOKEN}"
-    assert "FAILED: lost=6" in slack["body"]["text"] and "lost: " in slack["body"]["text"]
-
-    (code, run_dir2, verdict), mails, posts = alerted_runs.passed, alerted_runs.mails, alerted_runs.posts
-    assert code == 0 and verdict["status"] == "passed"
-    assert len(mails) == 2 and len(posts) == 2
-    assert "RECOVERED" in mails[1]["Subject"] and "after 1 broken run(s)" in posts[1]["body"]["text"]
-
-    evidence = [alerted_runs.runs_dir / "alerts.jsonl",
-                *[p for d in (run_dir, run_dir2) for p in d.rglob("*") if p.is_file()]]
-    leaks = [str(p) for p in evidence if WEBHOOK_TOKEN in p.read_text(errors="replace")]
-    assert not leaks, "the webhook token is a secret"
 
 
 def test_a_broken_channel_does_not_silence_the_others(monkeypatch, webhook_server, runs_dir):
@@ -100,7 +65,7 @@ def test_a_torn_line_in_the_evidence_still_alerts_and_names_the_damaged_file(tmp
 def test_a_run_airflow_calls_successful_without_a_passed_verdict_is_alerted_as_broken(tmp_path, monkeypatch):
     """A DAG run marked failed by hand: Airflow runs its teardowns, then calls it successful (the success callback,
     no failure callback, no task failure on record). Without a passed verdict that is a broken run; the next passing
-    run recovers from it. (tests/test_scheduler_runs.py shows it under a real scheduler.)"""
+    run recovers from it. (tests/e2e/test_scheduler_runs.py shows it under a real scheduler.)"""
     monkeypatch.setenv("SOAK_RUNS_DIR", str(tmp_path))
     dag_id = "soak_eos_id_assignment"
     context = {"dag": SimpleNamespace(dag_id=dag_id), "run_id": "r", "dag_run": SimpleNamespace(clear_number=0),

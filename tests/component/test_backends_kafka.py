@@ -1,0 +1,164 @@
+"""Kafka backends on real Apache Kafka: a connection's settings from Airflow reaching the clients (and no command line) of
+a run on a real broker, a shared cluster's groups deleted, another Kafka version fetched and served, a broker's port
+taken before it binds, and a JVM's class-data archive (the checker's driver) dumped and mapped by Kafka's own tool."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psutil
+import pytest
+from support.checks import SECRET
+
+from kafka_soak import provision, run_plan
+from kafka_soak.backends import registry
+from kafka_soak.backends.local_kafka import LocalKafkaBackend
+from kafka_soak.clients.instances import Instances
+from kafka_soak.infra import kafka_io
+from kafka_soak.infra.cluster import Cluster
+from kafka_soak.infra.connection import KafkaConnectionError, client_settings, connection_config
+
+
+def test_connection_errors_name_the_param(kafka_connection):
+    with pytest.raises(KafkaConnectionError, match=r"param kafka_conn_id: there is no Airflow connection 'absent'"):
+        connection_config("absent")
+    with pytest.raises(KafkaConnectionError, match=r"is of type 'http', not 'kafka'"):
+        connection_config("not_kafka")
+
+
+def test_client_settings_come_from_the_connection_and_are_masked(kafka_connection):
+    from airflow.sdk._shared.secrets_masker import redact
+
+    settings = client_settings({"conn_id": kafka_connection})
+    assert settings == {"sasl.username": "soak", "sasl.password": SECRET}, "our clients set bootstrap/group ids"
+    assert SECRET not in str(redact(f"config {settings}"))
+    assert client_settings(Cluster("local", "b:1", {})) == {}
+
+
+def test_secrets_reach_instances_only_through_their_environment(kafka_connection, broker, tmp_path):
+    """An instance of an app (any command: here Python printing what it was given) gets the connection's
+    settings in SOAK_KAFKA_CONFIG; its command line, the cluster XCom and the run's files do not hold them."""
+    run_dir = tmp_path / "soak_dag" / "run_1"
+    cluster = {**broker.as_dict(), "backend": "external", "conn_id": kafka_connection}
+    plan = run_plan.check({"app_command": ["python", "-c", "import os, sys, time; print(sorted(os.environ)); "
+                                              "print(sys.argv); time.sleep(30)", "{bootstrap_servers}", "{instance}"]
+                              })
+    instances = Instances.for_run(run_dir, cluster, plan)
+    rec = instances.start(1, 0)
+    try:
+        proc = psutil.Process(rec.pid)
+        deadline = time.monotonic() + 10
+        while "SOAK_KAFKA_CONFIG" not in open(rec.log).read() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert json.loads(proc.environ()[kafka_io.SETTINGS_ENV])["sasl.password"] == SECRET
+        assert proc.environ()["SOAK_INSTANCE"] == "1"
+        assert proc.cmdline()[-2:] == [broker.bootstrap_servers, "1"]
+        assert SECRET not in " ".join(proc.cmdline())
+    finally:
+        instances.stop_all(timeout=5)
+    assert SECRET not in json.dumps(cluster)
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert files and not [p for p in files if SECRET in p.read_text(errors="replace")]
+
+
+def test_a_shared_cluster_s_consumer_groups_are_deleted_once_their_members_left(broker):
+    """What release does with the suite's groups: one that never existed is no error; one whose member still runs is
+    asked again while it may be leaving, then named; once its member left, it goes with its committed offsets."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap, group = broker.bootstrap_servers, f"{broker.topics['input']}.group"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.subscribe([broker.topics["input"]])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer got no partitions"
+            consumer.poll(0.2)
+        errors = kafka_io.delete_groups(bootstrap, [group, f"{group}.never-joined"], leaving_s=1)
+        assert list(errors) == [group] and "NON_EMPTY_GROUP" in errors[group], errors
+    finally:
+        consumer.close()
+    assert kafka_io.delete_groups(bootstrap, [group]) == {}
+    listed = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups(request_timeout=30).result(30)
+    assert group not in {g.group_id for g in listed.valid}
+
+
+def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_version_the_run_sets(tmp_path):
+    """kafka_version picks the release: its jars are fetched on first use (Maven Central) and its broker serves;
+    transaction_version is formatted into its storage and the cluster finalizes it (4.x's default is 2). A 4.1
+    cluster has KIP-848's group.version and no streams.version: the streams rebalance protocol is refused by what the
+    cluster reports, naming the param (as on any backend's cluster at provision)."""
+    from kafka_soak.backends import kafka_jars
+
+    backend = registry.create(run_plan.check({"kafka_version": "4.1.1", "transaction_version": 1}),
+                              tmp_path)
+    cluster = backend.provision({"input": 2}, "soak.version")
+    try:
+        assert kafka_jars.is_resolved("4.1.1") and cluster.kafka_version == "4.1.1"
+        assert cluster.features == {"transaction.version": 1}
+        assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2
+        assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
+        assert kafka_jars.SHORT_LIVED_JIT in backend.processes.process("kafka-1").cmdline(), "a short run's broker"
+        with pytest.raises(provision.FeatureMissing, match=r"^group_protocol: 'streams' needs the cluster's "
+                           r"streams.version feature at 1 or more .* the local cluster at 127.0.0.1:\d+ has 0"):
+            provision.require_group_protocol(cluster, "4.1.1", "streams")
+        assert provision.require_group_protocol(cluster, "4.1.1", "consumer") == 1, "KIP-848's groups: 4.0 on"
+    finally:
+        backend.release(cluster)
+    assert not backend.processes.is_alive("kafka-1")
+
+
+def test_a_port_taken_before_the_broker_binds_it_costs_a_start_on_other_ports(tmp_path):
+    """Ports are chosen free and bound by the broker a moment later; another process may take one in between (two
+    test workers, a busy CI machine). Here a socket holds the broker's planned port: the node exits with a bind
+    error, and provision starts again on fresh ports, keeping the clashed attempt's storage beside."""
+    import json
+    import socket
+
+    backend = LocalKafkaBackend(tmp_path)
+    planned = backend.layout()
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", planned.nodes[0].port))
+    taken.listen()
+    try:
+        cluster = backend.provision({"input": 1}, "soak.ports")
+    finally:
+        taken.close()
+    try:
+        assert cluster.bootstrap_servers != planned.bootstrap_servers
+        assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.ports.input") == 1
+        clashed = tmp_path / "kafka.port-taken-1"
+        assert json.loads((clashed / "layout.json").read_text())["nodes"][0]["port"] == planned.nodes[0].port
+        assert "Address already in use" in (tmp_path / "logs" / "kafka-1.log").read_text()
+    finally:
+        backend.release(cluster)
+    assert not backend.processes.is_alive("kafka-1")
+
+
+def test_a_class_data_archive_dumped_at_a_jvm_s_exit_is_mapped_by_the_next_jvm(monkeypatch, tmp_path):
+    """A real JVM (Kafka's storage tool, which ends with System.exit as the checker's driver does) dumps the archive at
+    its exit; once kept, the next JVM maps it: with -Xshare:on a JVM that cannot map it refuses to start."""
+    import subprocess
+
+    from kafka_soak.backends import kafka_jars
+    from kafka_soak.checker.class_data import SharedArchive
+
+    monkeypatch.setattr("kafka_soak.checker.class_data.archives_dir", lambda: tmp_path)
+    jars = kafka_jars.resolve()
+    archive = SharedArchive.of("kafka-tool", [jars])
+
+    def run(*options: str) -> subprocess.CompletedProcess:
+        return subprocess.run([kafka_jars.java_executable(), *options, "-cp", f"{jars}/*", "kafka.tools.StorageTool",
+                               "random-uuid"], capture_output=True, text=True, timeout=120)
+
+    dump = archive.java_option()
+    assert dump == f"-XX:ArchiveClassesAtExit={archive.staging} -Xlog:cds=off"
+    assert run(*dump.split()).returncode == 0 and archive.staging.stat().st_size > 0
+    archive.keep()
+    assert archive.path.is_file() and not archive.staging.exists()
+    assert archive.java_option() == f"-XX:SharedArchiveFile={archive.path}"
+    mapped = run(archive.java_option(), "-Xshare:on")
+    assert mapped.returncode == 0, mapped.stdout + mapped.stderr
+    assert SharedArchive.of("kafka-tool", [jars]) == archive, "the same java and class path: the same archive"
