@@ -30,8 +30,8 @@ from kafka_soak.backends.registry import Backend
 from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.subjects import Subject
+from kafka_soak.faults import kinds
 from kafka_soak.faults import program as programs
-from kafka_soak.faults.schedule import set_broker
 from kafka_soak.infra import kafka_io
 from kafka_soak.infra.connection import client_settings, settings_in_env
 from kafka_soak.shared import java_client, rundir
@@ -139,17 +139,13 @@ def stall(group: str, partition: int, position: int, end: int, since: float, fac
 
 
 def restore_service(instances: Instances, kafka: Backend, program: list[str]) -> dict[str, list[int]]:
-    """Undo what the program left broken so the app can catch up: brokers down come up, paused instances
-    resume, and instance 1 starts when none runs. Returns what was done."""
-    down = programs.brokers_left_down(program)
-    done: dict[str, list[int]] = {"brokers_up": sorted(down), "resumed": [], "started": []}
-    for broker in sorted(down):
-        log.warning("the program left broker %d down: bringing it up to drain", broker)
-        set_broker(kafka, instances.run_dir, broker, up=True)
-    for n in instances.paused():
-        log.warning("the program left instance %d paused: resuming it to drain", n)
-        instances.resume(n)
-        done["resumed"].append(n)
+    """Undo what the program left broken so the app can catch up, as each fault kind undoes its own (brokers down come
+    up, paused instances resume), the cluster's first; then instance 1 starts when none runs. Returns what was done."""
+    left = programs.left(program)
+    done: dict[str, list[int]] = {}
+    for kind in reversed(kinds.KINDS):
+        done.update(kind.restore(left, instances, kafka))
+    done["started"] = []
     for subject in instances.subjects:
         if keep_one_running(instances.only(subject)):
             done["started"].append(1)
@@ -166,10 +162,9 @@ def keep_one_running(instances: Instances) -> bool:
     return True
 
 
-# What a fault makes the app's group wait for, with Kafka's default client settings: a killed or paused member
-# keeps its partitions until its session times out (session.timeout.ms, 45 s), and its open transaction blocks
-# read_committed readers until it is aborted (transaction.timeout.ms, 60 s, checked every 10 s).
-FAULT_GRACE_S = {"kill": 45.0 + 70.0, "pause": 45.0 + 70.0, "broker-down": 30.0}
+# What each fault makes the app's group wait for (each kind's ``grace``), by the action of its steps.
+FAULT_GRACE_S = {action: grace for kind in kinds.KINDS for action, grace in kind.grace.items()}
+# A Kafka Streams instance that closes does not leave its group: its partitions wait for its session to time out.
 STREAMS_CLOSE_GRACE_S = 45.0
 
 

@@ -399,12 +399,12 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
     """Backend/runtime params that contradict each other or the program."""
     errors = []
     backend, runtime = values["backend"], values["runtime"]
+    for kind, tokens in programs.kinds_in(program):
+        if kind.needs and not getattr(registry.kind(backend), kind.needs):
+            errors.append(f"program: {tokens} {kind.needs_why}, which only {registry.able(kind.needs)} can do "
+                          f"(backend is {backend!r})")
     able = registry.able("broker_faults")
     if not registry.kind(backend).broker_faults:
-        broker_ops = [t for t in program if t.startswith("b")]
-        if broker_ops:
-            errors.append(f"program: {broker_ops} kill and restart brokers, which only {able} can do "
-                          f"(backend is {backend!r})")
         if values["brokers"] != 1:
             errors.append(f"brokers: {values['brokers']} brokers are for {able}; backend {backend!r} "
                           "has its own (leave brokers at 1)")

@@ -12,17 +12,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_soak.faults import kinds
 from kafka_soak.shared import rundir
 
 # What a person may want to open, in the order the report lists it; logs/ and quotas/ are added file by file.
 EVIDENCE_FILES = (rundir.VERDICT, f"{rundir.DATA_DOCS}/index.html", rundir.PARAMS, rundir.PROGRAM, rundir.STEPS,
                   rundir.EVENTS, rundir.CLUSTER, rundir.DRAIN, rundir.HEALTH, rundir.FAILURES, rundir.QUOTAS,
                   rundir.TIMELINE, rundir.GENERATOR, rundir.DAGS_TEST_LOG)
+# How the report draws each event a fault kind's steps write (``events.jsonl``) on its target's lane.
+LANES = {event: lane for kind in kinds.KINDS for event, lane in kind.lanes.items()}
 
 
 def instance_lane(record: dict[str, Any]) -> str:
     """The timeline row of the instance a record names: ``instance 2``, or ``instance 2 @3.4.0`` in a matrix."""
     return f"instance {record['instance']}" + (f" @{record['subject']}" if record.get("subject") else "")
+
+
+def lane_of(event: dict[str, Any]) -> str:
+    """The timeline row an event is drawn on: its instance's, or its broker's."""
+    return instance_lane(event) if "instance" in event else f"broker {event.get('broker')}"
 
 
 @dataclass
@@ -102,27 +110,19 @@ class RunEvidence:
 
         for e in sorted(self.events, key=lambda e: e["t"]):
             kind, t = e["event"], e["t"]
-            lane = instance_lane(e) if "instance" in e else f"broker {e.get('broker')}"
-            if kind in ("start", "restart"):
+            lane = lane_of(e)
+            if kind == "restart":  # by its restart policy (runtime.spawn)
                 close(lane, t, "restarted")
                 open_[lane] = ("running", t)
             elif kind == "exit":  # by itself; its restart policy brings it back (runtime.spawn)
                 how = f"signal {e['signal']}" if e.get("signal") else f"exit code {e.get('exit_code')}"
                 close(lane, t, f"exited by itself ({how}), its restart due after {e.get('backoff_s', 0):g} s")
-            elif kind == "pause":
-                close(lane, t, "paused")
-                open_[lane] = ("paused", t)
-            elif kind == "resume":
-                close(lane, t, "resumed")
-                open_[lane] = ("running", t)
-            elif kind in ("stop", "kill"):
-                code = e.get("exit_code")
-                close(lane, t, "killed (kill -9)" if kind == "kill" else f"stopped (exit code {code})" if code is not None
-                      else "stopped")
-            elif kind == "broker-down":
-                open_[lane] = ("down", t)
-            elif kind == "broker-up":
-                close(lane, t, "up again")
+            elif kind in LANES:  # a step of a fault kind, as the kind draws it
+                drawn = LANES[kind]
+                if drawn.ends:
+                    close(lane, t, drawn.ends(e))
+                if drawn.opens:
+                    open_[lane] = (drawn.opens, t)
         end = self.ended_at
         for lane in list(open_):
             close(lane, end, "still running when the record ends")

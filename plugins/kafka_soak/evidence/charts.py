@@ -12,7 +12,7 @@ from typing import Any
 
 import altair as alt
 
-from kafka_soak.evidence import RunEvidence, instance_lane
+from kafka_soak.evidence import LANES, RunEvidence, instance_lane, lane_of
 
 WIDTH = 900
 STATE_COLORS = {"running": "#2e7d32", "paused": "#f9a825", "down": "#c62828"}
@@ -39,8 +39,8 @@ def program_chart(evidence: RunEvidence, domain: list[float]) -> alt.LayerChart:
     """Each instance's running and paused spans, broker outages, kills, and the step labels on top."""
     spans = [{"lane": s.lane, "state": s.state, "t": s.start * 1000, "t2": s.end * 1000, "ended_by": s.ended_by,
               "seconds": round(s.end - s.start, 1)} for s in evidence.intervals()]
-    kills = [{"lane": instance_lane(e), "t": e["t"] * 1000, "what": "kill -9"}
-             for e in evidence.events if e["event"] == "kill"]
+    kills = [{"lane": lane_of(e), "t": e["t"] * 1000, "what": LANES[e["event"]].mark}
+             for e in evidence.events if e["event"] in LANES and LANES[e["event"]].mark]
     troubles = health_points(evidence)
     lanes = sorted({s["lane"] for s in spans}, key=lambda lane: (lane.startswith("broker"), lane))
     y = alt.Y("lane:N", title=None, sort=lanes)

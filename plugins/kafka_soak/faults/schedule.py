@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 from kafka_soak.backends import broker_matrix, registry
 from kafka_soak.backends.registry import Backend
 from kafka_soak.clients.instances import Instances
-from kafka_soak.faults.program import Step, render, schedule
+from kafka_soak.faults import kinds
+from kafka_soak.faults.kind import Step
+from kafka_soak.faults.program import render, schedule
 from kafka_soak.shared import rundir
-from kafka_soak.shared.rundir import append_jsonl, journal, write_json
+from kafka_soak.shared.rundir import append_jsonl, write_json
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan
@@ -115,37 +117,17 @@ def sleep_until(deadline: float) -> None:
         time.sleep(remaining - 0.002 if remaining > 0.004 else 0)
 
 
-def set_broker(kafka: Backend, run_dir: Path, broker: int, up: bool) -> str:
-    """Kill broker N or start it again, noted in the run's events. Only backend ``local`` started its brokers and
-    can (``run_plan.check`` refuses ``bN±`` on the others)."""
-    state = kafka.set_broker(broker, up)
-    log.info("broker %d %s", broker, state)
-    journal(run_dir, f"broker-{state}", broker=broker)
-    return state
-
-
 def apply(step: Step, instances: Instances, kafka: Backend, by: dict[str, Any]) -> dict[str, Any]:
-    """Drive the step's instance (``instances``) or broker (the ``kafka`` backend) to the step's desired state
-    now; returns the step's evidence."""
+    """Drive the step's instance (``instances``) or broker (the ``kafka`` backend) to the step's desired state now,
+    as its fault kind does; returns the step's evidence."""
     actual = time.time()
     outcome: dict[str, Any] = {"actual_at": actual, "jitter_ms": round((actual - step.planned_at) * 1000, 1),
                                "applied_by": by}
     n = step.instance
     before = instances.record(n) if n and instances.is_running(n) else None
-    if step.action == "start":
-        before = instances.start(n, step.index)
-    elif step.action == "stop":
-        outcome["exit_code"] = instances.stop(n)
-    elif step.action == "kill":
-        outcome["exit_code"] = instances.kill(n)
-    elif step.action == "pause":
-        outcome["signalled"] = instances.pause(n)
-    elif step.action == "resume":
-        outcome["signalled"] = instances.resume(n)
-    elif step.action in ("broker-down", "broker-up"):
-        outcome["broker"] = set_broker(kafka, instances.run_dir, step.broker, up=step.action == "broker-up")
-    if n and before is not None:
+    if before is not None:
         outcome.update({"pid": before.pid, "log": before.log})
+    outcome.update(kinds.of(step.action).apply(step, instances, kafka))
     outcome["took_s"] = round(time.time() - actual, 3)
     instances.sync_logs()
     outcome["running_after"] = instances.running()

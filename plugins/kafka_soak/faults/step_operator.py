@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from kafka_soak.faults.program import Step
+from kafka_soak.faults.kind import Step
 from kafka_soak.faults.schedule import StepBook, Targets, read_steps, sleep_until
 from kafka_soak.faults.triggers import StepCountdownTrigger
 from kafka_soak.load.process import Load

@@ -48,8 +48,8 @@ def test_fault_operations_and_what_a_toggle_means_after_them():
         ("pause", 2), ("resume", 2), ("pause", 2), ("stop", 2),  # toggling a paused instance stops it
         ("broker-down", 1), ("broker-up", 1)]
     assert [s.label for s in steps[2:3] + steps[8:9]] == ["step 2: kill -9 instance 1", "step 8: broker 1 down"]
-    assert program.brokers_left_down(["1", "b1-"]) == {1}
-    assert program.brokers_left_down(["1", "b1-", "b1+"]) == set()
+    assert program.left(["1", "b1-"]).brokers_down == {1}
+    assert program.left(["1", "b1-", "b1+"]).brokers_down == set()
 
 
 def test_retrying_a_step_converges():

@@ -1,0 +1,23 @@
+"""The program's fault kinds, one module each (``faults.kind`` says what a kind declares). A new kind is one module
+here, one line in ``KINDS``, and the backend or runtime method its steps call."""
+
+from __future__ import annotations
+
+import re
+
+from kafka_soak.faults.kind import FaultKind
+from kafka_soak.faults.kinds import broker, kill, pause, toggle
+
+# In the order the program's grammar lists them; the drain undoes the last first (a broker is up before an instance
+# that needs it resumes).
+KINDS: tuple[FaultKind, ...] = (toggle.KIND, kill.KIND, pause.KIND, broker.KIND)
+
+
+def matching(token: str) -> tuple[FaultKind, re.Match[str]] | None:
+    """The kind whose tokens ``token`` is, with what it read of it."""
+    return next(((kind, match) for kind in KINDS if (match := kind.pattern.match(token))), None)
+
+
+def of(action: str) -> FaultKind:
+    """The kind whose steps lead to ``action``."""
+    return next(kind for kind in KINDS if action in kind.actions)
