@@ -23,7 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException, ParamValidationError
 
 from kafka_soak import params as soak_params
 from kafka_soak import preflight, reaper, run_plan, run_size
-from kafka_soak.backends import registry
+from kafka_soak.backends import kafka_jars, registry
 from kafka_soak.clients import subjects
 from kafka_soak.faults import program as programs
 from kafka_soak.infra import connection
@@ -247,7 +247,7 @@ def open_run(context: Mapping[str, Any], admission: Admission, dag_id: str) -> P
         log.info("  load: %s", Phase(**phase).describe())
     log.info("app under test: %s", subjects.describe(plan))
     log.info("backend %s%s, runtime %s%s", plan["backend"],
-             f" (Apache Kafka {', '.join(run_plan.broker_versions(plan)[1])}, {plan['brokers']} broker(s)"
+             f" (Apache Kafka {', '.join(kafka_jars.broker_versions(plan)[1])}, {plan['brokers']} broker(s)"
              f"{' each' if plan['kafka_versions'] else ''})" if registry.kind(plan["backend"]).broker_faults else "",
              plan["runtime"], ", app image(s) " + ", ".join(i for i, _p, _h in preflight.app_images(plan))
              if plan["runtime"] == "docker" else "")
