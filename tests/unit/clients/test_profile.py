@@ -325,3 +325,14 @@ def test_a_wrong_value_anywhere_in_a_profile_is_refused_by_name_never_raised(bas
                     assert "app_profile" in str(exc) or "records" in str(exc), (at, wrong, str(exc))
                 tried += 1
     assert tried > 400
+
+
+def test_a_task_builds_its_app_s_profile_once_from_the_plan():
+    """Every module a task calls reads the app's profile from the plan (subjects, instances, the drain, the run's
+    size): a process builds it once for each form and every reader gets that one, as it was resolved."""
+    from kafka_soak.clients import profile as profiles
+
+    plan = run_plan.check({"app_profile": PROFILE})
+    assert subjects.profile(plan) is subjects.profile(copy.deepcopy(plan)) is profiles.Profile.of(plan["app_profile"])
+    assert subjects.profile(plan).as_dict() == plan["app_profile"]
+    assert subjects.profile(run_plan.check({})) is not subjects.profile(plan)
