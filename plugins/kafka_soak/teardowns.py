@@ -42,7 +42,7 @@ def stop_apps(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> Any:
     codes = broker_matrix.each(all_members, lambda m: stop_app(m.dir, m.plan, m.cluster(cluster)))
     if all_members[0].name:
         healths = {m.name: rundir.read_json(m.dir / rundir.HEALTH) for m in all_members}
-        rundir.write_json(run_dir / rundir.HEALTH, broker_matrix.merge_health({k: v for k, v in healths.items() if v}))
+        rundir.write_json(run_dir / rundir.HEALTH, health.merge({k: v for k, v in healths.items() if v}))
     return broker_matrix.single_or_all(codes)
 
 

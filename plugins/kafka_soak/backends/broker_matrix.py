@@ -1,5 +1,6 @@
 """The broker version matrix (param ``kafka_versions``): the same app, load and program on a cluster of each Apache
-Kafka release, side by side in one DAG run, with a verdict each.
+Kafka release, side by side in one DAG run, with a verdict each: the fan-out (each member's work at once); the
+matrix's verdict, its members' combined, is the checker's (``checker.matrix``).
 
 Each release is a member with a run directory of its own, ``brokers/<version>/``, laid out as a run of one cluster
 (its cluster, generator, instances, drain, app health, verdict, Data Docs and report), so every module that works on
@@ -12,7 +13,6 @@ one cluster is a matrix of one member whose directory is the run's own.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kafka_soak.shared import rundir, verdicts
+from kafka_soak.shared import rundir
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan
@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Member:
+class ClusterMember:
     name: str  # the Apache Kafka release; "" for a run's only cluster
     dir: Path  # its run directory
     plan: Plan  # the run's plan, with ``kafka_version`` its release
@@ -44,12 +44,12 @@ class Member:
         return f"Apache Kafka {self.name}"
 
 
-def members(run_dir: Path, plan: Plan) -> list[Member]:
+def members(run_dir: Path, plan: Plan) -> list[ClusterMember]:
     """The clusters a run judges, each with its directory and plan."""
     versions = plan.get("kafka_versions") or []
     if not versions:
-        return [Member("", run_dir, plan)]
-    return [Member(v, run_dir / rundir.BROKERS / v, {**plan, "kafka_version": v, "kafka_versions": []})
+        return [ClusterMember("", run_dir, plan)]
+    return [ClusterMember(v, run_dir / rundir.BROKERS / v, {**plan, "kafka_version": v, "kafka_versions": []})
             for v in versions]
 
 
@@ -95,7 +95,7 @@ class MemberFailed(RuntimeError):
 MEMBER_FAILED = "member_failed"  # events.jsonl of a member: a task's work failed on its cluster alone
 
 
-def each(all_members: list[Member], body: Callable[[Member], T], alone: str = "") -> dict[str, T]:
+def each(all_members: list[ClusterMember], body: Callable[[ClusterMember], T], alone: str = "") -> dict[str, T]:
     """``body`` of every member, all at once (each waits on its own cluster, app and clock, and the program's steps
     must reach every cluster at the same moment); its results by member. A run's only member is done in the caller's
     thread, its exceptions unchanged. In a matrix, every member runs to its end before ``MemberFailed`` names those
@@ -105,7 +105,7 @@ def each(all_members: list[Member], body: Callable[[Member], T], alone: str = ""
     if len(all_members) == 1 and not all_members[0].name:
         return {"": body(all_members[0])}
 
-    def on(member: Member) -> T:
+    def on(member: ClusterMember) -> T:
         _working_on.name = member.name
         return body(member)
 
@@ -137,71 +137,12 @@ def each(all_members: list[Member], body: Callable[[Member], T], alone: str = ""
     return results
 
 
-def failed_alone(member: Member) -> list[str]:
-    """What failed on a member's cluster alone during the run (``each``'s ``alone``), in words."""
-    return [f"{e['what']} failed on this cluster: {e['error']}" for e in rundir.read_jsonl(member.dir / rundir.EVENTS)
-            if e.get("event") == MEMBER_FAILED]
-
-
 def single_or_all(results: dict[str, T]) -> T | dict[str, T]:
     """A task's XCom: a run of one cluster's result as it is, a matrix's by release."""
     return results[""] if "" in results else results
 
 
-def on_each(run_dir: Path, plan: Plan, body: Callable[[Member], T], alone: str = "") -> T | dict[str, T]:
+def on_each(run_dir: Path, plan: Plan, body: Callable[[ClusterMember], T], alone: str = "") -> T | dict[str, T]:
     """A task's work (``body``) on the run's cluster, or on every cluster of a matrix at once (``each``, which may let
     it fail on a cluster ``alone``); its XCom as ``single_or_all`` gives it."""
     return single_or_all(each(members(run_dir, plan), body, alone))
-
-
-def submit_failure(error: str) -> str:
-    """Why a member's checker reached no verdict, in a few words (spark-submit's error repeats its whole command)."""
-    code = re.search(r"Error code is: (-?\d+)", error)
-    return f"the checker's spark-submit exited with code {code.group(1)}" if code else error.splitlines()[0][:300]
-
-
-def no_verdict(member: Member, why: str) -> dict[str, Any]:
-    """An inconclusive verdict for a member whose checker did not reach one."""
-    return {"status": "inconclusive", "anomalies": {}, "samples": {}, "expectations": [], "label": "the app",
-            "inconclusive_reasons": [f"no verdict: {why} (see the validate task's log)"],
-            "records": {"input": 0, "output": 0, "expected_input": member.plan["records"]}, "topics": {},
-            "data_docs": ""}
-
-
-def combine(run_dir: Path, all_members: list[Member], failures: dict[str, str]) -> dict[str, Any]:
-    """The matrix's verdict from its members' (``verdict.json`` of each, or ``no_verdict`` where ``failures`` says why
-    there is none): one row per pair of broker and app (a member judged several apps: one row each, from its
-    ``subjects/<name>/``), its counts and status, the combined app health, and each member's report."""
-    flat: dict[str, dict[str, Any]] = {}
-    for m in all_members:
-        relative = f"{rundir.BROKERS}/{m.name}"
-        own = rundir.read_json(m.dir / rundir.VERDICT) or no_verdict(m, failures.get(m.name, "none was written"))
-        parts = {f"{m.name}/{row['version']}": (rundir.read_json(m.dir / row["dir"] / rundir.VERDICT),
-                                                 f"{relative}/{row['dir']}") for row in own.get("matrix", [])}
-        alone = failed_alone(m)  # its verdict judges a run the program or the load did not fully reach
-        for key, (verdict, where) in (parts or {m.name: (own, relative)}).items():
-            flat[key] = {**verdict, "label": f"{m.label} · {verdict['label']}", "dir": where,
-                         "report": f"{relative}/{rundir.REPORT}",
-                         **({"status": min(verdict["status"], "inconclusive", key=verdicts.STATUS_ORDER.index),
-                             "inconclusive_reasons": [*verdict["inconclusive_reasons"], *alone]} if alone else {})}
-    healths = {m.name: rundir.read_json(m.dir / rundir.HEALTH) for m in all_members}
-    return {**verdicts.combine(flat), "backend": {"name": "local", "kafka_versions": [m.name for m in all_members]},
-            "quotas": [{**u, "cluster": m.label} for m in all_members for u in rundir.read_json(m.dir / rundir.QUOTAS) or []],
-            "health": merge_health({k: v for k, v in healths.items() if v})}
-
-
-def merge_health(healths: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The app's health over the clusters of a matrix (each member's ``health.json``): every instance and incident
-    named with its release, the counts added up."""
-    merged: dict[str, Any] = {"instances": {}, "exceptions": {}, "incidents": [], "allowance": None}
-    for name, health in healths.items():
-        merged["allowance"] = health["allowance"]
-        merged["instances"].update({f"{key}/{name}": value for key, value in health["instances"].items()})
-        merged["incidents"].extend({**i, "what": f"Apache Kafka {name}: {i['what']}"} for i in health["incidents"])
-        for cls, seen in health["exceptions"].items():
-            total = merged["exceptions"].setdefault(cls, {**seen, "count": 0})
-            total["count"] += seen["count"]
-        for count in ("thread_deaths", "injected_crashes", "restarts", "unexpected_exits", "errors"):
-            merged[count] = merged.get(count, 0) + (health.get(count) or 0)
-    merged["exceptions"] = dict(sorted(merged["exceptions"].items(), key=lambda kv: -kv[1]["count"]))
-    return merged

@@ -20,7 +20,7 @@ from airflow.sdk.exceptions import AirflowException
 from kafka_soak import shared
 from kafka_soak.backends import broker_matrix
 from kafka_soak.backends.kafka_jars import SHORT_LIVED_JIT
-from kafka_soak.checker import spark_kafka
+from kafka_soak.checker import matrix, spark_kafka
 from kafka_soak.checker.class_data import SharedArchive
 from kafka_soak.clients import subjects
 from kafka_soak.infra import kafka_io
@@ -93,7 +93,7 @@ class ValidateOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         """The checker on the run's cluster; on a broker version matrix (``plan``'s ``kafka_versions``), on each
-        cluster in turn into its own directory, then the matrix's verdict in the run's (``broker_matrix.combine``)."""
+        cluster in turn into its own directory, then the matrix's verdict in the run's (``matrix.combine``)."""
         if self.plan:
             self.expected_records = self.plan["records"]
         all_members = broker_matrix.members(Path(self.out_dir), self.plan or {})
@@ -105,8 +105,8 @@ class ValidateOperator(SparkSubmitOperator):
             try:
                 self.submit(context, member.cluster(self.cluster), str(member.dir))
             except AirflowException as exc:  # its verdict failed, or the job did not reach one: the others still count
-                failures[member.name] = broker_matrix.submit_failure(str(exc))
-        verdict = broker_matrix.combine(Path(self.out_dir), all_members, failures)
+                failures[member.name] = matrix.submit_failure(str(exc))
+        verdict = matrix.combine(Path(self.out_dir), all_members, failures)
         rundir.write_json(Path(self.out_dir) / rundir.VERDICT, verdict)
         for row in verdict["matrix"]:
             self.log.info("  %s: %s, anomalies %s", row["label"], row["status"].upper(),

@@ -164,3 +164,20 @@ def one_line(health: dict[str, Any]) -> str:
     restarts = f", {health['restarts']} restarts" if health.get("restarts") else ""
     return (f"{exits} instance exits ({health['unexpected_exits']} unexpected{crashes}){restarts}, {health['errors']} "
             f"error incidents, {health['thread_deaths']} stream thread deaths; exceptions: {counts or 'none'}")
+
+
+def merge(healths: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The app's health over the clusters of a matrix (each member's ``health.json``): every instance and incident
+    named with its release, the counts added up."""
+    merged: dict[str, Any] = {"instances": {}, "exceptions": {}, "incidents": [], "allowance": None}
+    for name, health in healths.items():
+        merged["allowance"] = health["allowance"]
+        merged["instances"].update({f"{key}/{name}": value for key, value in health["instances"].items()})
+        merged["incidents"].extend({**i, "what": f"Apache Kafka {name}: {i['what']}"} for i in health["incidents"])
+        for cls, seen in health["exceptions"].items():
+            total = merged["exceptions"].setdefault(cls, {**seen, "count": 0})
+            total["count"] += seen["count"]
+        for count in ("thread_deaths", "injected_crashes", "restarts", "unexpected_exits", "errors"):
+            merged[count] = merged.get(count, 0) + (health.get(count) or 0)
+    merged["exceptions"] = dict(sorted(merged["exceptions"].items(), key=lambda kv: -kv[1]["count"]))
+    return merged

@@ -22,6 +22,8 @@ are fields a profile's YAML does not have.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import string
 from dataclasses import asdict, dataclass
@@ -87,7 +89,7 @@ class Output:
 
 
 @dataclass(frozen=True)
-class Member:
+class AppMember:
     """One of the apps a run compares side by side (a version of a team's app; a version, workflow design or control
     of the suite's Kafka Streams app): its name in topics, group and instances ("" when the run has one app), the
     version its command's ``{version}`` takes, options only it gets, whether the run's ``{app_id}`` quotas name it,
@@ -110,7 +112,7 @@ class Profile:
     inputs: list[Input]
     outputs: list[Output]
     image: str = ""
-    members: list[Member] = default(default_factory=lambda: [Member()])  # profile field versions: one per version
+    members: list[AppMember] = default(default_factory=lambda: [AppMember()])  # profile field versions: one per version
     # What the suite knows of its own apps; a team's app is taken to be unknown on each (not in a profile's YAML).
     scoped: bool = False  # its topic names are the run's (it learns them from the run): scoped to the run everywhere
     leaves_group: bool = False  # a stopped instance leaves its group at once (Kafka Streams holds it to its timeout)
@@ -122,10 +124,10 @@ class Profile:
 
     @classmethod
     def of(cls, resolved: dict[str, Any]) -> Profile:
-        """A profile from its resolved form (``as_dict``: the plan's ``app_profile``)."""
-        return cls(**{**resolved, "inputs": [Input(**i) for i in resolved["inputs"]],
-                      "outputs": [Output(**o) for o in resolved["outputs"]],
-                      "members": [Member(**m) for m in resolved["members"]]})
+        """A profile from its resolved form (``as_dict``: the plan's ``app_profile``), built once in a process for each
+        form: a task reads its app's profile from the plan in every module it calls (instances, subjects, the drain, the
+        run's size), and each gets the same one."""
+        return built(json.dumps(resolved, sort_keys=True))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -177,11 +179,20 @@ def role(name: str, profile: Profile) -> str:
     return name if profile.scoped else f"{TOPIC}:{name}"
 
 
-def members(versions: list[str]) -> list[Member]:
+@functools.lru_cache(maxsize=8)
+def built(resolved: str) -> Profile:
+    """``Profile.of`` a resolved form given as canonical JSON (the key of the profiles a process has built)."""
+    given = json.loads(resolved)
+    return Profile(**{**given, "inputs": [Input(**i) for i in given["inputs"]],
+                      "outputs": [Output(**o) for o in given["outputs"]],
+                      "members": [AppMember(**m) for m in given["members"]]})
+
+
+def members(versions: list[str]) -> list[AppMember]:
     """A team's app's members: one per version compared, or the one app (of its single version, if any)."""
     if len(versions) > 1:
-        return [Member(v, v) for v in versions]
-    return [Member("", versions[0] if versions else "")]
+        return [AppMember(v, v) for v in versions]
+    return [AppMember("", versions[0] if versions else "")]
 
 
 def literal(text: str) -> str:

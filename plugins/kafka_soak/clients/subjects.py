@@ -100,7 +100,7 @@ def build(plan: Plan, names: dict[str, str]) -> list[Subject]:
     inputs = {i.topic: i.value for i in app.inputs}
     judged = app.judged()
 
-    def subject(member: profiles.Member) -> Subject:
+    def subject(member: profiles.AppMember) -> Subject:
         own = {name: names[profiles.role(name, app) + suffix(app, name, member.name)] for name in app.names()}
 
         def output(o: profiles.Output) -> dict[str, Any]:

@@ -152,7 +152,7 @@ class Targets:
         """``apply`` the step to every cluster at the same moment: each member's evidence goes to its own directory,
         and the run's records every member's outcome (``members``)."""
 
-        def on(member: broker_matrix.Member) -> dict[str, Any]:
+        def on(member: broker_matrix.ClusterMember) -> dict[str, Any]:
             outcome = apply(step, *self.of[member.name], by)
             if member.name:
                 StepBook(member.dir).record(step, outcome)

@@ -1,5 +1,5 @@
-"""The broker version matrix's own logic: its members, running a task's work on each, and combining their verdicts.
-The end-to-end run on two real clusters is in test_e2e.py."""
+"""The broker version matrix's own logic: its members, running a task's work on each (``backends.broker_matrix``), and
+combining their verdicts (``checker.matrix``). The end-to-end run on two real clusters is in e2e/test_e2e.py."""
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
@@ -8,7 +8,8 @@ import pytest
 
 from kafka_soak import run_plan
 from kafka_soak.backends import broker_matrix
-from kafka_soak.backends.broker_matrix import Member
+from kafka_soak.backends.broker_matrix import ClusterMember
+from kafka_soak.checker import matrix
 from kafka_soak.shared import rundir
 
 
@@ -26,9 +27,9 @@ def test_a_run_of_one_cluster_is_its_only_member_and_a_matrix_has_one_directory_
 
 
 def test_each_member_runs_to_its_end_and_a_failure_names_its_release_with_the_others_results_kept(tmp_path):
-    members = [Member(v, tmp_path / v, {}) for v in ("4.0.0", "4.3.1")]
+    members = [ClusterMember(v, tmp_path / v, {}) for v in ("4.0.0", "4.3.1")]
 
-    def work(member: Member) -> str:
+    def work(member: ClusterMember) -> str:
         if member.name == "4.0.0":
             raise RuntimeError("its broker did not start")
         return f"done on {member.name}"
@@ -38,20 +39,20 @@ def test_each_member_runs_to_its_end_and_a_failure_names_its_release_with_the_ot
     assert str(failed.value) == "Apache Kafka 4.0.0: its broker did not start"
     assert failed.value.results == {"4.3.1": "done on 4.3.1"}
     assert broker_matrix.single_or_all(broker_matrix.each(members[1:], work)) == {"4.3.1": "done on 4.3.1"}
-    only = Member("", tmp_path, {})
+    only = ClusterMember("", tmp_path, {})
     assert broker_matrix.single_or_all(broker_matrix.each([only], lambda m: "one")) == "one"
 
 
 def test_each_member_s_log_lines_carry_its_release_even_from_the_threads_its_work_starts(tmp_path, caplog):
     log = logging.getLogger("kafka_soak.test")
 
-    def work(member: Member) -> None:
+    def work(member: ClusterMember) -> None:
         log.info("own line")
         with ThreadPoolExecutor(1) as pool:
             pool.submit(broker_matrix.carry(lambda: log.info("nested line"))).result()
 
     with caplog.at_level(logging.INFO, logger="kafka_soak.test"):
-        broker_matrix.each([Member(v, tmp_path / v, {}) for v in ("4.1.1", "4.3.1")], work)
+        broker_matrix.each([ClusterMember(v, tmp_path / v, {}) for v in ("4.1.1", "4.3.1")], work)
         log.info("after")
     assert sorted(r.getMessage() for r in caplog.records) == [
         "[Apache Kafka 4.1.1] nested line", "[Apache Kafka 4.1.1] own line", "[Apache Kafka 4.3.1] nested line",
@@ -88,8 +89,8 @@ def test_the_matrix_verdict_has_a_row_per_broker_and_app_pair_and_a_member_witho
     rundir.write_json(fixed.dir / rundir.VERDICT, verdict("passed", "the app", {"lost": 0}))
     rundir.write_json(fixed.dir / rundir.HEALTH, health("", 0))
 
-    combined = broker_matrix.combine(tmp_path, [old, fixed, lost],
-                                     {"4.3.1": broker_matrix.submit_failure("Cannot execute: spark-submit --master "
+    combined = matrix.combine(tmp_path, [old, fixed, lost],
+                                     {"4.3.1": matrix.submit_failure("Cannot execute: spark-submit --master "
                                                                             "local[2] ... Error code is: 1.")})
     rows = {row["version"]: row for row in combined["matrix"]}
     assert {v: (r["label"], r["status"], r["anomalies"].get("lost")) for v, r in rows.items()} == {
@@ -119,23 +120,23 @@ def test_work_that_may_fail_on_one_cluster_alone_leaves_the_others_going_and_the
     for m in (broken, healthy):
         m.dir.mkdir(parents=True)
 
-    def drain(member: Member) -> str:
+    def drain(member: ClusterMember) -> str:
         if member is broken:
             raise ConnectionError("no broker of the cluster answers")
         return "drained"
 
     assert broker_matrix.each([broken, healthy], drain, alone="the drain") == {"4.3.1": "drained"}
-    assert broker_matrix.failed_alone(broken) == ["the drain failed on this cluster: ConnectionError: no broker of the "
+    assert matrix.failed_alone(broken) == ["the drain failed on this cluster: ConnectionError: no broker of the "
                                                   "cluster answers"]
-    assert broker_matrix.failed_alone(healthy) == []
+    assert matrix.failed_alone(healthy) == []
     with pytest.raises(broker_matrix.MemberFailed, match="Apache Kafka 4.1.1: no broker"):
         broker_matrix.each([broken], drain, alone="the drain")
     with pytest.raises(broker_matrix.MemberFailed):
         broker_matrix.each([broken, healthy], drain)  # work that no cluster may fail alone (provision)
     for m in (broken, healthy):
         rundir.write_json(m.dir / rundir.VERDICT, verdict("passed", "the app", {"lost": 0}))
-    rows = {row["version"]: row for row in broker_matrix.combine(tmp_path, [broken, healthy], {})["matrix"]}
+    rows = {row["version"]: row for row in matrix.combine(tmp_path, [broken, healthy], {})["matrix"]}
     assert (rows["4.1.1"]["status"], rows["4.3.1"]["status"]) == ("inconclusive", "passed")
-    combined = broker_matrix.combine(tmp_path, [broken, healthy], {})
+    combined = matrix.combine(tmp_path, [broken, healthy], {})
     assert combined["inconclusive_reasons"] == ["4.1.1: the drain failed on this cluster: ConnectionError: no broker "
                                                 "of the cluster answers"]

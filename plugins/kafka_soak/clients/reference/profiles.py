@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_soak.clients import encodings
-from kafka_soak.clients.profile import STATE_DIR, VERSION, Input, Member, Output, Profile, literal
+from kafka_soak.clients.profile import STATE_DIR, VERSION, AppMember, Input, Output, Profile, literal
 from kafka_soak.clients.reference import streams
 from kafka_soak.infra.runtime.local import python_command
 from kafka_soak.shared import contracts
@@ -47,7 +47,7 @@ def contract_profile(values: dict[str, Any], group_id: str, name: str, command: 
     return Profile(name=name, command=command, group_id=group_id, client_properties={},
                    topics={CHANGELOG: parts, ASSERTIONS: 1}, inputs=[soak_input(parts)],
                    outputs=[Output(OUTPUT, parts, contracts.ID_ASSIGNMENT, INPUT, assertions=ASSERTIONS)],
-                   image=image, members=[Member(label=THE_APP)], scoped=True, **facts)
+                   image=image, members=[AppMember(label=THE_APP)], scoped=True, **facts)
 
 
 def soak_input(partitions: int) -> Input:
@@ -125,7 +125,7 @@ def image_source(values: dict[str, Any], param: str = "app_image", make: str = "
     return {"image_param": param, "image_hint": f"build it with: {make}"}
 
 
-def streams_members(values: dict[str, Any]) -> list[Member]:
+def streams_members(values: dict[str, Any]) -> list[AppMember]:
     """The Kafka Streams apps a run compares: its workflow designs (on one version), each version with its
     controls (param variants), or its versions; else the one app. Each gets the run's Kafka Streams settings (param
     streams_config, the rebalance protocol), then a control's own."""
@@ -143,16 +143,16 @@ def streams_members(values: dict[str, Any]) -> list[Member]:
                 *(["--config", literal(config(settings))] if settings else [])]
 
     if len(designs) > 1:
-        return [Member(d, versions[0], member_args(d), label=f"design {d}") for d in designs]
+        return [AppMember(d, versions[0], member_args(d), label=f"design {d}") for d in designs]
     if values["variants"]:
         return [member for version in versions for member in (
-            Member(version, version, member_args(designs[0]), label=f"Kafka Streams {version}"),
-            *(Member(f"{version}-{v['name']}", version, member_args(designs[0], v.get("streams_config", {})),
+            AppMember(version, version, member_args(designs[0]), label=f"Kafka Streams {version}"),
+            *(AppMember(f"{version}-{v['name']}", version, member_args(designs[0], v.get("streams_config", {})),
                      quoted=v.get("quotas", True), label=f"Kafka Streams {version} ({v['name']})")
               for v in values["variants"]))]
     if len(versions) > 1:
-        return [Member(v, v, member_args(designs[0]), label=f"Kafka Streams {v}") for v in versions]
-    return [Member("", versions[0], member_args(designs[0]), label=f"Kafka Streams {versions[0]}")]
+        return [AppMember(v, v, member_args(designs[0]), label=f"Kafka Streams {v}") for v in versions]
+    return [AppMember("", versions[0], member_args(designs[0]), label=f"Kafka Streams {versions[0]}")]
 
 
 def config(settings: dict[str, Any]) -> str:
