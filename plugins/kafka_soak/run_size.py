@@ -4,7 +4,7 @@ and the one bound on each.
 A run multiplies: each cluster of a broker version matrix (``kafka_versions``) runs its brokers, its generator and
 every app member (Kafka Streams versions x controls, workflow designs, a profile's versions), each with ``instances``
 processes. A field-by-field check admits confs whose product starts hundreds of JVMs; this module counts the product
-once, for admission (``run_plan``) and the disk check (``toolchain.preflight``).
+once, for admission (``run_plan``) and the disk check (``preflight``).
 
 The figures per process are upper bounds taken from this machine (2 cores, 24 GiB): a JVM's heap cap plus what the JVM
 holds besides it (its code cache, metaspace, threads and RocksDB's memtables), a Python process's measured peak

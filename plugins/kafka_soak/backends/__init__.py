@@ -1,2 +1,2 @@
-"""Kafka: a run's cluster provisioned by its backend (``local``, ``docker``, ``external``), reached through a ``kafka``
-Airflow connection, its quotas set and measured, and a broker version matrix of such clusters."""
+"""Kafka: a run's cluster provisioned by its backend (``registry``: ``local``, ``docker``, ``external``, each with its
+capabilities), its quotas set and measured, and a broker version matrix of such clusters fanned out."""

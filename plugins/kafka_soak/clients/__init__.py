@@ -1,2 +1,2 @@
-"""The clients of a run's Kafka: the apps under test (a team's, from its profile, or the suite's reference apps), the
-runtimes their instances run on, how each instance fared, and the confluent-kafka helpers every client shares."""
+"""The apps under test of a run's Kafka: a team's, from its profile (with the input formats it declares), or the suite's
+reference apps; the subjects a run compares, their instances, and how each instance fared."""
