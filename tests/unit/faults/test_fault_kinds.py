@@ -91,3 +91,16 @@ def test_the_report_draws_each_kind_s_events_on_its_target_s_lane(tmp_path: Path
         ("instance 1", "running", 1.0, 2.0, "paused"),
         ("instance 1", "paused", 2.0, 3.0, "resumed"),
         ("instance 1", "running", 3.0, 4.0, "killed (kill -9)")]
+
+
+def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
+    """``params`` is a leaf that imports no kind, so the trigger form's description of param program is held to the
+    kinds here: a new kind's tokens must be in it."""
+    from kafka_soak.params import PARAMS
+
+    described = PARAMS["program"].schema["description"]
+    tokens = [token for kind in kinds.KINDS
+              for forms in re.findall(r"(?:^|, )([^\s(,]+(?: / [^\s(,]+)*) \(", kind.grammar)
+              for token in forms.split(" / ")]
+    assert tokens == ["N", "0", "kN", "pN", "rN", "bN-", "bN+"]
+    assert [token for token in tokens if token not in described] == []
