@@ -82,3 +82,15 @@ def test_the_import_measure_finds_a_pair_a_circle_and_an_import_up_a_floor():
     assert imports.circles(edges) == [["kafka_soak.faults.program", "kafka_soak.load.generator"]]
     assert sorted(imports.upward(edges)) == [("kafka_soak.clients.profile", "kafka_soak.run_plan"),
                                               ("kafka_soak.load.generator", "kafka_soak.faults.program")]
+
+
+def test_the_wheel_lists_every_package_of_the_source():
+    """pyproject.toml names the wheel's packages one by one (three of them come from outside ``plugins/``): a folder of
+    the package it leaves out would be missing from every installed copy, and fail only there."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    package = ROOT / "plugins" / "kafka_soak"
+    found = {".".join(("kafka_soak", *d.relative_to(package).parts)).rstrip(".") for d in (package, *package.rglob("*"))
+             if (d / "__init__.py").is_file()}
+    assert found - listed == set()
