@@ -14,9 +14,9 @@ class Plan(TypedDict):
     """A run's plan, as every task is given it (an XCom, and ``params.json``'s ``plan``): each param of
     ``params.PARAMS`` resolved, with the program as tokens (``program_source``: "given" or "random(seed=N)"), the load as
     phases with their id ranges (each: records, first_id, rate, and at_s or after_step), and the app under test's
-    profile (``profile.Profile.as_dict()``; the reference app's when the params name none). tests/test_params.py holds
-    its keys to ``params.PARAMS``; ``program_s`` is how long the program runs (each step
-    holds for ``interval_s``)."""
+    profile (``profile.Profile.as_dict()``; the reference app's when the params name none); ``program_s`` is how long
+    the program runs (each step holds for ``interval_s``). tests/unit/airflow_side/test_params.py holds its keys to
+    ``params.PARAMS``."""
 
     program: list[str]
     interval_s: float

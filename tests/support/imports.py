@@ -1,7 +1,8 @@
 """The package's imports, measured from its source: which modules import which, the rooms (the folders of
 ``plugins/kafka_soak``, and each module at its top) they join, the pairs of rooms that import each other and the
 circles of modules. ``python tests/support/imports.py`` prints the figures docs/architecture.md quotes
-("Where the code lives"); ``tests/test_package.py`` holds them at zero, ``TYPE_CHECKING`` imports included."""
+("Where the code lives"); ``tests/unit/airflow_side/test_package.py`` holds them at zero, ``TYPE_CHECKING`` imports
+included."""
 
 from __future__ import annotations
 

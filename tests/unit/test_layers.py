@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from support import ROOT
+from support import ROOT, imports
 
 TESTS = ROOT / "tests"
 LAYERS = ("unit", "component", "e2e")
@@ -58,6 +58,9 @@ def test_every_test_module_is_in_a_layer():
     outside = [p.relative_to(TESTS) for p in TESTS.rglob("test_*.py") if p.relative_to(TESTS).parts[0] not in LAYERS]
     assert outside == [], "a test module belongs in tests/unit/<room>, tests/component or tests/e2e"
     assert all(modules(layer) for layer in LAYERS)
+    rooms = {p.relative_to(TESTS / "unit").parts[0] for p in modules("unit") if p.parent != TESTS / "unit"}
+    assert rooms <= {*imports.FLOORS, "airflow_side", "bench"}, "tests/unit/<room>: a folder of the package, the " \
+                                                                "top's (airflow_side) or the benchmarks'"
 
 
 def test_a_unit_test_starts_nothing_real_and_a_component_test_runs_no_dag():
