@@ -35,6 +35,19 @@ def test_docker_backend_broker_container(tmp_path):
     assert spec["labels"]["io.kafka-soak.dag"] == "soak_dag" and spec["labels"]["io.kafka-soak.run"] == "run_1"
 
 
+def test_each_backend_is_one_class_the_param_names_and_what_it_can_do_is_read_from_it():
+    """``params`` (a leaf) spells param backend's choices; the registry has a class for each, with its capabilities,
+    which is all the rest of the suite asks of a backend."""
+    from kafka_soak import params
+
+    assert tuple(registry.BACKENDS) == params.BACKENDS
+    assert {name: (b.shared, b.starts_brokers, b.broker_faults) for name, b in registry.BACKENDS.items()} == {
+        "local": (False, True, True), "docker": (False, True, False), "external": (True, False, False)}
+    assert registry.able("broker_faults") == "backend 'local'" and registry.able("starts_brokers") == \
+        "backends 'local' or 'docker'"
+    assert registry.shared("external") and not registry.shared("local") and not registry.shared("elsewhere")
+
+
 def test_create_picks_the_backend_the_params_ask_for(tmp_path):
     plan = run_plan.check({"backend": "external", "kafka_conn_id": "x", "keep_topics": True,
                               "quotas": [{"client_id": "c", "producer_byte_rate": 35000}]})
