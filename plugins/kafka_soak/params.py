@@ -116,6 +116,14 @@ PARAMS: dict[str, Declared] = {
                        "formatted: 0 and 1 (the classic protocol), 2 (transactions v2, KIP-890: no "
                        "AddPartitionsToTxn, a new producer epoch per transaction; Java clients 4.0 and later "
                        "use it when the cluster has it). Empty: the release's default (2 on 4.x)."}),
+    "broker_config": Declared({}, schema={
+        "type": "object", "maxProperties": 64,
+        "additionalProperties": {"type": ["string", "integer", "number", "boolean"]},
+        "description": "backend=local or docker: settings of the run's own brokers, after the run's (e.g. "
+                       "{\"transaction.abort.timed.out.transaction.cleanup.interval.ms\": 1000, \"compression.type\": "
+                       "\"zstd\"}). Only settings of timeouts, transactions, groups, replication and the log "
+                       "(docs/scenarios.md, 'Broker settings'): none that opens a listener, reads or writes outside "
+                       "the run's directory or loads code."}),
     "app": Declared("worker", reference=True, schema={
         "type": "string", "enum": list(APPS),
         "description": "The reference app under test: worker (kafka-soak's Python EOS worker, with bug switches "

@@ -28,6 +28,7 @@ class Plan(TypedDict):
     kafka_version: str
     kafka_versions: list[str]
     transaction_version: int | None
+    broker_config: dict[str, Any]
     app: str
     streams_version: str
     streams_versions: list[str]

@@ -15,7 +15,7 @@ import math
 from typing import Any, cast
 
 from kafka_soak import run_size
-from kafka_soak.backends import kafka_jars, registry
+from kafka_soak.backends import broker_settings, kafka_jars, registry
 from kafka_soak.clients import allowed_settings, subjects
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients.reference import profiles as reference
@@ -211,7 +211,8 @@ PARAM_STREAMS_CONFIG = {
 # Kafka Streams under exactly_once_v2 gives its producers this transaction timeout unless told otherwise.
 STREAMS_TRANSACTION_TIMEOUT_MS = 10_000
 TRANSACTION_TIMEOUT_KEYS = ("producer.transaction.timeout.ms", "transaction.timeout.ms")
-# The brokers' transaction.max.timeout.ms by default: a producer asking for more is refused at initTransactions.
+# The brokers' transaction.max.timeout.ms by default (param broker_config may set it): a producer asking for more is
+# refused at initTransactions.
 BROKER_MAX_TRANSACTION_TIMEOUT_MS = 900_000
 
 
@@ -240,6 +241,11 @@ def transaction_timeout_errors(values: dict[str, Any]) -> list[str]:
         (f" (control {v['name']})", {**values["streams_config"], **v.get("streams_config", {})})
         for v in values["variants"]]
     errors = []
+    try:
+        broker_max = int(values["broker_config"].get("transaction.max.timeout.ms", BROKER_MAX_TRANSACTION_TIMEOUT_MS))
+    except (TypeError, ValueError):
+        return [f"broker_config: transaction.max.timeout.ms {values['broker_config']['transaction.max.timeout.ms']!r} "
+                "is not a whole number of ms"]
     for control, config in controls:
         given = next((config[k] for k in TRANSACTION_TIMEOUT_KEYS if k in config), None)
         try:
@@ -253,10 +259,9 @@ def transaction_timeout_errors(values: dict[str, Any]) -> list[str]:
                           f"producers' transaction timeout{control}, {timeout} ms {said}; Kafka Streams refuses to "
                           "start so: lower commit_interval_ms, or set streams_config producer.transaction.timeout.ms "
                           f"to at least {values['commit_interval_ms']}")
-        if registry.kind(values["backend"]).starts_brokers and timeout > BROKER_MAX_TRANSACTION_TIMEOUT_MS:
+        if registry.kind(values["backend"]).starts_brokers and timeout > broker_max:
             errors.append(f"streams_config{control}: transaction.timeout.ms {timeout} is above the run's brokers' "
-                          f"transaction.max.timeout.ms ({BROKER_MAX_TRANSACTION_TIMEOUT_MS}), which refuse it at the "
-                          "first transaction")
+                          f"transaction.max.timeout.ms ({broker_max}), which refuse it at the first transaction")
     return errors
 
 
@@ -403,6 +408,7 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         if kind.needs and not getattr(registry.kind(backend), kind.needs):
             errors.append(f"program: {tokens} {kind.needs_why}, which only {registry.able(kind.needs)} can do "
                           f"(backend is {backend!r})")
+    errors.extend(broker_settings.problems(values["broker_config"], registry.kind(backend).shared))
     able = registry.able("broker_faults")
     if not registry.kind(backend).broker_faults:
         if values["brokers"] != 1:

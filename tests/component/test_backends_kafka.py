@@ -89,13 +89,21 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
     """kafka_version picks the release: its jars are fetched on first use (Maven Central) and its broker serves;
     transaction_version is formatted into its storage and the cluster finalizes it (4.x's default is 2). A 4.1
     cluster has KIP-848's group.version and no streams.version: the streams rebalance protocol is refused by what the
-    cluster reports, naming the param (as on any backend's cluster at provision)."""
+    cluster reports, naming the param (as on any backend's cluster at provision). broker_config's settings are the
+    broker's own, as it reports them."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
     from kafka_soak.backends import kafka_jars
 
-    backend = registry.create(run_plan.check({"kafka_version": "4.1.1", "transaction_version": 1}),
-                              tmp_path)
+    cleanup = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+    backend = registry.create(run_plan.check({"kafka_version": "4.1.1", "transaction_version": 1,
+                                              "broker_config": {cleanup: 1000, "compression.type": "zstd"}}), tmp_path)
     cluster = backend.provision({"input": 2}, "soak.version")
     try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        [described] = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "1")]).values()
+        configs = described.result(timeout=30)
+        assert (configs[cleanup].value, configs["compression.type"].value) == ("1000", "zstd")
         assert kafka_jars.is_resolved("4.1.1") and cluster.kafka_version == "4.1.1"
         assert cluster.features == {"transaction.version": 1}
         assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2

@@ -30,7 +30,7 @@ class ScramKafka(LocalKafkaBackend):
                 "sasl.password": self.password}
 
     def properties(self, layout: Layout, node: Node, data_dir: Path) -> dict[str, str]:
-        props = layout.server_properties(node, data_dir)
+        props = super().properties(layout, node, data_dir)
         props.update({
             "listeners": f"{props['listeners']},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
             "advertised.listeners": f"{props['advertised.listeners']},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_soak.backends import broker_settings
 from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.infra import kafka_io
 from kafka_soak.infra.cluster import Cluster, topic_names
@@ -72,14 +73,16 @@ class DockerKafkaBackend:
     shared, starts_brokers, broker_faults, data_survives_release = False, True, False, False
 
     def __init__(self, run_dir: Path, image: str = KAFKA_IMAGE, quotas: list[soak_quotas.Quota] | None = None,
-                 docker_url: str = DOCKER_URL, docker_conn_id: str | None = None) -> None:
+                 docker_url: str = DOCKER_URL, docker_conn_id: str | None = None,
+                 config: dict[str, Any] | None = None) -> None:
         self.run_dir, self.image, self.quotas = run_dir, image, quotas or []
+        self.config = config or {}  # param broker_config, after the image's settings the run gives
         self.docker_url, self.docker_conn_id = docker_url, docker_conn_id
 
     @classmethod
     def from_plan(cls, plan: Plan, run_dir: Path) -> DockerKafkaBackend:
         return cls(run_dir, plan["kafka_image"], soak_quotas.from_params(plan["quotas"]), plan["docker_url"],
-                   plan["docker_conn_id"] or None)
+                   plan["docker_conn_id"] or None, plan.get("broker_config", {}))
 
     @classmethod
     def preflight(cls, plan: Plan) -> None:
@@ -94,8 +97,8 @@ class DockerKafkaBackend:
     def container_spec(self, port: int) -> dict[str, Any]:
         """``create_container`` arguments of the run's broker."""
         return {"image": self.image, "name": container_name(f"{self.run_dir.parent.name}.{self.run_dir.name}", "kafka"),
-                "environment": broker_environment(port), "labels": run_labels(self.run_dir, "kafka", BROKER_ROLE),
-                "ports": [9092], "detach": True}
+                "environment": {**broker_environment(port), **broker_settings.as_environment(self.config)},
+                "labels": run_labels(self.run_dir, "kafka", BROKER_ROLE), "ports": [9092], "detach": True}
 
     def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0,
                   fixed: dict[str, str] | None = None) -> Cluster:

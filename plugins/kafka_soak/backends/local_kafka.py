@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.backends import kafka_jars, quota_meter
+from kafka_soak.backends import broker_settings, kafka_jars, quota_meter
 from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.backends.broker_matrix import carry
 from kafka_soak.infra import kafka_io
@@ -150,8 +150,9 @@ class LocalKafkaBackend:
 
     def __init__(self, run_dir: Path, brokers: int = 1, version: str = KAFKA_VERSION,
                  quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None,
-                 short_lived: bool = False) -> None:
+                 short_lived: bool = False, config: dict[str, str] | None = None) -> None:
         self.run_dir, self.brokers, self.version, self.quotas = run_dir, brokers, version, quotas or []
+        self.config = config or {}  # param broker_config, after the layout's own settings
         self.features = features or {}  # feature levels set at format time (param transaction_version), else the release's
         self.short_lived = short_lived  # the brokers of a short run: C1 alone (kafka_jars.java_command)
         self.home = run_dir / "kafka"
@@ -161,7 +162,8 @@ class LocalKafkaBackend:
     def from_plan(cls, plan: Plan, run_dir: Path) -> LocalKafkaBackend:
         features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
         return cls(run_dir, plan["brokers"], plan["kafka_version"], soak_quotas.from_params(plan["quotas"]), features,
-                   short_lived=plan["program_s"] <= SHORT_RUN_S)
+                   short_lived=plan["program_s"] <= SHORT_RUN_S,
+                   config=broker_settings.as_properties(plan.get("broker_config", {})))
 
     @classmethod
     def preflight(cls, plan: Plan) -> None:
@@ -194,8 +196,9 @@ class LocalKafkaBackend:
         return self.run_dir / rundir.LOGS / f"{node.name}.log"
 
     def properties(self, layout: Layout, node: Node, data_dir: Path) -> dict[str, str]:
-        """The node's ``server.properties`` (a subclass adds listeners, e.g. a secured one)."""
-        return layout.server_properties(node, data_dir)
+        """The node's ``server.properties``: its layout's, then param broker_config's (a subclass adds listeners,
+        e.g. a secured one)."""
+        return {**layout.server_properties(node, data_dir), **self.config}
 
     def format_options(self) -> list[str]:
         """Extra ``StorageTool format`` options (e.g. ``--add-scram`` credentials of a secured listener)."""

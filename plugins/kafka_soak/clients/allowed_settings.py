@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_soak.shared.java_client import PROVIDER_VARIABLE, SEPARATORS
+
 # Kafka Streams' own settings (StreamsConfig), unprefixed.
 STREAMS = frozenset({
     "acceptable.recovery.lag", "buffered.records.per.partition", "cache.max.bytes.buffering", "commit.interval.ms",
@@ -48,10 +50,6 @@ TOPIC = frozenset({
     "retention.bytes", "retention.ms", "segment.bytes", "segment.ms",
 })
 TOPIC_PREFIX = "topic."
-# What no value may hold: a config provider's variable (``${provider:path:key}``), and what would split the
-# ``name=value;...`` form or a properties file's line.
-PROVIDER_VARIABLE = "${"
-SEPARATORS = (";", "\n", "\r", "=")
 
 
 def allowed(name: str) -> bool:

@@ -26,6 +26,10 @@ SETTINGS_ENV = "SOAK_KAFKA_CONFIG"
 # team's app (through JAVA_TOOL_OPTIONS) and the checker's Spark driver. kafka-clients 3.8 and later honour it; the
 # allow-list of ``clients.allowed_settings`` keeps ``config.providers`` away from older ones.
 NO_CONFIG_PROVIDERS = "-Dorg.apache.kafka.automatic.config.providers=none"
+# What no setting's value a run passes on may hold: a config provider's variable (``${provider:path:key}``), and what
+# would split the ``name=value;...`` form or a properties file's line.
+PROVIDER_VARIABLE = "${"
+SEPARATORS = (";", "\n", "\r", "=")
 IGNORED = frozenset({"bootstrap.servers", "client.id", "group.id"})
 TRANSLATED = frozenset({
     "security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password",
