@@ -22,6 +22,8 @@ CLEANUP = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
                                           "change"),
     ({"metric.reporters": "x.Evil"}, "'metric.reporters' is not a broker setting a run may change"),
     ({"config.providers": "env"}, "'config.providers' is not a broker setting a run may change"),
+    ({"num.io.threads": 100000}, "'num.io.threads' is not a broker setting a run may change"),
+    ({"log.retention.ms": 1}, "'log.retention.ms' is not a broker setting a run may change"),
     ({CLEANUP: "${env:HOME}"}, f"broker_config: '{CLEANUP}': '${{env:HOME}}' is not a value"),
     ({"compression.type": "zstd\nlisteners=PLAINTEXT://0.0.0.0:1"}, "'compression.type': 'zstd\\nlisteners="),
 ])
