@@ -53,6 +53,13 @@ class ProgramState:
     def instance(self, n: int) -> str:
         return self.instances.get(n, "stopped")
 
+    def require(self, n: int, action: str, needed: tuple[str, ...], position: str) -> None:
+        """Refuse ``action`` on instance ``n`` unless it is in one of the ``needed`` states at that point."""
+        current = self.instance(n)
+        if current not in needed:
+            raise ProgramError(f"program: {position}: cannot {action} instance {n}: it is {current} at that point (it "
+                               f"must be {' or '.join(needed)})")
+
     def set_instance(self, n: int, state: str) -> None:
         if state == "stopped":
             self.instances.pop(n, None)
@@ -76,6 +83,19 @@ class Limits:
         if self.brokers is not None and not 1 <= n <= self.brokers:
             raise ProgramError(f"program: {position}: broker {n} is out of range: this run has {self.brokers} "
                                "broker(s) (param 'brokers')")
+
+
+# A killed or paused member keeps its partitions until its session times out (session.timeout.ms, 45 s), and its open
+# transaction blocks read_committed readers until it is aborted (transaction.timeout.ms, 60 s, checked every 10 s).
+MEMBER_LEFT_GRACE_S = 45.0 + 70.0
+
+
+def ended(event: dict[str, Any]) -> str:
+    """How a stop or a kill ended an instance's span, in the report's words."""
+    if event["event"] == "kill":
+        return "killed (kill -9)"
+    code = event.get("exit_code")
+    return f"stopped (exit code {code})" if code is not None else "stopped"
 
 
 @dataclass(frozen=True)

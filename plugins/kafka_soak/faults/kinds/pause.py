@@ -7,8 +7,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.faults.kind import Lane, Limits, ProgramState, Step, Target
-from kafka_soak.faults.kinds.kill import MEMBER_LEFT_GRACE_S, need
+from kafka_soak.faults.kind import MEMBER_LEFT_GRACE_S, Lane, Limits, ProgramState, Step, Target
 
 if TYPE_CHECKING:
     from kafka_soak.backends.registry import Backend
@@ -32,7 +31,7 @@ class Pause:
         n = int(match["n"])
         limits.instance(n, position, allowed)
         action, needed, after = ("pause", "running", "paused") if match["op"] == "p" else ("resume", "paused", "running")
-        need(state, n, action, (needed,), position)
+        state.require(n, action, (needed,), position)
         state.set_instance(n, after)
         return Target(action, instance=n)
 

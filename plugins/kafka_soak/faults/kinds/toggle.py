@@ -6,19 +6,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.faults.kind import Lane, Limits, ProgramState, Step, Target
+from kafka_soak.faults.kind import Lane, Limits, ProgramState, Step, Target, ended
 
 if TYPE_CHECKING:
     from kafka_soak.backends.registry import Backend
     from kafka_soak.clients.instances import Instances
-
-
-def ended(event: dict[str, Any]) -> str:
-    """How a stop or a kill ended an instance's span, in the report's words."""
-    if event["event"] == "kill":
-        return "killed (kill -9)"
-    code = event.get("exit_code")
-    return f"stopped (exit code {code})" if code is not None else "stopped"
 
 
 class Toggle:
