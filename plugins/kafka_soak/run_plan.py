@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+from dataclasses import asdict
 from typing import Any, cast
 
 from kafka_soak import run_size
@@ -20,6 +21,7 @@ from kafka_soak.clients import allowed_settings, subjects
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients.reference import profiles as reference
 from kafka_soak.faults import program as programs
+from kafka_soak.faults.kinds import stall
 from kafka_soak.load import generator
 from kafka_soak.params import (
     APP_ID,
@@ -123,6 +125,8 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
             values, scoped_group(app_id or UNNAMED_APP_ID, values["backend"], scope)).as_dict()
     errors.extend(record_size_errors(values))
     app = profiles.Profile.of(values["app_profile"])
+    steps = programs.schedule(program)
+    errors.extend(stall.problems(steps, app, values["runtime"]))
     errors.extend(run_size.problems(values, app))
     errors.extend(profiles.aggregate_reach_problems(app, values["records"], values["keys"]))
     if app_id:
@@ -132,6 +136,7 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
         raise ParamsError("; ".join(errors))
     return cast(Plan, {**copy.deepcopy(values), "program": program, "program_source": source,
                        "interval_s": float(values["interval_s"]), "program_s": len(program) * float(values["interval_s"]),
+                       "stalls": [asdict(s) for s in stall.planned(steps)],
                        "phases": phases, "rate": rate,
                        "crash_probability": float(values["crash_probability"]),
                        "restart_backoff_s": float(values["restart_backoff_s"])})

@@ -90,6 +90,9 @@ class Limits:
 MEMBER_LEFT_GRACE_S = 45.0 + 70.0
 
 
+RUNNING = "#2e7d32"  # the colour of an instance's span while it runs, whichever kind's event opens it
+
+
 def ended(event: dict[str, Any]) -> str:
     """How a stop or a kill ended an instance's span, in the report's words."""
     if event["event"] == "kill":
@@ -101,10 +104,11 @@ def ended(event: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Lane:
     """How the report draws an event of ``events.jsonl`` on its target's lane: the span it ends (and in which words,
-    from the event) and the span it opens, if any; ``mark`` puts a marker on the lane at the event."""
+    from the event) and the span it opens, if any, in its colour; ``mark`` puts a marker on the lane at the event."""
 
     ends: Callable[[dict[str, Any]], str] | None = None
     opens: str = ""
+    color: str = ""  # of the state it opens
     mark: str = ""
 
 

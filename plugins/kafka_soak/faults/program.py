@@ -8,6 +8,7 @@ A program is a list of tokens, one per step, as in the original multi-runner rep
 ``kN``      kill instance *N* with SIGKILL: no commit, no leave-group (it must be running or paused)
 ``pN``      pause instance *N* with SIGSTOP (it must be running)
 ``rN``      resume instance *N* with SIGCONT (it must be paused)
+``sN@P:S``  stall the first thread of instance *N* that passes point *P* for *S* seconds (it must be running)
 ``bN-``     take broker *N* down; ``bN+`` brings it back
 ==========  ===================================================================================
 

@@ -183,7 +183,7 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     zipped = {line.split()[1] for line in submitted if line.startswith("zipped: ")}
     assert zipped == {"kafka_soak/__init__.py", *(f"kafka_soak/shared/{m}.py" for m in
                                                   ("__init__", "contracts", "java_client", "offsets", "rundir",
-                                                       "verdicts"))}
+                                                       "stalls", "verdicts"))}
     assert args[args.index("--input-topic") + 1] == "soak.in" and args[args.index("--expected-records") + 1] == "6000"
     assert "env: set" in submitted
     if driver_env is None:

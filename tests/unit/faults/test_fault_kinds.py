@@ -58,8 +58,9 @@ def test_the_kinds_split_the_tokens_and_the_actions_between_them():
     assert len(actions) == len(set(actions)), "an action belongs to one kind"
     assert all(kinds.of(action).name == kind.name for kind in kinds.KINDS for action in kind.actions)
     assert all(not kind.needs or hasattr(registry.kind("local"), kind.needs) for kind in kinds.KINDS)
-    assert drain.FAULT_GRACE_S == {"kill": 115.0, "pause": 115.0, "broker-down": 30.0}
-    assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "broker-down", "broker-up"}
+    assert drain.FAULT_GRACE_S == {"kill": 115.0, "stall": 115.0, "pause": 115.0, "broker-down": 30.0}
+    assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "stall-armed", "stalled", "resumed", "broker-down",
+                          "broker-up"}
 
 
 def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_applied_and_undone(with_freeze, tmp_path):
@@ -74,7 +75,7 @@ def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_appli
         run_plan.check({"program": "1 f1", "backend": "docker"})
 
     kafka = SimpleNamespace(frozen=False)
-    instances = SimpleNamespace(record=lambda n: None, is_running=lambda n: False, sync_logs=lambda: None,
+    instances = SimpleNamespace(stall_dirs=lambda: [], record=lambda n: None, is_running=lambda n: False, sync_logs=lambda: None,
                                 running=lambda: [1], paused=lambda: [], run_dir=tmp_path, subjects=[])
     outcome = schedule.apply(steps[1], instances, kafka, {"by": "test"})
     assert outcome["frozen"] is True and kafka.frozen
@@ -102,5 +103,5 @@ def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
     tokens = [token for kind in kinds.KINDS
               for forms in re.findall(r"(?:^|, )([^\s(,]+(?: / [^\s(,]+)*) \(", kind.grammar)
               for token in forms.split(" / ")]
-    assert tokens == ["N", "0", "kN", "pN", "rN", "bN-", "bN+"]
+    assert tokens == ["N", "0", "kN", "sN@POINT:SECONDS", "pN", "rN", "bN-", "bN+"]
     assert [token for token in tokens if token not in described] == []

@@ -18,7 +18,7 @@ from kafka_soak.clients import encodings
 from kafka_soak.clients.profile import STATE_DIR, VERSION, AppMember, Input, Output, Profile, literal
 from kafka_soak.clients.reference import streams
 from kafka_soak.infra.runtime.local import python_command
-from kafka_soak.shared import contracts
+from kafka_soak.shared import contracts, stalls
 
 IMAGE = "kafka-soak-worker:latest"  # make worker-image: the worker, and the default image of an app_command
 INPUT, OUTPUT, ASSERTIONS, CHANGELOG = "input", "output", "assertions", "changelog"
@@ -70,7 +70,8 @@ def worker(values: dict[str, Any], group_id: str) -> Profile:
     docker = values["runtime"] == "docker"
     command = args if docker else [*map(literal, python_command("kafka_soak.clients.reference.worker")), *args]
     return contract_profile(values, group_id, "worker", command, values["app_image"] or IMAGE if docker else "",
-                            title="worker", leaves_group=True, clients=["", "-producer"], **image_source(values))
+                            title="worker", leaves_group=True, clients=["", "-producer"], stall=stalls.CONTRACT,
+                            **image_source(values))
 
 
 def command_app(values: dict[str, Any], group_id: str) -> Profile:
@@ -97,7 +98,8 @@ def streams_app(values: dict[str, Any], group_id: str) -> Profile:
     return Profile(name="streams", command=command, group_id=group_id, client_properties={}, topics=topics,
                    inputs=inputs, outputs=outputs,
                    image=values["app_image"] or streams.image(f"{{{VERSION}}}") if docker else "",
-                   members=streams_members(values), scoped=True, clients=[*threads, "-admin"], build="streams",
+                   members=streams_members(values), stall=stalls.JVM, scoped=True, clients=[*threads, "-admin"],
+                   build="streams",
                    title=streams_title(values), **image_source(values, "streams_version",
                                                                f"make streams-image STREAMS_VERSION={{{VERSION}}}"))
 

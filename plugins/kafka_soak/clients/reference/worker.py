@@ -45,6 +45,7 @@ from kafka_soak.clients.reference.store import PartitionStore
 from kafka_soak.infra import kafka_io
 from kafka_soak.params import BUGS
 from kafka_soak.shared.contracts import RESTART_ENV
+from kafka_soak.shared.stalls import Stalls
 
 log = logging.getLogger("kafka_soak.worker")
 
@@ -122,6 +123,7 @@ class Worker:
         self.duplicates: list[tuple[str, bytes, int]] = []  # bug duplicate: outputs to write again after the commit
         self.txn_began: float | None = None
         self.chaos = chaos(config.seed, config.instance, config.step, config.restart)
+        self.stalls = Stalls()  # the program's stalls of this instance, at the points named in process and commit
         common = kafka_io.client_config(config.bootstrap)
         session = {"group.protocol": "consumer"} if config.group_protocol == "consumer" else \
             {"session.timeout.ms": config.session_timeout_ms}  # KIP-848: the brokers set the session
@@ -216,6 +218,8 @@ class Worker:
         if bug_hits(cfg, record["id"], "drop"):
             log.warning("bug drop: not writing the output of id %d", record["id"])
             return
+        if self.pending_records:  # point "process": the open transaction holds this batch's earlier records
+            self.stalls.at("process")
         self.producer.produce(cfg.output_topic, key=key, value=output, partition=p)
         if bug_hits(cfg, record["id"], "duplicate"):
             self.duplicates.append((key, output, p))
@@ -239,6 +243,7 @@ class Worker:
         else:
             log.warning("bug revoke-no-offsets: committing the transaction of %d records without their offsets %s",
                         self.pending_records, self.pending)
+        self.stalls.at("commit")  # point "commit": between the transaction's offsets and its commit
         self.txn_call("commit", self.producer.commit_transaction)
         self.transactions += 1
         self.processed += self.pending_records

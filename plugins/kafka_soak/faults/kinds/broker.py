@@ -34,7 +34,7 @@ class Broker:
     actions = ("broker-down", "broker-up")
     needs, needs_why = "broker_faults", "kill and restart brokers"
     grace = {"broker-down": 30.0}  # its partitions' leaders move, and its transactions' coordinator
-    lanes = {"broker-down": Lane(opens="down"), "broker-up": Lane(ends=lambda _event: "up again")}
+    lanes = {"broker-down": Lane(opens="down", color="#c62828"), "broker-up": Lane(ends=lambda _event: "up again")}
 
     def advance(self, match: re.Match[str], position: str, state: ProgramState, limits: Limits,
                 allowed: str) -> Target:
