@@ -21,7 +21,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test test-unit test-component test-e2e bench reproduction bugs quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test test-unit test-component test-e2e bench reproduction bugs fault-controls quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
@@ -68,6 +68,13 @@ reproduction: setup
 # docs/benchmarks.md and quoted in docs/bugs.md. BUGS="bug_kafka_<n> ..." measures only those again.
 bugs: setup
 	$(PY) bench/bugs.py --size $(SIZE)
+	$(PY) bench/report.py
+
+# No false alarm from a fault: the reference worker and the Kafka Streams app through each fault kind beyond a process
+# at a dose a correct app survives (quick: 5 runs per control and app, about 3 minutes each; SIZE=large: 10). Into
+# docs/benchmarks.md and quoted in docs/scenarios.md. CONTROLS="stall ..." measures only those again.
+fault-controls: setup
+	$(PY) bench/fault_controls.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # What soak_quota_eos shows on Kafka Streams 3.8.1 and the newest release over a 35 KB/s producer quota (quick: 3 runs
