@@ -12,13 +12,16 @@ import shutil
 from kafka_soak import run_size
 from kafka_soak.backends import registry
 from kafka_soak.checker import spark_kafka
+from kafka_soak.clients import stall_agent
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.profile import VERSION, render
 from kafka_soak.clients.reference import streams
+from kafka_soak.clients.stall_agent import StallAgentError
 from kafka_soak.infra.connection import KafkaConnectionError
 from kafka_soak.infra.docker_engine import DockerRuntimeError, docker_api, ensure_image
 from kafka_soak.plan import Plan
-from kafka_soak.shared import rundir
+from kafka_soak.shared import rundir, stalls
+from kafka_soak.toolchain import byteman
 from kafka_soak.toolchain.maven import BuildError
 
 
@@ -26,7 +29,7 @@ class DiskSpaceError(RuntimeError):
     """A run whose data would not fit on the disk that holds the evidence of every run."""
 
 
-ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError)
+ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError, StallAgentError)
 # What a run on brokers of its own keeps per input byte, on each broker: the input, what the app writes back (its
 # outputs, changelogs, assertions) and the checker's spill. A full disk fails every run on the machine, not one.
 FOOTPRINT_PER_INPUT_BYTE = 3
@@ -58,6 +61,8 @@ def check(plan: Plan) -> None:
     if app.build == "streams":
         for version in app.versions:
             streams.build(version)  # built now (cached after), timed in the log
+    if plan.get("stalls") and app.stall == stalls.JVM:
+        stall_agent.check(byteman.agent_jar(), root)  # fetched now, not by the step that starts an instance
     spark_kafka.resolve()
     if plan["runtime"] == "docker":
         api = docker_api(plan["docker_url"], plan["docker_conn_id"] or None)

@@ -86,6 +86,20 @@ def script(directory: Path, planned: list[stalls.Stall]) -> str:
     return "\n".join([helpers, *(rule(directory, s) for s in planned)])
 
 
+class StallAgentError(ValueError):
+    """The agent cannot be given to the app's JVM from where the run keeps its files."""
+
+
+def check(jar: Path, runs: Path) -> None:
+    """The agent's jar and the runs directory go into ``JAVA_TOOL_OPTIONS`` (split at blanks) and the rules' string
+    literals: refuse a path that neither can hold."""
+    for what, path in (("the Byteman agent's jar", jar), ("the runs directory (SOAK_RUNS_DIR)", runs)):
+        if any(c.isspace() or c in '"\\' for c in str(path)):
+            raise StallAgentError(f"program: a stall of a JVM app loads the suite's Java agent through "
+                                  f"JAVA_TOOL_OPTIONS, which cannot take {what} at {str(path)!r} (a blank, a quote or "
+                                  "a backslash in its path); move it to a path without them")
+
+
 def java_options(jar: Path, directory: Path, planned: list[stalls.Stall]) -> str:
     """What ``JAVA_TOOL_OPTIONS`` gets so that the app's JVM loads the agent with its rules (written here)."""
     rules = directory / RULES_FILE

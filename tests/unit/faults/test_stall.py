@@ -126,3 +126,11 @@ def test_the_agent_s_rules_stall_at_kafka_clients_own_methods(tmp_path):
     assert "IF flagged($0) && arm.delete()" in process
     assert "CLASS com.example.Orders\nMETHOD handle\n" in own
     assert "flag($0)" not in stall_agent.script(tmp_path, planned[:1])  # no process stall: no bookkeeping
+
+
+@pytest.mark.parametrize("runs", ["/srv/soak runs", '/srv/"soak"', "/srv/soak\\runs"])
+def test_a_runs_directory_the_agent_s_options_cannot_hold_is_refused_before_the_run(runs):
+    with pytest.raises(stall_agent.StallAgentError, match=r"program: a stall of a JVM app loads the suite's Java agent "
+                                                          r"through JAVA_TOOL_OPTIONS, which cannot take the runs dir"):
+        stall_agent.check(Path("/opt/byteman.jar"), Path(runs))
+    stall_agent.check(Path("/opt/byteman.jar"), Path("/srv/soak-runs"))
