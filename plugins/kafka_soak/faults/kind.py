@@ -114,11 +114,12 @@ class Lane:
 
 @dataclass(frozen=True)
 class Target:
-    """A step's target as the kind read it from the token: an instance or a broker."""
+    """A step's target as the kind read it from the token: an instance or a broker, and what else its label says."""
 
     action: str
     instance: int = 0
     broker: int = 0
+    detail: str = ""
 
 
 class FaultKind(Protocol):

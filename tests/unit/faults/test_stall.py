@@ -21,7 +21,7 @@ def test_a_stall_token_arms_a_stall_of_a_running_instance_and_leaves_its_state()
     steps, left = program.run(["1", "s1@commit:20", "s1@process:5", "s1@com.example.App#handle:3", "1"],
                               instances=1)
     assert [s.action for s in steps] == ["start", "stall", "stall", "stall", "stop"]
-    assert steps[1].label == "step 1: stall a thread of instance 1"
+    assert steps[1].label == "step 1: stall a thread of instance 1 at commit for 20 s"
     assert left.instances == {}
 
 

@@ -83,10 +83,10 @@ class Stall:
         if not 1 <= seconds <= stalls.MAX_SECONDS:
             raise ProgramError(f"program: {position}: a stall of {seconds} s; allowed: 1 to {stalls.MAX_SECONDS} s")
         state.require(n, "stall", ("running",), position)
-        return Target("stall", instance=n)
+        return Target("stall", instance=n, detail=f"at {point} for {seconds} s")
 
     def describe(self, target: Target) -> str:
-        return f"stall a thread of instance {target.instance}"
+        return f"stall a thread of instance {target.instance} {target.detail}"
 
     def apply(self, step: Step, instances: Instances, kafka: Backend) -> dict[str, Any]:
         stall = of_step(step)
