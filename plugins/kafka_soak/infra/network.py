@@ -57,6 +57,11 @@ def instance_host(n: int) -> str:
     return f"i{n}"
 
 
+def target_of(host: str) -> dict[str, int]:
+    """What a host is, as a step or an event names its target: ``{"broker": N}`` or ``{"instance": N}``."""
+    return {"broker" if host.startswith("b") else "instance": int(host[1:])}
+
+
 def host_address(subnet: ipaddress.IPv4Network, host: str) -> str:
     """``.1`` is the harness's; broker N is ``.10+N`` and instance N ``.100+N`` (params bound both far below)."""
     base = {"b": 10, "i": 100}[host[0]]
@@ -156,6 +161,10 @@ class RunNetwork:
     @property
     def hosts(self) -> list[str]:
         return [h for h in self.namespaces if h != "hub"]
+
+    @property
+    def brokers(self) -> list[str]:
+        return [h for h in self.hosts if "broker" in target_of(h)]
 
     @property
     def prefix(self) -> int:

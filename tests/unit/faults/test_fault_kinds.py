@@ -52,15 +52,17 @@ def with_freeze(monkeypatch):
 
 
 def test_the_kinds_split_the_tokens_and_the_actions_between_them():
-    tokens = {"1": "toggle", "0": "toggle", "k1": "kill", "p1": "pause", "r1": "pause", "b1-": "broker", "b1+": "broker"}
+    tokens = {"1": "toggle", "0": "toggle", "k1": "kill", "p1": "pause", "r1": "pause", "b1-": "broker", "b1+": "broker",
+              "n1-": "network", "n1+": "network", "nb1-": "network", "nb1+": "network"}
     assert {token: kinds.matching(token)[0].name for token in tokens} == tokens
     actions = [action for kind in kinds.KINDS for action in kind.actions]
     assert len(actions) == len(set(actions)), "an action belongs to one kind"
     assert all(kinds.of(action).name == kind.name for kind in kinds.KINDS for action in kind.actions)
     assert all(not kind.needs or hasattr(registry.kind("local"), kind.needs) for kind in kinds.KINDS)
-    assert drain.FAULT_GRACE_S == {"kill": 115.0, "stall": 115.0, "pause": 115.0, "broker-down": 30.0}
+    assert drain.FAULT_GRACE_S == {"kill": 115.0, "stall": 115.0, "pause": 115.0, "broker-down": 30.0, "cut": 115.0,
+                                   "broker-cut": 30.0}
     assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "stall-armed", "stalled", "resumed", "broker-down",
-                          "broker-up"}
+                          "broker-up", "link-cut", "link-healed"}
 
 
 def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_applied_and_undone(with_freeze, tmp_path):
@@ -103,5 +105,5 @@ def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
     tokens = [token for kind in kinds.KINDS
               for forms in re.findall(r"(?:^|, )([^\s(,]+(?: / [^\s(,]+)*) \(", kind.grammar)
               for token in forms.split(" / ")]
-    assert tokens == ["N", "0", "kN", "sN@POINT:SECONDS", "pN", "rN", "bN-", "bN+"]
+    assert tokens == ["N", "0", "kN", "sN@POINT:SECONDS", "pN", "rN", "bN-", "bN+", "nN-", "nN+", "nbN-", "nbN+"]
     assert [token for token in tokens if token not in described] == []
