@@ -17,8 +17,7 @@ class Plan(TypedDict):
     profile (``profile.Profile.as_dict()``; the reference app's when the params name none); ``program_s`` is how long
     the program runs (each step holds for ``interval_s``); ``stalls`` the program's stalls (``shared.stalls.Stall``),
     which the instances they stall are started ready for; ``program_needs`` the backend capabilities the program
-    needs. tests/unit/airflow_side/test_params.py holds its keys to
-    ``params.PARAMS``."""
+    needs. tests/unit/airflow_side/test_params.py holds its keys to ``params.PARAMS``."""
 
     program: list[str]
     interval_s: float

@@ -2,9 +2,10 @@
 
 Each node is a JVM running ``kafka.Kafka`` from the jars of ``kafka_version`` (``kafka_jars``), as broker and
 controller at once, listening on loopback ports of its own, with its data in the run directory
-(``kafka/node-<n>/``) and its log in ``logs/kafka-<n>.log``. A run whose program cuts links (``nN-``, ``nbN-``) puts
-each node in a network namespace of its own (``infra.network``), listening and advertised on its address there. One node, or three with replication factor 3 and
-``min.insync.replicas=2`` for the run's and the internal topics, as a production cluster would have. The nodes
+(``kafka/node-<n>/``) and its log in ``logs/kafka-<n>.log``. One node, or three with replication factor 3 and
+``min.insync.replicas=2`` for the run's and the internal topics, as a production cluster would have. A run whose
+program cuts links (``nN-``, ``nbN-``) puts each node in a network namespace of its own (``infra.network``),
+listening and advertised on its address there, its controller listener too. The nodes
 are registered in the run's process registry like every other process of the run, so a retried task finds
 them, the program's ``bN-`` kills node N (SIGKILL) and ``bN+`` starts it again on its data, and release stops
 them all. Quotas are set with Kafka's own ``ConfigCommand`` from the same jars.
