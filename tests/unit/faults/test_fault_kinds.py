@@ -87,13 +87,18 @@ def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_appli
 def test_the_report_draws_each_kind_s_events_on_its_target_s_lane(tmp_path: Path):
     events = [{"t": 1.0, "event": "start", "instance": 1}, {"t": 2.0, "event": "pause", "instance": 1},
               {"t": 3.0, "event": "resume", "instance": 1}, {"t": 4.0, "event": "kill", "instance": 1},
-              {"t": 5.0, "event": "broker-down", "broker": 2}, {"t": 6.0, "event": "broker-up", "broker": 2}]
+              {"t": 5.0, "event": "broker-down", "broker": 2}, {"t": 6.0, "event": "broker-up", "broker": 2},
+              # a cut link, on a row of its own under its target's lane: it overlaps the lane's own states
+              {"t": 2.5, "event": "link-cut", "instance": 1}, {"t": 4.5, "event": "link-healed", "instance": 1},
+              {"t": 5.5, "event": "link-cut", "broker": 2}, {"t": 7.0, "event": "link-healed", "broker": 2}]
     evidence = RunEvidence(run_dir=tmp_path, dag_id="d", run_id="r", events=events)
     assert [(i.lane, i.state, i.start, i.end, i.ended_by) for i in evidence.intervals()] == [
         ("broker 2", "down", 5.0, 6.0, "up again"),
+        ("broker 2 network", "cut", 5.5, 7.0, "healed"),
         ("instance 1", "running", 1.0, 2.0, "paused"),
         ("instance 1", "paused", 2.0, 3.0, "resumed"),
-        ("instance 1", "running", 3.0, 4.0, "killed (kill -9)")]
+        ("instance 1", "running", 3.0, 4.0, "killed (kill -9)"),
+        ("instance 1 network", "cut", 2.5, 4.5, "healed")]
 
 
 def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
