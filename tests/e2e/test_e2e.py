@@ -405,15 +405,16 @@ def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_passwo
 
 def test_an_interrupted_make_soak_runs_the_teardowns_itself_and_leaves_no_process_behind(runs_dir):
     """SIGTERM (or Ctrl-C) to `make soak` mid-program: no teardown runs under an interrupted `airflow dags test`,
-    so the command runs the run's own (the app stopped gracefully and judged, Kafka released), stops anything else
-    the run registered and keeps the evidence. Steps 90 s apart: the run is interrupted just after step 0, and no later
-    step may fall in the seconds the command gives Airflow to end (up to 20 s, then SIGKILL), or the step would start an
-    instance while the run is torn down."""
+    so the command runs the run's own (the app stopped gracefully and judged, Kafka released with the network its
+    program's cut needed), stops anything else the run registered and keeps the evidence. Steps 90 s apart: the run is
+    interrupted just after step 0, and no later step may fall in the seconds the command gives Airflow to end (up to
+    20 s, then SIGKILL), or the step would start an instance while the run is torn down."""
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
     latest = runs_dir / DAG_ID / "latest"
     before = latest.resolve() if latest.exists() else None
     proc = subprocess.Popen([sys.executable, "-m", "kafka_soak.cli", "soak", DAG_ID, "--conf",
-                             json.dumps({**SHORT, "interval_s": 90})], env=env, stdout=subprocess.PIPE,
+                             json.dumps({**SHORT, "interval_s": 90, "program": "1 n1- n1+"})], env=env,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 300
     while not (latest.exists() and latest.resolve() != before and (latest / "program" / "step-0.json").exists()):
@@ -432,3 +433,4 @@ def test_an_interrupted_make_soak_runs_the_teardowns_itself_and_leaves_no_proces
         "instance 1 is stopped as the teardown stops it, gracefully"
     assert not [e for e in events if e["event"] == "reaped"], "the teardowns left nothing for the reaper"
     assert json.loads((run_dir / "health.json").read_text())["incidents"] == []
+    assert network.RunNetwork.load(run_dir) and network.leftovers(run_dir) == [], "its network went with its Kafka"
