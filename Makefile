@@ -119,10 +119,12 @@ env:
 
 setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db kafka-jars spark-kafka-jars streams-app
 
-# Kafka and Spark need Java 17; Maven fetches Kafka's jars; everything else comes from PyPI.
+# Kafka and Spark need Java 17; Maven fetches Kafka's jars; a program that cuts links needs iproute2 and nftables;
+# everything else comes from PyPI.
 system-deps:
-	@command -v java >/dev/null && command -v mvn >/dev/null || { apt-get update && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless maven; }
+	@command -v java >/dev/null && command -v mvn >/dev/null && command -v ip >/dev/null && command -v nft >/dev/null || \
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		openjdk-17-jre-headless maven iproute2 nftables; }
 
 # Apache Kafka's jars of the default version (backends/kafka/pom.xml), cached in .cache/kafka/<version>/; another
 # kafka_version is fetched by the run that asks for it.

@@ -1,9 +1,10 @@
 """No false alarm from a fault: the healthy reference apps through each fault kind the program has beyond a process
-(a stalled thread, ...) pass every run.
+(a stalled thread, a network partition, ...) pass every run.
 
 Each control is a program of one kind at a dose a correct exactly-once app must survive (a stall shorter than the
-transaction timeout, ...), run with the reference worker and with the Kafka Streams app on the default scenario
-(``soak_eos_id_assignment``); a run passes when its verdict does. Quick: 5 runs per control and app; large: 10.
+transaction timeout, a partition shorter than the group's session, ...), run with the reference worker and with the
+Kafka Streams app on the default scenario (``soak_eos_id_assignment``); a run passes when its verdict does. Quick: 5
+runs per control and app; large: 10.
 ``CONTROLS="stall ..."`` measures those again and keeps the others' last runs. A failed run's directory is in the
 table: its report says what the app did.
 """
@@ -20,10 +21,14 @@ RUNS = {"quick": 5, "large": 10}
 RUN_TIMEOUT_S = 1200
 APPS = {"worker": {"app": "worker"}, "streams": {"app": "streams"}}
 # Each control: what it doses and the conf of its runs. Kafka Streams' transaction timeout under EOS is 10 s, the
-# worker's 30 s: the stalls stay under both.
+# worker's 30 s: the stalls stay under both. The partitions stay under the group's session (45 s): a cut instance keeps
+# its partitions (Kafka Streams' transaction may be aborted under it, which fences its producer: it recovers).
 CONTROLS = {
     "stall": ("a thread stalled at its commit and inside its transaction, 6 s each, of two of three instances",
               {"instances": 3, "program": "1 2 3 0 s1@commit:6 0 s2@process:6 0", "interval_s": 8, "records": 6000}),
+    "network": ("an instance of two cut from every broker for 12 s, then a broker of three cut from the others for 12 s",
+                {"brokers": 3, "instances": 2, "program": "1 2 n1- n1+ nb2- nb2+ 0", "interval_s": 12,
+                 "records": 8000}),
 }
 
 

@@ -77,8 +77,9 @@ PARAMS: dict[str, Declared] = {
         "description": "One operation per step: N toggles instance N (\"1 2 1\" = start 1, start 2, stop 1), "
                        "0 = no-op, kN = kill -9, pN/rN = pause/resume (SIGSTOP/SIGCONT), sN@POINT:SECONDS = the "
                        "first thread of instance N at POINT (commit, process, or a JVM app's Class#method) stalls "
-                       "for SECONDS while the rest of it runs, bN-/bN+ = broker N down/up. Empty: a random program "
-                       "from `seed`, stored with the run for replay."}),
+                       "for SECONDS while the rest of it runs, bN-/bN+ = broker N down/up, nN-/nN+ = instance N's "
+                       "network to the brokers cut/healed, nbN-/nbN+ = broker N cut from the other brokers/healed "
+                       "(backend=local). Empty: a random program from `seed`, stored with the run for replay."}),
     "interval_s": Declared(10, {
         "type": "number", "minimum": 1, "maximum": 3600,
         "description": "Seconds between two program steps."}),

@@ -16,8 +16,8 @@ class Plan(TypedDict):
     phases with their id ranges (each: records, first_id, rate, and at_s or after_step), and the app under test's
     profile (``profile.Profile.as_dict()``; the reference app's when the params name none); ``program_s`` is how long
     the program runs (each step holds for ``interval_s``); ``stalls`` the program's stalls (``shared.stalls.Stall``),
-    which the instances they stall are started ready for. tests/unit/airflow_side/test_params.py holds its keys to
-    ``params.PARAMS``."""
+    which the instances they stall are started ready for; ``program_needs`` the backend capabilities the program
+    needs. tests/unit/airflow_side/test_params.py holds its keys to ``params.PARAMS``."""
 
     program: list[str]
     interval_s: float
@@ -76,3 +76,4 @@ class Plan(TypedDict):
     program_source: str
     program_s: float
     stalls: list[dict[str, Any]]
+    program_needs: list[str]  # the backend capabilities its program's fault kinds need (FaultKind.needs)

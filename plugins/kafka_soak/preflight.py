@@ -1,7 +1,7 @@
 """What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
 app built against ``streams_version``, Spark's Kafka source for the checker, the external cluster's connection (with
-settings the checker's Java client can use too), the images of the Docker runtime and backend on the engine, and room
-for the run's data on the disk that holds every run's evidence.
+settings the checker's Java client can use too), the images of the Docker runtime and backend on the engine, root and
+nftables for a program that cuts links, and room for the run's data on the disk that holds every run's evidence.
 Checked by ``check_params`` and by ``make soak`` itself, so a run that cannot start is refused with one line, before
 any broker, topic or container exists."""
 
@@ -19,6 +19,7 @@ from kafka_soak.clients.reference import streams
 from kafka_soak.clients.stall_agent import StallAgentError
 from kafka_soak.infra.connection import KafkaConnectionError
 from kafka_soak.infra.docker_engine import DockerRuntimeError, docker_api, ensure_image
+from kafka_soak.infra.network import NetworkError
 from kafka_soak.plan import Plan
 from kafka_soak.shared import rundir, stalls
 from kafka_soak.toolchain import byteman
@@ -29,7 +30,7 @@ class DiskSpaceError(RuntimeError):
     """A run whose data would not fit on the disk that holds the evidence of every run."""
 
 
-ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError, StallAgentError)
+ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError, StallAgentError, NetworkError)
 # What a run on brokers of its own keeps per input byte, on each broker: the input, what the app writes back (its
 # outputs, changelogs, assertions) and the checker's spill. A full disk fails every run on the machine, not one.
 FOOTPRINT_PER_INPUT_BYTE = 3

@@ -137,6 +137,7 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
     return cast(Plan, {**copy.deepcopy(values), "program": program, "program_source": source,
                        "interval_s": float(values["interval_s"]), "program_s": len(program) * float(values["interval_s"]),
                        "stalls": [asdict(s) for s in stall.planned(steps)],
+                       "program_needs": sorted({kind.needs for kind, _ in programs.kinds_in(program) if kind.needs}),
                        "phases": phases, "rate": rate,
                        "crash_probability": float(values["crash_probability"]),
                        "restart_backoff_s": float(values["restart_backoff_s"])})
@@ -413,6 +414,9 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         if kind.needs and not getattr(registry.kind(backend), kind.needs):
             errors.append(f"program: {tokens} {kind.needs_why}, which only {registry.able(kind.needs)} can do "
                           f"(backend is {backend!r})")
+        if runtime not in getattr(kind, "runtimes", (runtime,)):  # a kind that names runtimes works on those alone
+            errors.append(f"program: {tokens} {kind.needs_why}, which only runtime "
+                          f"{' or '.join(map(repr, kind.runtimes))} can do (runtime is {runtime!r})")
     errors.extend(broker_settings.problems(values["broker_config"], registry.kind(backend).shared))
     able = registry.able("broker_faults")
     if not registry.kind(backend).broker_faults:

@@ -36,6 +36,7 @@ from kafka_soak.clients.subjects import Subject
 from kafka_soak.infra import kafka_io
 from kafka_soak.infra.cluster import Cluster
 from kafka_soak.infra.connection import app_secrets, client_settings, mask
+from kafka_soak.infra.network import RunNetwork, instance_host
 from kafka_soak.infra.runtime import Runtime
 from kafka_soak.infra.runtime.docker import DockerContainers
 from kafka_soak.infra.runtime.local import LocalProcesses
@@ -208,9 +209,12 @@ class Instances:
             files = {CONTAINER_PROPERTIES: self.properties(subject, instance)}
         elif self.app.takes_properties:
             private = properties_file = self.write_properties(subject, instance)
+        command = self.command(subject, instance, step, properties_file)
+        network = RunNetwork.load(self.run_dir)  # a run whose program cuts links: the instance's host is its own
+        command = network.enter(instance_host(instance), command) if network else command
         try:
             with rundir.starting(self.run_dir, subject.label(instance)):
-                record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,
+                record = self.runtime.start(name, command, log_path,
                                             step=str(step), extra_env=self.environment(subject, instance, step),
                                             image=self.image(subject), restart=restart, remove_after=private,
                                             files=files)

@@ -121,6 +121,7 @@ class RunEvidence:
                 close(lane, t, f"exited by itself ({how}), its restart due after {e.get('backoff_s', 0):g} s")
             elif kind in LANES:  # a step of a fault kind, as the kind draws it
                 drawn = LANES[kind]
+                lane = f"{lane} {drawn.row}" if drawn.row else lane
                 if drawn.ends:
                     close(lane, t, drawn.ends(e))
                 if drawn.opens:

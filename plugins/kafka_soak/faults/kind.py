@@ -45,10 +45,12 @@ class Step:
 
 @dataclass
 class ProgramState:
-    """Where the program stands after a step: each started instance's state (absent: stopped) and the brokers down."""
+    """Where the program stands after a step: each started instance's state (absent: stopped), the brokers down and
+    the hosts whose network is cut."""
 
     instances: dict[int, str] = field(default_factory=dict)  # instance -> "running" | "paused"
     brokers_down: set[int] = field(default_factory=set)
+    cut: set[str] = field(default_factory=set)  # "instance 1", "broker 2": hosts whose links the program cut
 
     def instance(self, n: int) -> str:
         return self.instances.get(n, "stopped")
@@ -104,12 +106,15 @@ def ended(event: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Lane:
     """How the report draws an event of ``events.jsonl`` on its target's lane: the span it ends (and in which words,
-    from the event) and the span it opens, if any, in its colour; ``mark`` puts a marker on the lane at the event."""
+    from the event) and the span it opens, if any, in its colour; ``mark`` puts a marker on the lane at the event.
+    ``row`` draws it on a row of its own under the target's lane (``instance 1 network``), for a state that overlaps
+    the lane's own."""
 
     ends: Callable[[dict[str, Any]], str] | None = None
     opens: str = ""
     color: str = ""  # of the state it opens
     mark: str = ""
+    row: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,7 @@ class FaultKind(Protocol):
     actions: ClassVar[tuple[str, ...]]  # the actions its steps lead to (``Step.action``)
     needs: ClassVar[str]  # the backend capability its steps need ("": any backend)
     needs_why: ClassVar[str]  # what its steps do that needs it, as a refusal says
+    # A kind may also name the runtimes (param runtime) its steps work on, as ``runtimes``: a tuple; absent: any.
     # The seconds the drain waits beyond drain_timeout_s after a step of each action, for what the fault leaves the
     # app's group to wait out (a session to time out, a transaction to be aborted, a partition to get its leader back).
     grace: ClassVar[dict[str, float]]

@@ -42,6 +42,9 @@ class Broker:
         limits.broker(n, position)
         if down == (n in state.brokers_down):
             raise ProgramError(f"program: {position}: broker {n} is already {'down' if down else 'up'} at that point")
+        if not down and f"broker {n}" in state.cut:
+            raise ProgramError(f"program: {position}: broker {n} cannot come up while it is cut from the other brokers "
+                               f"(it could not rejoin the controller quorum); heal it first (nb{n}+)")
         (state.brokers_down.add if down else state.brokers_down.discard)(n)
         return Target("broker-down" if down else "broker-up", broker=n)
 
