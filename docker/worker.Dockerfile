@@ -6,7 +6,7 @@ ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
 ARG PIP_ARGS=""
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=/app
-COPY docker/worker-requirements.txt /tmp/worker-requirements.txt
+COPY plugins/kafka_soak/clients/reference/requirements.txt /tmp/worker-requirements.txt
 COPY docker/wheelhouse/ /tmp/wheelhouse/
 RUN python3 -m venv /opt/venv \
  && pip install --no-cache-dir --disable-pip-version-check ${PIP_ARGS} --find-links /tmp/wheelhouse \
