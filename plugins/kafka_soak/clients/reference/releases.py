@@ -108,12 +108,13 @@ def build(version: str) -> tuple[Path, float]:
 
 
 def install_failure(version: str, proc: subprocess.CompletedProcess[str]) -> str:
-    """Why a release could not be installed, in one line naming the param and what is allowed."""
+    """Why a release could not be installed (uv's or pip's words), in one line naming the param and what is allowed."""
     said = " ".join((proc.stderr or proc.stdout).split())
     allowed = (f"allowed: a {CLIENT} release PyPI serves as a wheel for CPython {PYTHON} on this platform, which "
-               f"`pip download {CLIENT}==<release> --only-binary :all:` finds")
-    if re.search(r"no wheels|only-binary|[Nn]o matching distribution|no version|not found in the package registry|"
-                 r"No solution found", said):
+               f"`pip download {CLIENT}=={{release}} --only-binary :all:` finds")
+    if re.search(r"there is no version of|from versions: none", said):
+        return f"worker_versions: PyPI has no {CLIENT} {version} ({allowed})"
+    if re.search(r"has no usable wheels|No matching distribution found", said):
         return f"worker_versions: PyPI serves no {CLIENT} {version} wheel for CPython {PYTHON} here ({allowed})"
     return f"worker_versions: cannot install {CLIENT} {version}: {said[-300:]} ({allowed})"
 
