@@ -264,9 +264,9 @@ PARAMS: dict[str, Declared] = {
         "type": "string", "enum": list(WORKER_STYLES),
         "description": "app=worker: which reference worker. reference: kafka-soak's (commits the offsets it processed, "
                        "every commit_interval_ms); example: what confluent-kafka's examples/eos_transactions.py does "
-                       "(partition EOF on; commits the consumer's position() every 100 records and whenever every "
-                       "assigned partition reached its end), reading in batches (Consumer.consume). Both keep the "
-                       "id-assignment contract."}),
+                       "(partition EOF on; commits the consumer's position() once 100 records are in the transaction "
+                       "and whenever every assigned partition reached its end), reading in batches "
+                       "(Consumer.consume). Both keep the id-assignment contract."}),
     "worker_versions": Declared([], reference=True, schema={
         "type": "array", "items": {"type": "string", "pattern": WORKER_VERSION_PATTERN},
         "uniqueItems": True, "maxItems": MAX_WORKER_VERSIONS,

@@ -298,19 +298,19 @@ class Worker:
         log.warning("bug duplicate: wrote %d outputs a second time", len(duplicates))
 
     def run_batch(self, messages: list[Message], commit_due: bool) -> None:
-        """Process ``messages`` in the open transaction (begun by the first of them), committing it every
-        ``COMMIT_EVERY`` records, and at the end when due (``commit_due``, or the commit interval passed)."""
+        """Process ``messages`` in the open transaction (begun by the first of them) and commit it when due: asked to
+        (``commit_due``), ``COMMIT_EVERY`` records, or the commit interval passed. Never within a batch: the consumer's
+        position is past every record of the batch it handed over (``ExampleWorker`` commits the position)."""
         try:
+            if messages and self.txn_began is None:
+                self.producer.begin_transaction()
+                self.txn_began = time.monotonic()
             for msg in messages:
-                if self.txn_began is None:
-                    self.producer.begin_transaction()
-                    self.txn_began = time.monotonic()
                 self.process(msg)
                 self.pending[msg.partition()] = msg.offset() + 1
                 self.pending_records += 1
-                if self.pending_records >= self.COMMIT_EVERY:
-                    self.commit()
-            if self.txn_began is not None and (commit_due or self.interval_passed()):
+            if self.txn_began is not None and (commit_due or self.pending_records >= self.COMMIT_EVERY or
+                                               self.interval_passed()):
                 self.commit()
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
@@ -319,7 +319,7 @@ class Worker:
             self.recover(error)
 
     def interval_passed(self) -> bool:
-        return self.txn_began is not None and time.monotonic() - self.txn_began >= self.config.commit_interval_ms / 1000
+        return time.monotonic() - (self.txn_began or 0.0) >= self.config.commit_interval_ms / 1000
 
     def recover(self, error: KafkaError) -> None:
         """Abort the transaction, rewind to the committed offsets and rebuild the state it touched."""
@@ -340,7 +340,7 @@ class Worker:
         log.info("instance %d of %s started at step %s, restart %d (style=%s, confluent-kafka %s, librdkafka %s, "
                  "standbys=%d, cache_entries=%d, commit_interval_ms=%d, crash_probability=%g, seed=%d, bug=%s, "
                  "group_protocol=%s)", cfg.instance, cfg.app_id, cfg.step, cfg.restart, cfg.style,
-                 confluent_kafka.version()[0], confluent_kafka.libversion()[0], cfg.standbys, cfg.cache_entries,
+                 confluent_kafka.__version__, confluent_kafka.libversion()[0], cfg.standbys, cfg.cache_entries,
                  cfg.commit_interval_ms, cfg.crash_probability, cfg.seed, cfg.bug, cfg.group_protocol)
         last_report, last_processed = time.monotonic(), 0
         while not self.stopping:
@@ -375,10 +375,11 @@ class Worker:
 
 class ExampleWorker(Worker):
     """What confluent-kafka's ``examples/eos_transactions.py`` does, on the suite's data contract: partition EOF on;
-    the transaction commits the consumer's ``position()`` of its whole assignment every ``COMMIT_EVERY`` records and
-    when every assigned partition reached its end (where the example stops, this worker commits and reads on); no
-    clock. It reads in batches (``Consumer.consume``, as the suite's worker and most ports of the example do: the
-    example's ``poll`` is its one-record form)."""
+    the transaction commits the consumer's ``position()`` of its whole assignment once ``COMMIT_EVERY`` records are
+    in it and when every assigned partition reached its end (where the example stops, this worker commits and reads
+    on); no clock. It reads in batches (``Consumer.consume``, as the suite's worker and most ports of the example do;
+    the example's ``poll`` is its one-record form), so it commits at a batch's end, where the position is what it
+    processed."""
 
     COMMIT_EVERY = 100  # the example's msg_cnt % 100
     CONSUMER_SETTINGS = {"enable.partition.eof": True}
@@ -413,9 +414,9 @@ STYLES = {"reference": Worker, "example": ExampleWorker}
 def check_release(expected: str) -> None:
     """Exit when the confluent-kafka imported is not the release the run asked for (``worker_versions``): another
     one on the path would judge the wrong client."""
-    if confluent_kafka.version()[0] != expected:
+    if confluent_kafka.__version__ != expected:
         log.error("confluent-kafka %s was imported (from %s), not %s: the instance's interpreter must be the "
-                  "virtualenv of %s", confluent_kafka.version()[0], confluent_kafka.__file__, expected, expected)
+                  "virtualenv of %s", confluent_kafka.__version__, confluent_kafka.__file__, expected, expected)
         sys.exit(WRONG_RELEASE_EXIT_CODE)
 
 
