@@ -1,8 +1,9 @@
 """How often each known-bug scenario catches its bug on the affected release and passes the fixed one.
 
-Every scenario ``dags/scenarios/bug_kafka_<n>.yaml`` compares an affected Kafka Streams release with a fixed one in
-its defaults (``streams_versions: [affected, fixed]``): both side by side on the same input and the same program, so
-each run measures both rates under identical conditions. Each run is one DAG run of the scenario's defaults; quick:
+Every scenario ``dags/scenarios/bug_kafka_<n>.yaml`` (``bug_librdkafka_<n>.yaml``) compares an affected Kafka Streams
+(confluent-kafka) release with a fixed one in its defaults (``streams_versions: [affected, fixed]``, or
+``worker_versions``): both side by side on the same input and the same program, so each run measures both rates under
+identical conditions. Each run is one DAG run of the scenario's defaults; quick:
 5 runs per scenario, large: 10. caught = the affected release failed with the anomalies its bug makes; passed = the
 fixed release passed. The runs share one runs directory per scenario, as a deployment's nightly runs do.
 ``BUGS="bug_kafka_18943 ..."`` measures those scenarios again and keeps the other scenarios' last runs.
@@ -26,6 +27,14 @@ SIGNS = {"bug_kafka_20685": ("wrong_aggregate",), "bug_kafka_18943": ("wrong_agg
 RUN_TIMEOUT_S = 1200
 
 
+def compared(params: dict) -> tuple[str, list[str]]:
+    """What a known-bug scenario compares, and its affected and fixed releases: the reference worker's confluent-kafka
+    releases (``worker_versions``) or Kafka Streams releases (``streams_versions``)."""
+    if params.get("worker_versions"):
+        return "confluent-kafka", params["worker_versions"]
+    return "Kafka Streams", params["streams_versions"]
+
+
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
     chosen = os.environ.get("BUGS", "").split() or list(SIGNS)
@@ -41,15 +50,15 @@ def main() -> None:
     for dag_id, signs in SIGNS.items():
         if dag_id not in results:
             continue
-        affected, fixed = load_scenario(SCENARIOS / f"{dag_id}.yaml")["params"]["streams_versions"]
+        what, (affected, fixed) = compared(load_scenario(SCENARIOS / f"{dag_id}.yaml")["params"])
         found, table = side_by_side(dag_id, results[dag_id], affected, fixed,
-                                    partial(caught, affected=affected, signs=signs))
+                                    partial(caught, affected=affected, signs=signs), what)
         figures += found
         lines += [*table, ""]
     body = ("Each run: the scenario's defaults (`make soak SCENARIO=<dag_id>`); caught = the affected release failed "
             "with its bug's anomalies; passed = the fixed release's verdict passed. No baseline: the rate is the "
             "figure.\n\n" + "\n".join(lines))
-    write_results("bugs", "Known Kafka Streams bugs: how often each scenario catches its bug", size, figures, body,
+    write_results("bugs", "Known bugs: how often each scenario catches its bug", size, figures, body,
                   {"runs": results})
 
 
