@@ -23,7 +23,8 @@ SCENARIOS = ROOT / "dags" / "scenarios"
 RUNS = {"quick": 5, "large": 10}
 # What each bug does to the data, as the checker names it (the affected release may show app_health besides).
 SIGNS = {"bug_kafka_20685": ("wrong_aggregate",), "bug_kafka_18943": ("wrong_aggregate",),
-         "bug_kafka_17635": ("wrong_aggregate",)}
+         "bug_kafka_17635": ("wrong_aggregate",), "bug_librdkafka_4261": ("duplicated",),
+         "bug_librdkafka_5213": ("lost",)}
 RUN_TIMEOUT_S = 1200
 
 
