@@ -4,14 +4,17 @@ own example (param ``worker_style``): resolved into the run's members and comman
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
+import confluent_kafka
 import pytest
 
 from kafka_soak import preflight, run_plan
 from kafka_soak.clients import subjects
 from kafka_soak.clients.reference import releases
-from kafka_soak.infra.runtime.local import PLUGINS_DIR
+from kafka_soak.clients.reference.worker import WRONG_RELEASE_EXIT_CODE
+from kafka_soak.infra.runtime.local import PLUGINS_DIR, child_env
 from kafka_soak.plan import ParamsError
 from kafka_soak.toolchain import maven
 
@@ -108,7 +111,7 @@ NO_RELEASE = ("error: No solution found when resolving dependencies\n  cause: Be
     ("9.9.9", NO_RELEASE, "worker_versions: PyPI has no confluent-kafka 9.9.9 (allowed: "),
     ("2.1.0", "error: Failed to fetch: connection refused", "worker_versions: cannot install confluent-kafka 2.1.0: "
                                                            "error: Failed to fetch: connection refused (allowed: "),
-])
+], ids=["no-wheel", "no-release", "other"])
 def test_an_install_that_fails_names_the_param_and_what_is_allowed(monkeypatch, tmp_path, version, said, refusal):
     """What the installer says becomes one line naming the param and what is allowed; the staging directory is gone
     (nothing that looks built)."""
@@ -137,3 +140,15 @@ def test_a_staged_build_is_whole_or_absent(tmp_path):
     assert maven.staged(target, lambda staging: (staging / "whole").write_text("x") and "made") > 0
     assert (target / "whole").exists() and (target / maven.DONE).read_text() == "made\n"
     assert maven.staged(target, lambda staging: pytest.fail("built again")) == 0.0
+
+
+def test_the_worker_will_not_run_on_another_release_than_it_was_given():
+    """The suite's own confluent-kafka is not 0.0.1: the worker says which it found, where, and exits before it
+    connects anywhere (no broker here)."""
+    required = [arg for name in ("bootstrap", "app-id", "input-topic", "output-topic", "changelog-topic",
+                                 "assertions-topic") for arg in (f"--{name}", "unused")]
+    started = subprocess.run([sys.executable, "-m", releases.WORKER_MODULE, *required, "--instance", "1",
+                              "--client-release", "0.0.1"], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert started.returncode == WRONG_RELEASE_EXIT_CODE, started.stdout + started.stderr
+    assert f"confluent-kafka {confluent_kafka.__version__} was imported (from {confluent_kafka.__file__}), not 0.0.1" \
+        in started.stdout
