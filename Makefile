@@ -63,9 +63,10 @@ reproduction: setup
 	$(PY) bench/reproduction.py --size $(SIZE)
 	$(PY) bench/report.py
 
-# How often each known-bug scenario (dags/scenarios/bug_kafka_<n>.yaml) catches its bug on the affected Kafka Streams
-# release and passes the fixed one (quick: 5 runs per scenario, about 35 minutes; SIZE=large: 10). Into
-# docs/benchmarks.md and quoted in docs/bugs.md. BUGS="bug_kafka_<n> ..." measures only those again.
+# How often each known-bug scenario (dags/scenarios/bug_kafka_<n>.yaml, bug_librdkafka_<n>.yaml) catches its bug on the
+# affected Kafka Streams or confluent-kafka release and passes the fixed one (quick: 5 runs per scenario, about 90
+# minutes; SIZE=large: 10). Into docs/benchmarks.md and quoted in docs/bugs.md. BUGS="bug_kafka_<n> ..." measures only
+# those again.
 bugs: setup
 	$(PY) bench/bugs.py --size $(SIZE)
 	$(PY) bench/report.py

@@ -53,6 +53,8 @@ class Plan(TypedDict):
     bug: str
     bug_every: int
     crash_probability: float
+    worker_style: str
+    worker_versions: list[str]
     restart: str
     session_timeout_ms: int
     restart_backoff_s: float

@@ -1,7 +1,8 @@
 """What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
-app built against ``streams_version``, Spark's Kafka source for the checker, the external cluster's connection (with
-settings the checker's Java client can use too), the images of the Docker runtime and backend on the engine, root and
-nftables for a program that cuts links, and room for the run's data on the disk that holds every run's evidence.
+app built against ``streams_version``, the reference worker's virtualenv of each ``worker_versions`` release, Spark's
+Kafka source for the checker, the external cluster's connection (with settings the checker's Java client can use too),
+the images of the Docker runtime and backend on the engine, root and nftables for a program that cuts links, the Java
+agent for a program that stalls a JVM app, and room for the run's data on the disk that holds every run's evidence.
 Checked by ``check_params`` and by ``make soak`` itself, so a run that cannot start is refused with one line, before
 any broker, topic or container exists."""
 
@@ -15,7 +16,7 @@ from kafka_soak.checker import spark_kafka
 from kafka_soak.clients import stall_agent
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.profile import VERSION, render
-from kafka_soak.clients.reference import streams
+from kafka_soak.clients.reference import releases, streams
 from kafka_soak.clients.stall_agent import StallAgentError
 from kafka_soak.infra.connection import KafkaConnectionError
 from kafka_soak.infra.docker_engine import DockerRuntimeError, docker_api, ensure_image
@@ -30,6 +31,9 @@ class DiskSpaceError(RuntimeError):
     """A run whose data would not fit on the disk that holds the evidence of every run."""
 
 
+# What the suite builds of its own apps before a run (``Profile.build``): each version of the Kafka Streams app, each
+# confluent-kafka release's virtualenv of the reference worker.
+BUILDS = {"streams": streams.build, "worker": releases.build}
 ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError, StallAgentError, NetworkError)
 # What a run on brokers of its own keeps per input byte, on each broker: the input, what the app writes back (its
 # outputs, changelogs, assertions) and the checker's spill. A full disk fails every run on the machine, not one.
@@ -59,9 +63,8 @@ def check(plan: Plan) -> None:
         raise DiskSpaceError(problem)
     registry.kind(plan["backend"]).preflight(plan)
     app = run_subjects.profile(plan)
-    if app.build == "streams":
-        for version in app.versions:
-            streams.build(version)  # built now (cached after), timed in the log
+    for version in app.versions if app.build else []:
+        BUILDS[app.build](version)  # built now (cached after), timed in the log
     if plan.get("stalls") and app.stall == stalls.JVM:
         stall_agent.check(byteman.agent_jar(), root)  # fetched now, not by the step that starts an instance
     spark_kafka.resolve()

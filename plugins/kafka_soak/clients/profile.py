@@ -120,7 +120,8 @@ class Profile:
     scoped: bool = False  # its topic names are the run's (it learns them from the run): scoped to the run everywhere
     leaves_group: bool = False  # a stopped instance leaves its group at once (Kafka Streams holds it to its timeout)
     clients: list[str] = default(default_factory=list)  # its client ids after each instance's <group>-<n> ([]: unknown)
-    build: str = ""  # "streams": the suite's Kafka Streams app, built against each version before the run
+    build: str = ""  # before the run: "streams", the suite's Kafka Streams app built against each version; "worker",
+    # the reference worker's virtualenv of each confluent-kafka release
     image_param: str = "app_profile.image"  # what chose its image, and how to get it (runtime docker)
     image_hint: str = "build or load the app's image on the engine"
     title: str = ""  # the run's app in a few words (history, log); "": its name
