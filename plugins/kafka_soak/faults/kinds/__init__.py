@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 from kafka_soak.faults.kind import FaultKind
-from kafka_soak.faults.kinds import broker, kill, pause, toggle
+from kafka_soak.faults.kinds import broker, kill, pause, toggle, upgrade
 
 # In the order the program's grammar lists them; the drain undoes the last first (a broker is up before an instance
 # that needs it resumes).
-KINDS: tuple[FaultKind, ...] = (toggle.KIND, kill.KIND, pause.KIND, broker.KIND)
+KINDS: tuple[FaultKind, ...] = (toggle.KIND, kill.KIND, pause.KIND, broker.KIND, upgrade.BROKERS, upgrade.APP)
 
 
 def matching(token: str) -> tuple[FaultKind, re.Match[str]] | None:
