@@ -105,7 +105,8 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
         configs = described.result(timeout=30)
         assert (configs[cleanup].value, configs["compression.type"].value) == ("1000", "zstd")
         assert kafka_jars.is_resolved("4.1.1") and cluster.kafka_version == "4.1.1"
-        assert cluster.features == {"transaction.version": 1}
+        assert cluster.features["transaction.version"] == 1 and cluster.features["metadata.version"] == "4.1-IV1", \
+            cluster.features
         assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2
         assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
         assert kafka_jars.SHORT_LIVED_JIT in backend.processes.process("kafka-1").cmdline(), "a short run's broker"
