@@ -19,10 +19,11 @@ KAFKA_VERSION = "4.3.1"  # the newest Apache Kafka release Maven Central serves
 STREAMS_VERSION = "4.3.1"  # the newest Kafka Streams release Maven Central serves
 KAFKA_IMAGE = "apache/kafka:4.1.0"  # backend docker
 DOCKER_URL = "unix:///var/run/docker.sock"  # the Docker engine of runtime and backend docker
-# Apache Kafka 4.x: KRaft only, Java 17, the storage tool and config names the local backend writes. A whole-string
-# pattern in Python and in a browser alike: "$" lets Python's re accept a trailing newline, "\d" any script's digits;
-# "(?![\s\S])" is the string's true end in both.
-KAFKA_VERSION_PATTERN = r"^4\.[0-9]+\.[0-9]+(?![\s\S])"
+# Apache Kafka's KRaft releases from 3.5 on (KRaft is production ready from 3.3; 3.5 is the oldest line the known bugs
+# of transactions and upgrades need), on Java 17, with the storage tool and config names the local backend writes. A
+# whole-string pattern in Python and in a browser alike: "$" lets Python's re accept a trailing newline, "\d" any
+# script's digits; "(?![\s\S])" is the string's true end in both.
+KAFKA_VERSION_PATTERN = r"^(3\.[5-9]|4\.[0-9]+)\.[0-9]+(?![\s\S])"
 # Kafka Streams 3.3 is the first release whose KStream#process takes the Processor API the workflow topology's
 # processors use (exactly_once_v2 and the metadata API the app logs its tasks with came in 3.0).
 STREAMS_VERSION_PATTERN = r"^(3\.([3-9]|[1-9][0-9])|[4-9]\.[0-9]+)\.[0-9]+(?![\s\S])"
@@ -86,7 +87,9 @@ PARAMS: dict[str, Declared] = {
                        "first thread of instance N at POINT (commit, process, or a JVM app's Class#method) stalls "
                        "for SECONDS while the rest of it runs, bN-/bN+ = broker N down/up, nN-/nN+ = instance N's "
                        "network to the brokers cut/healed, nbN-/nbN+ = broker N cut from the other brokers/healed "
-                       "(backend=local). Empty: a random program from `seed`, stored with the run for replay."}),
+                       "(backend=local), bN^V = broker N restarts on Apache Kafka release V, N^V = instance N "
+                       "restarts on app version V (a rolling upgrade's steps). Empty: a random program from `seed`, "
+                       "stored with the run for replay."}),
     "interval_s": Declared(10, {
         "type": "number", "minimum": 1, "maximum": 3600,
         "description": "Seconds between two program steps."}),
@@ -110,14 +113,14 @@ PARAMS: dict[str, Declared] = {
                        "min.insync.replicas 2); the program's bN-/bN+ kill broker N and restart it."}),
     "kafka_version": Declared(KAFKA_VERSION, {
         "type": "string", "pattern": KAFKA_VERSION_PATTERN,
-        "description": "backend=local: the Apache Kafka release the run's brokers run (any 4.x that "
-                       "Maven Central serves; fetched on first use and cached). Its tools also set "
+        "description": "backend=local: the Apache Kafka release the run's brokers run (any KRaft release "
+                       "from 3.5.0 on that Maven Central serves; fetched on first use and cached). Its tools also set "
                        "quotas on backend=external."}),
     "kafka_versions": Declared([], {
         "type": "array", "items": {"type": "string", "pattern": KAFKA_VERSION_PATTERN},
         "uniqueItems": True, "maxItems": MAX_BROKER_VERSIONS,
         "description": "backend=local: a broker version matrix. The run starts a cluster of each Apache Kafka "
-                       "release (any 4.x Maven Central serves) and runs the same app, load and program on "
+                       "release (any from 3.5.0 on that Maven Central serves) and runs the same app, load and program on "
                        "each, side by side, with a verdict each; the report shows broker version x status x "
                        "anomalies (with streams_versions: each pair). Empty: kafka_version alone."}),
     "transaction_version": Declared(None, {

@@ -1,8 +1,9 @@
 """What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
-app built against ``streams_version``, the reference worker's virtualenv of each ``worker_versions`` release, Spark's
-Kafka source for the checker, the external cluster's connection (with settings the checker's Java client can use too),
-the images of the Docker runtime and backend on the engine, root and nftables for a program that cuts links, the Java
-agent for a program that stalls a JVM app, and room for the run's data on the disk that holds every run's evidence.
+app built against ``streams_version`` (and the releases and versions the program's upgrades move to), the reference
+worker's virtualenv of each ``worker_versions`` release, Spark's Kafka source for the checker, the external cluster's
+connection (with settings the checker's Java client can use too), the images of the Docker runtime and backend on the
+engine, root and nftables for a program that cuts links, the Java agent for a program that stalls a JVM app, and room
+for the run's data on the disk that holds every run's evidence.
 Checked by ``check_params`` and by ``make soak`` itself, so a run that cannot start is refused with one line, before
 any broker, topic or container exists."""
 
@@ -11,13 +12,15 @@ from __future__ import annotations
 import shutil
 
 from kafka_soak import run_size
-from kafka_soak.backends import registry
+from kafka_soak.backends import kafka_jars, registry
 from kafka_soak.checker import spark_kafka
 from kafka_soak.clients import stall_agent
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.profile import VERSION, render
 from kafka_soak.clients.reference import releases, streams
 from kafka_soak.clients.stall_agent import StallAgentError
+from kafka_soak.faults.kinds import upgrade
+from kafka_soak.faults.program import schedule
 from kafka_soak.infra.connection import KafkaConnectionError
 from kafka_soak.infra.docker_engine import DockerRuntimeError, docker_api, ensure_image
 from kafka_soak.infra.network import NetworkError
@@ -62,9 +65,14 @@ def check(plan: Plan) -> None:
     if problem:
         raise DiskSpaceError(problem)
     registry.kind(plan["backend"]).preflight(plan)
+    broker_releases, moved = upgrade.targets(schedule(plan["program"]))
+    for release, token in broker_releases.items():  # what the program's bN^V move brokers to, as kafka_version's
+        kafka_jars.resolve(release, param=f"program: {token}")
     app = run_subjects.profile(plan)
     for version in app.versions if app.build else []:
         BUILDS[app.build](version)  # built now (cached after), timed in the log
+    for version, param in moved_to(moved).items() if app.build == "streams" else []:
+        streams.build(version, param)  # what the program's N^V move instances to
     if plan.get("stalls") and app.stall == stalls.JVM:
         stall_agent.check(byteman.agent_jar(), root)  # fetched now, not by the step that starts an instance
     spark_kafka.resolve()
@@ -74,8 +82,15 @@ def check(plan: Plan) -> None:
             ensure_image(api, image, param, hint)
 
 
+def moved_to(moved: dict[str, str]) -> dict[str, str]:
+    """The versions the program's ``N^V`` move instances to, each with what a refusal names (its first token)."""
+    return {version: f"program: {token}" for version, token in moved.items()}
+
+
 def app_images(plan: Plan) -> list[tuple[str, str, str]]:
-    """The images runtime=docker starts the app from: (image, what chose it, how to build it)."""
+    """The images runtime=docker starts the app from (its versions', and those the program moves instances to):
+    (image, what chose it, how to build it)."""
     app = run_subjects.profile(plan)
-    return [(app.image_of(version), app.image_param, render(app.image_hint, {VERSION: version}, {}))
-            for version in app.versions]
+    moved = moved_to(upgrade.targets(schedule(plan["program"]))[1])
+    return [(app.image_of(version), moved.get(version, app.image_param), render(app.image_hint, {VERSION: version}, {}))
+            for version in dict.fromkeys([*app.versions, *moved])]

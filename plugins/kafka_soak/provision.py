@@ -3,6 +3,7 @@ each cluster of a broker version matrix at once, and the attempt's events say wh
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,12 +11,17 @@ from kafka_soak.backends import broker_matrix
 from kafka_soak.backends.local_kafka import cluster_features
 from kafka_soak.backends.registry import create
 from kafka_soak.clients import subjects
+from kafka_soak.faults import program as programs
+from kafka_soak.faults.kinds import upgrade
 from kafka_soak.infra.cluster import Cluster, topic_prefix
 from kafka_soak.infra.connection import client_settings
 from kafka_soak.shared import rundir
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan
+
+log = logging.getLogger(__name__)
+
 
 class AttemptReleased(RuntimeError):
     """Provision asked again of an attempt whose Kafka data went with its release."""
@@ -54,12 +60,17 @@ def provision_cluster(run_dir: Path, plan: Plan, dag_id: str) -> dict[str, Any]:
                               f"{plan['backend']}); clear the whole DAG run to run it again as a new attempt")
     rundir.reopen_app(run_dir)  # its teardowns ran before if this is a task cleared on its own: it runs again
     cluster = backend.provision(subjects.topics(plan), topic_prefix(dag_id, run_dir.name), fixed=subjects.app_names(plan))
-    if plan.get("group_protocol", "classic") != "classic":
-        try:
+    try:
+        if plan.get("group_protocol", "classic") != "classic":
             require_group_protocol(cluster, plan["kafka_version"], plan["group_protocol"])
-        except Exception:
-            backend.release(cluster)  # a failed setup's teardowns may not run: give back what it made
-            raise
+        if not cluster.features and upgrade.BROKERS in dict(programs.kinds_in(plan["program"])):
+            # what a rolling upgrade keeps: the cluster's metadata.version and features stay as formatted (Kafka's own
+            # upgrade tests once ran transactions v2 on v0 unnoticed: the evidence says what the cluster finalized)
+            cluster.features = cluster_features(plan["kafka_version"], cluster.bootstrap_servers)
+            log.info("the cluster finalized %s", cluster.features)
+    except Exception:
+        backend.release(cluster)  # a failed setup's teardowns may not run: give back what it made
+        raise
     cluster.subjects = [s.as_dict() for s in subjects.build(plan, cluster.topics)]
     rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())
     rundir.journal(run_dir, PROVISIONED, backend=plan["backend"])

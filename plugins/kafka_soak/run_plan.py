@@ -12,16 +12,20 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, cast
 
 from kafka_soak import run_size
 from kafka_soak.backends import broker_settings, kafka_jars, registry
+from kafka_soak.backends.kafka_releases import release_of
 from kafka_soak.clients import allowed_settings, subjects
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients.reference import profiles as reference
+from kafka_soak.clients.reference import streams
 from kafka_soak.faults import program as programs
-from kafka_soak.faults.kinds import stall
+from kafka_soak.faults.kind import Releases
+from kafka_soak.faults.kinds import stall, upgrade
 from kafka_soak.load import generator
 from kafka_soak.params import (
     APP_ID,
@@ -97,7 +101,8 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
         source = f"random(seed={values['seed']})"
     else:
         try:
-            program = programs.parse(raw, values["instances"], values["brokers"])
+            for releases in start_releases(values):  # each cluster of a broker version matrix starts on its own
+                program = programs.parse(raw, values["instances"], values["brokers"], releases)
         except programs.ProgramError as exc:
             errors.append(str(exc))
     duration = max(len(program), 1) * float(values["interval_s"])
@@ -113,7 +118,7 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
     if values["app_profile"]:
         try:
             app = profiles.parse(values["app_profile"], values["partitions"], values["backend"], values["runtime"],
-                                 PLACEHOLDERS)
+                                 PLACEHOLDERS, compared=upgrade.APP not in dict(programs.kinds_in(program)))
             values["app_profile"] = {**app.as_dict(),
                                      "group_id": scoped_group(app.group_id, values["backend"], scope)}
         except profiles.ProfileError as exc:
@@ -141,6 +146,49 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
                        "phases": phases, "rate": rate,
                        "crash_probability": float(values["crash_probability"]),
                        "restart_backoff_s": float(values["restart_backoff_s"])})
+
+
+def start_releases(values: dict[str, Any]) -> list[Releases]:
+    """What each cluster of the run starts on, for the checks of the program's upgrades: its brokers' release (where
+    the run starts its brokers; one per cluster of a broker version matrix), and the app's version with the rule of
+    an instance's move to another (``app_moves``)."""
+    app, move = app_moves(values)
+    if not registry.kind(values["backend"]).broker_faults:  # its bN^V steps are refused for the backend
+        return [Releases(None, app, move)]
+    return [Releases(version, app, move) for version in kafka_jars.broker_versions(values)[1]]
+
+
+def app_moves(values: dict[str, Any]) -> tuple[str, Callable[[str, str], str]]:
+    """The version the app under test starts on and why an instance cannot move from one version to another ("" when
+    it can; the program's ``N^V``): a profile's app between its ``versions``; the Kafka Streams app between Kafka
+    Streams releases as Kafka Streams supports (``streams.move_problem``), each built before the run."""
+    raw = values["app_profile"]
+    if raw:
+        listed = raw.get("versions") if isinstance(raw, dict) else None
+        versions = [v for v in listed if isinstance(v, str)] if isinstance(listed, list) else []
+        if not versions:
+            return "", lambda _current, _to: ("app_profile lists no versions to move its instances between (give "
+                                              "it versions: the first is the one it starts on)")
+        return versions[0], lambda _current, to: "" if to in versions else (
+            f"{to!r} is not one of app_profile's versions (allowed: {', '.join(versions)})")
+    if values["app_command"] or values["app"] != "streams":
+        app = "app_command's app" if values["app_command"] else "the reference worker"
+        return "", lambda _current, _to: (f"{app} has no versions to move to (N^V moves the Kafka Streams app, app "
+                                          "'streams', or an app_profile's app between its versions)")
+    versions = values["streams_versions"] or [values["streams_version"]]
+    designs = values["workflow_designs"] if values["topology"] == "workflow" else []
+    if len(versions) > 1 or values["variants"] or len(designs) > 1:
+        return "", lambda _current, _to: ("the run compares several Kafka Streams apps side by side (streams_versions, "
+                                          "variants or workflow_designs); an upgrade moves the one app of a run")
+
+    def move(current: str, to: str) -> str:
+        problem = streams.move_problem(current, to)
+        if not problem and values["group_protocol"] == "streams" and release_of(to) < STREAMS_PROTOCOL_SINCE:
+            problem = (f"group_protocol 'streams' needs Kafka Streams {'.'.join(map(str, STREAMS_PROTOCOL_SINCE))} or "
+                       f"later, not {to}")
+        return problem
+
+    return versions[0], move
 
 
 def load_errors(values: dict[str, Any], phases: list[dict[str, Any]], program_s: float, rate: float) -> list[str]:
@@ -271,10 +319,9 @@ def transaction_timeout_errors(values: dict[str, Any]) -> list[str]:
     return errors
 
 
-def release_of(version: str) -> tuple[int, int]:
-    """A release's major and minor number (``4.3.1`` -> (4, 3))."""
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
+# The feature of the brokers' each rebalance protocol needs, and the first release whose storage tool finalizes it (a
+# cluster keeps the level it was formatted with through a rolling upgrade).
+PROTOCOL_BROKERS_SINCE = {"consumer": ("group.version", (4, 0)), "streams": ("streams.version", STREAMS_PROTOCOL_SINCE)}
 
 
 def streams_app_errors(values: dict[str, Any]) -> list[str]:
@@ -290,6 +337,13 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
         return ["group_protocol: 'consumer' (KIP-848) is the reference worker's (app 'worker', no app_command); "
                 "Kafka Streams takes 'streams'"]
     errors = streams_config_errors("streams_config:", values["streams_config"])
+    if protocol in PROTOCOL_BROKERS_SINCE and registry.kind(values["backend"]).broker_faults:
+        feature, since = PROTOCOL_BROKERS_SINCE[protocol]
+        name, versions = kafka_jars.broker_versions(values)
+        old = [v for v in versions if release_of(v) < since]
+        if old:
+            errors.append(f"group_protocol: {protocol!r} needs brokers of Apache Kafka {'.'.join(map(str, since))} "
+                          f"or later, whose {feature} feature is 1: {name} {', '.join(old)} has not")
     if protocol == "consumer" and values["session_timeout_ms"] != DEFAULTS["session_timeout_ms"]:
         errors.append("group_protocol: under 'consumer' the brokers, not the app, set session_timeout_ms (the "
                       "group's consumer session timeout): leave session_timeout_ms at the default, or use "
@@ -301,11 +355,6 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
         if old:
             errors.append(f"group_protocol: 'streams' needs Kafka Streams {since} or later (KIP-1071 is generally "
                           f"available from {since}; 4.1 had it as early access only): not {', '.join(old)}")
-        name, versions = kafka_jars.broker_versions(values)
-        old = [v for v in versions if release_of(v) < STREAMS_PROTOCOL_SINCE]
-        if registry.kind(values["backend"]).broker_faults and old:
-            errors.append(f"group_protocol: 'streams' needs brokers of Apache Kafka {since} or later, whose "
-                          f"streams.version feature is 1: {name} {', '.join(old)} has not")
         brokers_set = [name for name in ("standbys", "session_timeout_ms") if values[name] != DEFAULTS[name]]
         if brokers_set:  # the app's num.standby.replicas and session.timeout.ms would be ignored without a word
             errors.append(f"group_protocol: under 'streams' the brokers, not the app, set {' and '.join(brokers_set)} "
@@ -459,6 +508,13 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
             errors.append(f"transaction_version: {values['transaction_version']} is set when {able} formats "
                           f"its brokers' storage; backend {backend!r} has its own features (leave transaction_version "
                           "empty)")
+    elif values["transaction_version"] is not None:
+        name, versions = kafka_jars.broker_versions(values)
+        old = [v for v in versions if release_of(v) < (4, 0)]
+        if old:
+            errors.append(f"transaction_version: the transaction.version feature is set by the storage tool of Apache "
+                          f"Kafka 4.0 and later; {name} {', '.join(old)} formats none (3.x runs the classic transaction "
+                          "protocol: leave transaction_version empty)")
     if runtime != "local" and values["restart"] != "never":
         errors.append(f"restart: {values['restart']!r} is the local runtime's restart policy; runtime {runtime!r} has "
                       "none yet (leave restart at 'never')")

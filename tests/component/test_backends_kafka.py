@@ -105,7 +105,8 @@ def test_another_served_kafka_version_is_fetched_and_runs_with_the_transaction_v
         configs = described.result(timeout=30)
         assert (configs[cleanup].value, configs["compression.type"].value) == ("1000", "zstd")
         assert kafka_jars.is_resolved("4.1.1") and cluster.kafka_version == "4.1.1"
-        assert cluster.features == {"transaction.version": 1}
+        assert cluster.features["transaction.version"] == 1 and cluster.features["metadata.version"] == "4.1-IV1", \
+            cluster.features
         assert kafka_io.partition_count(cluster.bootstrap_servers, "soak.version.input") == 2
         assert "Kafka version: 4.1.1" in (tmp_path / "logs" / "kafka-1.log").read_text()
         assert kafka_jars.SHORT_LIVED_JIT in backend.processes.process("kafka-1").cmdline(), "a short run's broker"
@@ -170,3 +171,39 @@ def test_a_class_data_archive_dumped_at_a_jvm_s_exit_is_mapped_by_the_next_jvm(m
     mapped = run(archive.java_option(), "-Xshare:on")
     assert mapped.returncode == 0, mapped.stdout + mapped.stderr
     assert SharedArchive.of("kafka-tool", [jars]) == archive, "the same java and class path: the same archive"
+
+
+def test_a_3x_broker_runs_on_its_own_logging_and_a_rolling_upgrade_moves_it_to_4x_on_its_data(tmp_path):
+    """Apache Kafka 3.x brings the Log4j 1 API (reload4j), not 4.x's Log4j 2: its broker logs through it, and its
+    kafka-features is the core module's (3.5). bN^V's step stops the node gracefully and starts it on 4.3.1 on its own
+    data: what was written before is there, the node's next starts run the new release, and the cluster's
+    metadata.version stays the one 3.5.2 formatted (a 4.x release runs any from 3.3-IV3 on)."""
+    from confluent_kafka import Producer
+
+    from kafka_soak.backends.local_kafka import cluster_features
+
+    backend = LocalKafkaBackend(tmp_path, version="3.5.2")
+    cluster = backend.provision({"input": 2}, "soak.upgrade")
+    try:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
+        for n in range(100):
+            producer.produce("soak.upgrade.input", key=str(n), value=b"x")
+        assert producer.flush(30) == 0
+        log = tmp_path / "logs" / "kafka-1.log"
+        assert "Kafka version: 3.5.2" in log.read_text() and "INFO [KafkaRaftServer nodeId=1] Kafka Server started" \
+            in log.read_text(), "the 3.x broker logs through reload4j"
+        formatted = cluster_features("3.5.2", cluster.bootstrap_servers)
+        assert formatted["metadata.version"] == "3.5-IV2", formatted
+
+        moved = backend.upgrade_broker(1, "4.3.1")
+        assert moved["from"] == "3.5.2" and moved["release"] == "4.3.1"
+        assert "Kafka version: 4.3.1" in log.read_text()
+        assert sum(high for _low, high in kafka_io.watermarks(cluster.bootstrap_servers,
+                                                               "soak.upgrade.input").values()) == 100
+        assert cluster_features("4.3.1", cluster.bootstrap_servers)["metadata.version"] == "3.5-IV2"
+        assert any("/kafka/4.3.1/" in part for part in backend.processes.process("kafka-1").cmdline())
+        layout = backend.layout()
+        assert backend.node_release(layout, layout.nodes[0]) == "4.3.1", "what the node's next start runs (bN+)"
+    finally:
+        backend.release(cluster)
+    assert not backend.processes.is_alive("kafka-1")

@@ -239,8 +239,17 @@ class LocalKafkaBackend:
         with out.open("ab") as fh:
             return subprocess.Popen(command, stdout=fh, stderr=subprocess.STDOUT)
 
+    def release_file(self, node: Node) -> Path:
+        return self.config_file(node).parent / "release"
+
+    def node_release(self, layout: Layout, node: Node) -> str:
+        """The Apache Kafka release node N runs: the one a rolling upgrade moved it to (``bN^V``), else the cluster's
+        (kept beside its data, as a host keeps the software it was upgraded to through restarts)."""
+        path = self.release_file(node)
+        return path.read_text().strip() if path.exists() else layout.version
+
     def start_node(self, layout: Layout, node: Node) -> None:
-        command = kafka_jars.java_command(layout.version, "kafka.Kafka", str(self.config_file(node)),
+        command = kafka_jars.java_command(self.node_release(layout, node), "kafka.Kafka", str(self.config_file(node)),
                                           heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port),
                                           short_lived=self.short_lived)
         self.processes.start(node.name, self.on_host(node.node_id, command), self.log_file(node))
@@ -300,10 +309,10 @@ class LocalKafkaBackend:
         return Cluster(self.name, layout.bootstrap_servers, names, quotas=applied, brokers=len(layout.nodes),
                        kafka_version=layout.version, features=features)
 
-    def verify_features(self, layout: Layout) -> dict[str, int]:
-        """The finalized levels of the features the run set at format time, as the cluster reports them (Kafka's
-        ``kafka-features describe``: confluent-kafka has no DescribeFeatures); a level the cluster did not take is a
-        start error naming the param."""
+    def verify_features(self, layout: Layout) -> dict[str, int | str]:
+        """The cluster's finalized feature levels, metadata.version among them, where the run set some at format time,
+        as the cluster reports them (Kafka's ``kafka-features describe``: confluent-kafka has no DescribeFeatures); a
+        level the cluster did not take is a start error naming the param."""
         if not self.features:
             return {}
         found = cluster_features(layout.version, layout.bootstrap_servers)
@@ -312,7 +321,7 @@ class LocalKafkaBackend:
             raise BrokerStartError(f"param transaction_version: the cluster finalized {found} after its storage was "
                                    f"formatted with {self.features}")
         log.info("features finalized as the run set them: %s", {n: found.get(n, 0) for n in self.features})
-        return {name: found.get(name, 0) for name in self.features}
+        return found
 
     def wait_until_serving(self, layout: Layout, timeout: float, nodes: list[Node] | None = None) -> None:
         """Until every node (of ``nodes``, when given) answers metadata requests itself and lists itself: registered
@@ -370,9 +379,7 @@ class LocalKafkaBackend:
         registered and serving again, so that what the program does next meets a cluster of which it is a member (a
         client that asks for metadata while it is still fenced is told the broker is gone)."""
         layout = self.layout()
-        node = next((n for n in layout.nodes if n.node_id == broker), None)
-        if node is None:
-            raise ValueError(f"broker {broker} does not exist: this cluster has brokers 1..{len(layout.nodes)}")
+        node = self.node(layout, broker)
         if up:
             if not self.processes.is_alive(node.name):
                 self.start_node(layout, node)
@@ -380,6 +387,30 @@ class LocalKafkaBackend:
             return "up"
         self.processes.kill(node.name)
         return "down"
+
+    def upgrade_broker(self, broker: int, release: str, timeout: float = 180.0) -> dict[str, Any]:
+        """``bN^V``, one step of a rolling upgrade: stop node N gracefully (SIGTERM: a controlled shutdown that moves its
+        leaders away), start it on ``release`` on its own data, and return once it serves and is back in the in-sync
+        replicas of every partition it holds, as a rolling upgrade waits before the next broker; what it ran before,
+        and how long each part took."""
+        layout = self.layout()
+        node = self.node(layout, broker)
+        before, started = self.node_release(layout, node), time.monotonic()
+        self.processes.stop(node.name, timeout=60)
+        stopped = time.monotonic()
+        self.release_file(node).write_text(release + "\n")
+        self.start_node(layout, node)
+        self.wait_until_serving(layout, timeout, [node])
+        serving = time.monotonic()
+        kafka_io.wait_until_in_sync(layout.bootstrap_servers, broker, timeout)
+        return {"from": before, "release": release, "stop_s": round(stopped - started, 1),
+                "serving_s": round(serving - stopped, 1), "in_sync_s": round(time.monotonic() - serving, 1)}
+
+    def node(self, layout: Layout, broker: int) -> Node:
+        node = next((n for n in layout.nodes if n.node_id == broker), None)
+        if node is None:
+            raise ValueError(f"broker {broker} does not exist: this cluster has brokers 1..{len(layout.nodes)}")
+        return node
 
     # -- tools -----------------------------------------------------------------------------------------
     def config_command(self, args: list[str]) -> str:
@@ -403,17 +434,17 @@ def tail(path: Path, lines: int = 15) -> str:
 FEATURE_LINE = re.compile(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)")
 
 
-def cluster_features(version: str, bootstrap: str, settings: dict[str, Any] | None = None) -> dict[str, int]:
+def cluster_features(version: str, bootstrap: str, settings: dict[str, Any] | None = None) -> dict[str, int | str]:
     """A cluster's finalized feature levels, as Kafka's ``kafka-features describe`` reports them (confluent-kafka has no
     DescribeFeatures); a secured cluster's ``settings`` reach the tool on its standard input."""
-    output = kafka_jars.run_tool(version, kafka_jars.FEATURES_COMMAND, [
+    output = kafka_jars.run_tool(version, kafka_jars.features_command(version), [
         "--bootstrap-server", bootstrap, *(["--command-config", kafka_jars.STDIN_CONFIG] if settings else []),
         "describe"], stdin=java_client.tool_config(settings) if settings else None)
     return finalized_features(output)
 
 
-def finalized_features(output: str) -> dict[str, int]:
+def finalized_features(output: str) -> dict[str, int | str]:
     """``{feature: finalized level}`` from ``kafka-features describe`` (``Feature: transaction.version
-    SupportedMinVersion: 0  SupportedMaxVersion: 2  FinalizedVersionLevel: 1  Epoch: 15``); a level that is no number
-    (``metadata.version``'s ``4.3-IV0``) is left out."""
-    return {name: int(level) for name, level in FEATURE_LINE.findall(output) if level.isdigit()}
+    SupportedMinVersion: 0  SupportedMaxVersion: 2  FinalizedVersionLevel: 1  Epoch: 15``): a number, or
+    ``metadata.version``'s name (``4.3-IV0``)."""
+    return {name: int(level) if level.isdigit() else level for name, level in FEATURE_LINE.findall(output)}

@@ -103,12 +103,30 @@ class Instances:
         """The app's command and its member's own options, their placeholders filled: the contract's values, the
         instance's ``{properties_file}`` and ``{state_dir}``, the member's ``{version}``, and ``{topic:NAME}``."""
         values = {**contract(self.cluster, subject, instance, step), profiles.PROPERTIES_FILE: str(properties_file),
-                  profiles.VERSION: subject.version, profiles.STATE_DIR: self.state_dir(subject, instance)}
+                  profiles.VERSION: self.version(subject, instance), profiles.STATE_DIR: self.state_dir(subject, instance)}
         return [profiles.render(part, values, subject.topics) for part in [*self.app.command, *subject.args]]
 
-    def image(self, subject: Subject) -> str | None:
-        """The container image of a subject's instances (runtime=docker): its version's."""
-        return self.app.image_of(subject.version) if self.plan["runtime"] == "docker" else None
+    def image(self, subject: Subject, instance: int) -> str | None:
+        """The container image of an instance (runtime=docker): its version's."""
+        return self.app.image_of(self.version(subject, instance)) if self.plan["runtime"] == "docker" else None
+
+    @property
+    def versions_file(self) -> Path:
+        return self.run_dir / rundir.APP_VERSIONS
+
+    def version(self, subject: Subject, instance: int) -> str:
+        """The version an instance runs: the one the program last moved it to (``N^V``), else its subject's. Kept in
+        the run directory, as a host keeps what was deployed on it through restarts (the program's, the drain's, a
+        restart policy's)."""
+        return (rundir.read_json(self.versions_file) or {}).get(subject.process(instance), subject.version)
+
+    def upgrade(self, instance: int, version: str, step: int | str) -> tuple[int | None, ProcessRecord | None]:
+        """``N^V``: stop the instance gracefully and start it again on ``version`` (of every subject); the exit code
+        and the new process of the first subject's."""
+        code = self.stop(instance)
+        moved = {**(rundir.read_json(self.versions_file) or {}), **{s.process(instance): version for s in self.subjects}}
+        rundir.write_json(self.versions_file, moved)
+        return code, self.start(instance, step)
 
     def state_dir(self, subject: Subject, instance: int) -> str:
         """The instance's own directory for its state: in the run directory, kept across its restarts as on a real
@@ -216,7 +234,7 @@ class Instances:
             with rundir.starting(self.run_dir, subject.label(instance)):
                 record = self.runtime.start(name, command, log_path,
                                             step=str(step), extra_env=self.environment(subject, instance, step),
-                                            image=self.image(subject), restart=restart, remove_after=private,
+                                            image=self.image(subject, instance), restart=restart, remove_after=private,
                                             files=files)
         except BaseException:
             if private is not None:

@@ -12,7 +12,8 @@ are scoped to the run and reach the app through ``{topic:NAME}`` placeholders in
 A profile may list ``versions`` of the app (a Kafka Streams release its jar or image is built on, a release of the
 team's own): the run then compares them side by side, as it does the reference Kafka Streams app's
 (``subjects``): one input for all, and each version its own consumer group (``<group_id>-<version>``), instances and
-outputs, judged each on its own. The command or image takes the version as ``{version}``.
+outputs, judged each on its own. A program that moves instances between versions (``N^V``) runs one app instead, on
+the first version, and moves its instances to the others. The command or image takes the version as ``{version}``.
 
 The suite's own apps (the reference worker, its Kafka Streams app, an ``app_command``) run as profiles too
 (``clients/reference/profiles.py``): a run knows its app under test only by its profile. What the suite knows of its own apps and
@@ -204,10 +205,13 @@ def literal(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...]) -> Profile:
+def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...],
+          compared: bool = True) -> Profile:
     """The profile a param value describes, with defaults filled (partitions: the run's ``partitions``), or
-    ``ProfileError`` naming each problem (``placeholders``: the run's values an app's command may use)."""
-    errors = problems(raw, partitions, backend, runtime, placeholders)
+    ``ProfileError`` naming each problem (``placeholders``: the run's values an app's command may use). Its
+    ``versions`` run side by side (``compared``), or are the versions the program moves the one app's instances
+    between (``N^V``), which starts on the first."""
+    errors = problems(raw, partitions, backend, runtime, placeholders, compared)
     if errors:
         raise ProfileError("; ".join(errors))
     inputs = [Input(i["topic"], i.get("partitions", partitions), i.get("key", "{key}"), i["value"])
@@ -215,12 +219,14 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
     outputs = [Output(o["topic"], o.get("partitions", partitions), o["contract"], o.get("of", ""),
                       **{name: o[name] for name in JUDGING_FIELDS if name in o})
                for o in raw["outputs"]]
+    versions = list(raw.get("versions", []))
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
-                   raw.get("image", ""), members(list(raw.get("versions", []))), raw.get("stall", ""))
+                   raw.get("image", ""), members(versions if compared else versions[:1]), raw.get("stall", ""))
 
 
-def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...]) -> list[str]:
+def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...],
+             compared: bool = True) -> list[str]:
     """Everything wrong with a profile, each naming the field, what was wrong and what is allowed."""
     where = "app_profile"
     if not isinstance(raw, dict):
@@ -310,7 +316,7 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
                       "app on the shared cluster, and release would delete that group's state), so the app must learn "
                       "its group and application id from its command")
     errors += command_problems(command, set(names), backend, allowed, f"{where}.command",
-                               shared=set(values) if len(versions) > 1 else None)
+                               shared=set(values) if compared and len(versions) > 1 else None)
     if raw.get("stall", "") not in ("", *stalls.WAYS):
         errors.append(f"{where}.stall: {raw['stall']!r} is no way to stall the app; allowed: {stalls.JVM!r} (a JVM app: "
                       f"the suite's Java agent stalls its threads), {stalls.CONTRACT!r} (the app keeps the suite's "

@@ -22,7 +22,7 @@ EVIDENCE_FILES = (rundir.VERDICT, f"{rundir.DATA_DOCS}/index.html", rundir.PARAM
 # How the report draws each event a fault kind's steps write (``events.jsonl``) on its target's lane.
 LANES = {event: lane for kind in kinds.KINDS for event, lane in kind.lanes.items()}
 # The colour of each state a lane can be in, as the kind whose event opens it says.
-STATE_COLORS = {lane.opens: lane.color for lane in LANES.values() if lane.opens}
+STATE_COLORS = {lane.opens: lane.color for lane in LANES.values() if lane.opens and lane.color}
 
 
 def instance_lane(record: dict[str, Any]) -> str:

@@ -35,11 +35,14 @@ def _steps_layer(evidence: RunEvidence) -> alt.Chart:
 
 
 def program_chart(evidence: RunEvidence, domain: list[float]) -> alt.LayerChart:
-    """Each instance's running and paused spans, broker outages, kills, and the step labels on top."""
+    """Each instance's running and paused spans, broker outages, kills, what an upgrade moved a lane to (a
+    release, a version), and the step labels on top."""
     spans = [{"lane": s.lane, "state": s.state, "t": s.start * 1000, "t2": s.end * 1000, "ended_by": s.ended_by,
               "seconds": round(s.end - s.start, 1)} for s in evidence.intervals()]
     kills = [{"lane": lane_of(e), "t": e["t"] * 1000, "what": LANES[e["event"]].mark}
              for e in evidence.events if e["event"] in LANES and LANES[e["event"]].mark]
+    said = [{"lane": lane_of(e), "t": e["t"] * 1000, "text": LANES[e["event"]].label.format_map(e)}
+            for e in evidence.events if e["event"] in LANES and LANES[e["event"]].label]
     troubles = health_points(evidence)
     lanes = sorted({s["lane"] for s in spans}, key=lambda lane: (lane.startswith("broker"), lane))
     y = alt.Y("lane:N", title=None, sort=lanes)
@@ -58,10 +61,13 @@ def program_chart(evidence: RunEvidence, domain: list[float]) -> alt.LayerChart:
                                                                range=list(HEALTH_COLORS.values())),
                                    legend=alt.Legend(title="app health", orient="top")),
         tooltip=["lane:N", "health:N", alt.Tooltip("t:T", format="%H:%M:%S.%L"), "what:N"])
+    # what a step moved a lane to (a broker's release, an instance's version), beside the lane at the moment
+    moved = alt.Chart(alt.Data(values=said)).mark_text(align="left", dx=4, dy=-9, fontSize=10, color="#0d47a1").encode(
+        x=_x(), y=y, text="text:N", tooltip=["lane:N", "text:N"])
     labels = alt.Chart(alt.Data(values=[{"t": (s.get("actual_at") or s["planned_at"]) * 1000, "token": s["token"]}
                                         for s in evidence.steps])).mark_text(dy=-6, baseline="bottom", color="#424242").encode(
         x=_x(), y=alt.value(0), text="token:N")
-    return alt.layer(bars, killed, health, _steps_layer(evidence), labels).properties(
+    return alt.layer(bars, killed, health, moved, _steps_layer(evidence), labels).properties(
         width=WIDTH, height=max(60, 26 * len(lanes)), title="Program: instances and brokers")
 
 

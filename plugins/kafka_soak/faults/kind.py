@@ -45,12 +45,15 @@ class Step:
 
 @dataclass
 class ProgramState:
-    """Where the program stands after a step: each started instance's state (absent: stopped), the brokers down and
-    the hosts whose network is cut."""
+    """Where the program stands after a step: each started instance's state (absent: stopped), the brokers down, the
+    hosts whose network is cut, and what a rolling upgrade moved each broker and instance to (absent: what the run
+    started on)."""
 
     instances: dict[int, str] = field(default_factory=dict)  # instance -> "running" | "paused"
     brokers_down: set[int] = field(default_factory=set)
     cut: set[str] = field(default_factory=set)  # "instance 1", "broker 2": hosts whose links the program cut
+    releases: dict[int, str] = field(default_factory=dict)  # broker -> the Apache Kafka release it was moved to
+    versions: dict[int, str] = field(default_factory=dict)  # instance -> the app version it was moved to
 
     def instance(self, n: int) -> str:
         return self.instances.get(n, "stopped")
@@ -70,11 +73,25 @@ class ProgramState:
 
 
 @dataclass(frozen=True)
+class Releases:
+    """What a run starts on, for the checks of an upgrade's path (None: not checked, as when a program is only
+    scheduled): the brokers' Apache Kafka release (the one that formats the cluster), the app's version, and why the
+    app cannot move from one version to another ("" when it can; the rule of the app: Kafka Streams', a profile's
+    versions)."""
+
+    kafka: str | None = None
+    app: str | None = None
+    app_move: Callable[[str, str], str] | None = None
+
+
+@dataclass(frozen=True)
 class Limits:
-    """What the run has for a program's numbers to name (None: not checked, as when a program is only scheduled)."""
+    """What the run has for a program's numbers to name (None: not checked, as when a program is only scheduled), and
+    what it starts on."""
 
     instances: int | None = None
     brokers: int | None = None
+    releases: Releases = Releases()
 
     def instance(self, n: int, position: str, allowed: str) -> None:
         if self.instances is not None and not 1 <= n <= self.instances:
@@ -106,24 +123,27 @@ def ended(event: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Lane:
     """How the report draws an event of ``events.jsonl`` on its target's lane: the span it ends (and in which words,
-    from the event) and the span it opens, if any, in its colour; ``mark`` puts a marker on the lane at the event.
-    ``row`` draws it on a row of its own under the target's lane (``instance 1 network``), for a state that overlaps
-    the lane's own."""
+    from the event) and the span it opens, if any, in its colour; ``mark`` puts a marker on the lane at the event,
+    ``label`` a text made of the event's fields (``"{release}"``). ``row`` draws it on a row of its own under the
+    target's lane (``instance 1 network``), for a state that overlaps the lane's own."""
 
     ends: Callable[[dict[str, Any]], str] | None = None
     opens: str = ""
     color: str = ""  # of the state it opens
     mark: str = ""
     row: str = ""
+    label: str = ""
 
 
 @dataclass(frozen=True)
 class Target:
-    """A step's target as the kind read it from the token: an instance or a broker, and what else its label says."""
+    """A step's target as the kind read it from the token: an instance or a broker (and what an upgrade moves it to),
+    and what else its label says."""
 
     action: str
     instance: int = 0
     broker: int = 0
+    to: str = ""
     detail: str = ""
 
 

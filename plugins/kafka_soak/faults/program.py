@@ -12,6 +12,8 @@ A program is a list of tokens, one per step, as in the original multi-runner rep
 ``bN-``     take broker *N* down; ``bN+`` brings it back
 ``nN-``     cut instance *N*'s host from every broker (packets dropped); ``nN+`` heals it
 ``nbN-``    cut broker *N* from the other brokers, clients still reach it; ``nbN+`` heals it
+``bN^V``    restart broker *N* on Apache Kafka release *V* (a rolling upgrade's step)
+``N^V``     restart instance *N* on version *V* of the app (it must be running)
 ==========  ===================================================================================
 
 Each token is a step of one fault kind (``faults/kinds/``, one module each). Each step carries the **desired state**
@@ -25,7 +27,7 @@ from __future__ import annotations
 import random
 
 from kafka_soak.faults import kinds
-from kafka_soak.faults.kind import FaultKind, Limits, ProgramError, ProgramState, Step
+from kafka_soak.faults.kind import FaultKind, Limits, ProgramError, ProgramState, Releases, Step
 from kafka_soak.params import MAX_STEPS
 
 
@@ -34,10 +36,12 @@ def allowed(instances: int, brokers: int = 1) -> str:
     return f"tokens separated by spaces: {grammar}; e.g. \"1 2 k1 1\""
 
 
-def parse(program: str | list[int | str], instances: int, brokers: int = 1) -> list[str]:
+def parse(program: str | list[int | str], instances: int, brokers: int = 1,
+          releases: Releases | None = None) -> list[str]:
     """Validate ``"1 2 k1 1"`` or ``[1, 2, "k1", 1]``; returns the normalised tokens.
 
-    Checks the range of every number and that each operation is possible at its point of the program.
+    Checks the range of every number and that each operation is possible at its point of the program (an upgrade's
+    move, given what the run starts on: ``releases``).
     """
     tokens = program.split() if isinstance(program, str) else list(program)
     normal = [str(t).strip() for t in tokens]
@@ -47,16 +51,16 @@ def parse(program: str | list[int | str], instances: int, brokers: int = 1) -> l
     if len(normal) > MAX_STEPS:
         raise ProgramError(f"program: {len(normal)} steps, more than the {MAX_STEPS} a run can map (Airflow's "
                            "max_map_length); split the soak into several runs or lengthen interval_s")
-    schedule(normal, instances=instances, brokers=brokers)
+    run(normal, limits=Limits(instances, brokers, releases or Releases()))
     return normal
 
 
-def run(program: list[str], t0: float = 0.0, interval_s: float = 0.0, instances: int | None = None,
-        brokers: int | None = None) -> tuple[list[Step], ProgramState]:
+def run(program: list[str], t0: float = 0.0, interval_s: float = 0.0,
+        limits: Limits | None = None) -> tuple[list[Step], ProgramState]:
     """Each step with the action that leads to its desired state, firing at ``t0 + i * interval_s``, and the state
-    the program leaves."""
-    state, limits = ProgramState(), Limits(instances, brokers)
-    listed = allowed(instances or 1, brokers or 1)
+    the program leaves; checked against ``limits`` (none: the tokens alone)."""
+    state, limits = ProgramState(), limits or Limits()
+    listed = allowed(limits.instances or 1, limits.brokers or 1)
     result = []
     for i, token in enumerate(program):
         position = f"token {token!r} at position {i + 1}"
@@ -70,10 +74,9 @@ def run(program: list[str], t0: float = 0.0, interval_s: float = 0.0, instances:
     return result, state
 
 
-def schedule(program: list[str], t0: float = 0.0, interval_s: float = 0.0, instances: int | None = None,
-             brokers: int | None = None) -> list[Step]:
+def schedule(program: list[str], t0: float = 0.0, interval_s: float = 0.0) -> list[Step]:
     """Each step with the action that leads to its desired state, firing at ``t0 + i * interval_s``."""
-    return run(program, t0, interval_s, instances, brokers)[0]
+    return run(program, t0, interval_s)[0]
 
 
 def left(program: list[str]) -> ProgramState:

@@ -21,7 +21,9 @@ class Cluster:
     quotas: list[dict[str, Any]] = field(default_factory=list)  # as verified on the cluster at provisioning
     brokers: int = 1  # local: nodes the run started
     kafka_version: str | None = None  # local: the Apache Kafka release the nodes run
-    features: dict[str, int] = field(default_factory=dict)  # local: feature levels the run set, as finalized
+    # local: the finalized feature levels (metadata.version by name), read where the run set some (transaction_version)
+    # or its program upgrades brokers
+    features: dict[str, int | str] = field(default_factory=dict)
     subjects: list[dict[str, Any]] = field(default_factory=list)  # the apps under test (subjects.Subject)
 
     def as_dict(self) -> dict[str, Any]:

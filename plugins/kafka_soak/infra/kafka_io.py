@@ -231,6 +231,26 @@ def live_brokers(bootstrap: str, timeout: float = 5.0) -> set[int]:
         return set()
 
 
+def out_of_sync(bootstrap: str, broker: int, timeout: float = 10.0) -> list[str]:
+    """The partitions (``topic-p``) that have ``broker`` among their replicas but not in their in-sync replicas."""
+    from confluent_kafka.admin import AdminClient
+
+    topics = AdminClient(client_config(bootstrap, {"log_level": 0})).list_topics(timeout=timeout).topics
+    return sorted(f"{name}-{p.id}" for name, meta in topics.items() for p in meta.partitions.values()
+                  if broker in p.replicas and broker not in p.isrs)
+
+
+def wait_until_in_sync(bootstrap: str, broker: int, timeout: float) -> None:
+    """Block until ``broker`` is back in the in-sync replicas of every partition it holds (a restarted broker catches up
+    on what the others took meanwhile before the ISR takes it back)."""
+    deadline = time.monotonic() + timeout
+    while lagging := retry_transient(out_of_sync)(bootstrap, broker):
+        if time.monotonic() > deadline:
+            raise KafkaException(f"broker {broker} was not back in the in-sync replicas of {len(lagging)} partition(s) "
+                                 f"within {timeout:.0f} s, e.g. {', '.join(lagging[:3])}")
+        time.sleep(0.5)
+
+
 def wait_until_reachable(bootstrap: str, timeout: float) -> None:
     """Block until a broker at ``bootstrap`` answers a metadata request."""
     deadline = time.monotonic() + timeout

@@ -17,7 +17,7 @@ def dagbag():
 
 
 SCENARIOS = {"soak_eos_id_assignment", "soak_stale_state_standby", "soak_id_assignment_rebalance",
-             "soak_newest_protocols", "bug_kafka_20685", "bug_kafka_18943", "bug_kafka_17635"}
+             "soak_newest_protocols", "soak_rolling_upgrade", "bug_kafka_20685", "bug_kafka_18943", "bug_kafka_17635"}
 
 
 def test_no_import_errors(dagbag):

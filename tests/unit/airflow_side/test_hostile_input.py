@@ -139,7 +139,7 @@ MALFORMED = [
     ({"health_allowance": 1.5}, "param health_allowance: 1.5 is not of type 'integer'"),
     ({"bug": None}, "param bug: None is not of type 'string'"),
     ({"nope": 1}, "unknown params ['nope']; known: "),
-    ({"kafka_version": "3.9.0"}, "param kafka_version: '3.9.0' does not match"),
+    ({"kafka_version": "3.4.1"}, "param kafka_version: '3.4.1' does not match"),
     # programs: a NUL in a token, and steps that cannot happen where they stand
     ({"program": "1 2\x00"}, "program: token '2\\x00' at position 2 is not an operation"),
     ({"program": "1 k1 k1"}, "program: token 'k1' at position 3: cannot kill instance 1: it is stopped at that point"),

@@ -93,12 +93,23 @@ def test_phases_get_consecutive_id_ranges_and_must_add_up():
     ({"program": "1 b2- b2+"}, "token 'b2-' at position 2: broker 2 is out of range: this run has 1 broker(s)"),
     ({"brokers": 3, "program": "1 b4-"}, "broker 4 is out of range: this run has 3 broker(s) (param 'brokers')"),
     ({"brokers": 2}, "param brokers: 2 is not one of [1, 3]"),
-    ({"kafka_version": "3.9.0"}, "param kafka_version: '3.9.0' does not match"),
+    ({"kafka_version": "3.4.1"}, "param kafka_version: '3.4.1' does not match"),
     ({"kafka_version": "4.0.99"}, "kafka_version: cannot fetch Apache Kafka 4.0.99's jars: Maven Central serves no "
                                   "org.apache.kafka:kafka_2.13:4.0.99"),
     ({"kafka_versions": ["4.3.1", "4.0.99"]}, "kafka_versions: cannot fetch Apache Kafka 4.0.99's jars: Maven "
                                                "Central serves no org.apache.kafka:kafka_2.13:4.0.99"),
-    ({"kafka_versions": ["4.3.1", "3.9.1"]}, "param kafka_versions: '3.9.1' does not match"),
+    ({"kafka_versions": ["4.3.1", "3.4.1"]}, "param kafka_versions: '3.4.1' does not match"),
+    ({"kafka_version": "3.9.1", "transaction_version": 0}, "transaction_version: the transaction.version feature is "
+                                                           "set by the storage tool of Apache Kafka 4.0 and later; "
+                                                           "kafka_version 3.9.1 formats none"),
+    ({"kafka_version": "3.9.1", "group_protocol": "consumer"}, "group_protocol: 'consumer' needs brokers of Apache "
+                                                               "Kafka 4.0 or later, whose group.version feature is 1: "
+                                                               "kafka_version 3.9.1 has not"),
+    ({"brokers": 3, "program": "1 b1^4.3.99"}, "program: token 'b1^4.3.99' at position 2: cannot fetch Apache Kafka "
+                                               "4.3.99's jars: Maven Central serves no org.apache.kafka:kafka_2.13:4.3.99"),
+    ({"app": "streams", "program": "1 1^4.3.99"}, "program: token '1^4.3.99' at position 2: cannot build the Kafka "
+                                                  "Streams app against Kafka Streams 4.3.99: Maven Central serves no "
+                                                  "org.apache.kafka:kafka-streams:4.3.99"),
     ({"kafka_versions": ["4.3.1", "4.3.1"]}, "param kafka_versions: ['4.3.1', '4.3.1'] has non-unique elements"),
     ({"kafka_versions": ["4.1.1", "4.2.0", "4.3.0", "4.3.1"]}, "param kafka_versions: ['4.1.1', '4.2.0', '4.3.0', "
                                                                 "'4.3.1'] is too long"),

@@ -79,7 +79,7 @@ def test_the_finalized_features_are_read_as_kafka_features_describe_prints_them(
                  "Feature: transaction.version              SupportedMinVersion: 0                "
                  "SupportedMaxVersion: 2                FinalizedVersionLevel: 1                Epoch: 15\n"
                  "Feature: streams.version  SupportedMinVersion: 0  SupportedMaxVersion: 1  FinalizedVersionLevel: 1\n")
-    assert finalized_features(described) == {"transaction.version": 1, "streams.version": 1}
+    assert finalized_features(described) == {"metadata.version": "4.3-IV0", "transaction.version": 1, "streams.version": 1}
 
 
 JAAS_PASSWORD = "jaas-Pa55word-0451"

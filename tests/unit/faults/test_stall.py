@@ -12,14 +12,14 @@ import pytest
 from kafka_soak import run_plan
 from kafka_soak.clients import stall_agent
 from kafka_soak.faults import program
-from kafka_soak.faults.kind import ProgramError
+from kafka_soak.faults.kind import Limits, ProgramError
 from kafka_soak.plan import ParamsError
 from kafka_soak.shared import stalls
 
 
 def test_a_stall_token_arms_a_stall_of_a_running_instance_and_leaves_its_state():
     steps, left = program.run(["1", "s1@commit:20", "s1@process:5", "s1@com.example.App#handle:3", "1"],
-                              instances=1)
+                              limits=Limits(instances=1))
     assert [s.action for s in steps] == ["start", "stall", "stall", "stall", "stop"]
     assert steps[1].label == "step 1: stall a thread of instance 1 at commit for 20 s"
     assert left.instances == {}

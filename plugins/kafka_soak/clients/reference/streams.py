@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_soak.backends.kafka_jars import java_executable
+from kafka_soak.backends.kafka_releases import release_of
 from kafka_soak.clients.profile import literal
 from kafka_soak.params import STREAMS_VERSION, STREAMS_VERSION_PATTERN
 from kafka_soak.shared.java_client import NO_CONFIG_PROVIDERS
@@ -42,22 +43,48 @@ def app_dir(version: str) -> Path:
     return maven.cache_root() / "apps" / "streams" / f"{version}-{maven.source_hash(SOURCE)}"
 
 
-def build(version: str = STREAMS_VERSION) -> tuple[Path, float]:
-    """The app built against Kafka Streams ``version`` and the seconds this call spent building it (0: cached)."""
+def build(version: str = STREAMS_VERSION, param: str = "streams_version") -> tuple[Path, float]:
+    """The app built against Kafka Streams ``version`` and the seconds this call spent building it (0: cached); an
+    error names ``param``, what asked for the version."""
     if not re.match(STREAMS_VERSION_PATTERN, version):
-        raise StreamsVersionError(f"streams_version: {version!r} is not a Kafka Streams release from 3.3 on "
+        raise StreamsVersionError(f"{param}: {version!r} is not a Kafka Streams release from 3.3 on "
                                   "(allowed: MAJOR.MINOR.PATCH, 3.3.0 or later, e.g. 3.4.0 or 4.3.1)")
     target = app_dir(version)
     try:
         seconds = maven.build(target, lambda staging: [
             "-f", str(SOURCE / "pom.xml"), f"-Dstreams.version={version}", f"-Dbuild.dir={staging}", "package",
             "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging / 'lib'}"],
-            "streams_version", f"build the Kafka Streams app against Kafka Streams {version}")
+            param, f"build the Kafka Streams app against Kafka Streams {version}")
     except maven.BuildError as exc:
         raise StreamsVersionError(str(exc)) from None
     if seconds:
         log.info("built the Kafka Streams app for Kafka Streams %s in %.1f s (cached in %s)", version, seconds, target)
     return target, seconds
+
+
+# The first release whose repartition topics and foreign-key joins have the format of today's (KIP-904): an instance
+# moved across it needs a first rolling bounce with upgrade.from set and a second without.
+NEW_FORMATS_SINCE = (3, 5)
+
+
+def move_problem(current: str, target: str) -> str:
+    """Why an instance of the app on Kafka Streams ``current`` cannot be restarted on ``target`` by one graceful
+    restart ("" when it can). Kafka Streams' upgrade guide: any older release moves to a newer one with one rolling
+    bounce, except from 3.4 or older to 3.5 or newer (two bounces, upgrade.from set in the first: the suite does not
+    do that); a move back needs special care (KIP-904's repartition format, RocksDB's files) and is documented for
+    none but another patch release of the same line."""
+    if not re.match(STREAMS_VERSION_PATTERN, target):
+        return f"{target!r} is not a Kafka Streams release from 3.3 on (e.g. 3.4.0 or 4.3.1)"
+    line = ".".join(map(str, release_of(current)))
+    if release_of(target) < release_of(current):
+        return (f"Kafka Streams {target} is older than {current}: Kafka Streams supports no downgrade but to another "
+                f"patch release of its line (allowed: {line}.x or later)")
+    since = ".".join(map(str, NEW_FORMATS_SINCE))
+    if release_of(current) < NEW_FORMATS_SINCE <= release_of(target):
+        return (f"Kafka Streams {current} -> {target} needs two rolling bounces, the first with upgrade.from={line} "
+                f"(KIP-904's formats, new in {since}), which one restart is not (allowed from {current}: releases "
+                f"before {since}; a run that starts on {since}.0 or later moves to any newer one)")
+    return ""
 
 
 def cache_max_bytes(plan: Plan) -> int:
