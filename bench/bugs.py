@@ -12,11 +12,9 @@ fixed release passed. The runs share one runs directory per scenario, as a deplo
 
 from __future__ import annotations
 
-import json
-import os
 from functools import partial
 
-from common import RESULTS_DIR, ROOT, caught, matrix_run, parse_size, runs_dir, side_by_side, write_results
+from common import ROOT, caught, matrix_run, parse_size, remeasured, runs_dir, side_by_side, write_results
 
 from kafka_soak.admission import load_scenario
 
@@ -41,12 +39,7 @@ RUN_TIMEOUT_S = 1200
 
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
-    chosen = os.environ.get("BUGS", "").split() or list(SIGNS)
-    unknown = sorted(set(chosen) - set(SIGNS))
-    if unknown:
-        raise SystemExit(f"BUGS: {unknown} are no known-bug scenarios; known: {', '.join(SIGNS)}")
-    earlier = RESULTS_DIR / "bugs.json"
-    results = json.loads(earlier.read_text())["runs"] if earlier.exists() else {}
+    chosen, results = remeasured("bugs", "BUGS", SIGNS, "known-bug scenarios")
     for dag_id in chosen:
         shared = runs_dir(f"bugs-{dag_id}")
         results[dag_id] = [matrix_run(dag_id, {}, shared, RUN_TIMEOUT_S) for _ in range(RUNS[size])]

@@ -175,6 +175,18 @@ def write_results(name: str, title: str, size: str, figures: list[dict[str, Any]
     print(section)
 
 
+def remeasured(name: str, env: str, known: dict[str, Any], what: str) -> tuple[list[str], dict[str, Any]]:
+    """What a benchmark of several parts measures this time (``env``, e.g. ``BUGS="a b"``: those parts again; else every
+    part of ``known``) and the runs its results file keeps of the others, so that one part can be measured again
+    alone."""
+    chosen = os.environ.get(env, "").split() or list(known)
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        raise SystemExit(f"{env}: {unknown} are no {what}; known: {', '.join(known)}")
+    earlier = RESULTS_DIR / f"{name}.json"
+    return chosen, json.loads(earlier.read_text())["runs"] if earlier.exists() else {}
+
+
 def runs_dir(name: str) -> Path:
     """A fresh runs directory for one benchmark run (its evidence stays there for a look afterwards)."""
     base = Path(os.environ.get("BENCH_RUNS_DIR", tempfile.gettempdir())) / "kafka-soak-bench"

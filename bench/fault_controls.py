@@ -12,9 +12,8 @@ table: its report says what the app did.
 from __future__ import annotations
 
 import json
-import os
 
-from common import RESULTS_DIR, DagsTest, figure, parse_size, runs_dir, write_results
+from common import DagsTest, figure, parse_size, remeasured, runs_dir, write_results
 
 DAG_ID = "soak_eos_id_assignment"
 RUNS = {"quick": 5, "large": 10}
@@ -48,12 +47,7 @@ def run(control: str, app: str, runs) -> dict:
 
 def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
-    chosen = os.environ.get("CONTROLS", "").split() or list(CONTROLS)
-    unknown = sorted(set(chosen) - set(CONTROLS))
-    if unknown:
-        raise SystemExit(f"CONTROLS: {unknown} are no controls; known: {', '.join(CONTROLS)}")
-    earlier = RESULTS_DIR / "fault_controls.json"
-    results = json.loads(earlier.read_text())["runs"] if earlier.exists() else {}
+    chosen, results = remeasured("fault_controls", "CONTROLS", CONTROLS, "controls")
     for control in chosen:
         for app in APPS:
             shared = runs_dir(f"fault-controls-{control}-{app}")
