@@ -9,7 +9,8 @@ import re
 import shutil
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -124,13 +125,18 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     """Every known-bug scenario (``dags/scenarios/bug_kafka_<n>.yaml``) once at its defaults, the runs at once: each
     keeps its faults far enough from the events they must fall between for a machine two to three times slower than
     a quiet one (test_known_bugs says how), so their programs may share the clock and the three cost about one run's
-    time. Each run has its own Airflow database and runs directory; the Kafka Streams versions are built first, so
-    no Maven build competes with a program. The tests that read them share the pytest-xdist group ``known-bugs``."""
+    time. A scenario whose fault is a stall waits on its thread, not on the clock: it starts once the others have
+    applied their whole programs, so its load (a cluster of each broker release) never eats their margins, and it
+    ends about when their drains and checks do. Each run has its own Airflow database and runs directory; the Kafka
+    Streams versions are built first, so no Maven build competes with a program. The tests that read them share the
+    pytest-xdist group ``known-bugs``."""
     from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario
     from kafka_soak.backends import kafka_jars
     from kafka_soak.clients.reference import streams
+    from kafka_soak.faults import program as programs
+    from kafka_soak.shared import rundir
 
     scenarios = {path.stem: load_scenario(path)["params"]
                  for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))}
@@ -148,8 +154,21 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
         code, run_dir, verdict = soak(runs, dag_id, env=private_airflow(os.environ["AIRFLOW_HOME"], home))
         return SimpleNamespace(runs_dir=runs, code=code, run_dir=run_dir, verdict=verdict)
 
+    def programs_applied(futures: dict[str, Future[SimpleNamespace]]) -> None:
+        """Until each run has recorded every step of its program (or ended)."""
+        for dag_id, future in futures.items():
+            steps = len(str(scenarios[dag_id]["program"]).split())
+            while not future.done() and not any(len(path.read_text().splitlines()) >= steps for path in
+                                                places[dag_id][0].glob(f"{dag_id}/*/{rundir.STEPS}")):
+                time.sleep(1)
+
+    stalled = {dag_id for dag_id, params in scenarios.items()
+               if "stall" in {kind.name for kind, _ in programs.kinds_in(str(params["program"]).split())}}
     with ThreadPoolExecutor(len(scenarios)) as pool:
-        return dict(zip(scenarios, pool.map(run, scenarios), strict=True))
+        futures = {dag_id: pool.submit(run, dag_id) for dag_id in scenarios if dag_id not in stalled}
+        programs_applied(futures)
+        futures.update({dag_id: pool.submit(run, dag_id) for dag_id in sorted(stalled)})
+        return {dag_id: futures[dag_id].result() for dag_id in scenarios}
 
 
 @pytest.fixture(scope="session")

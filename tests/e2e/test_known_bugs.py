@@ -13,8 +13,10 @@ delays is an app's start, its join and its processing, and a commit can only com
   the wait, which exist whenever load flows.
 - KAFKA-20785 needs no race either: its stall waits for the stream thread to reach its commit, whenever a slow machine
   gets it there, and the brokers abort the transaction 10 to 11 s after it began, 14 s before the 25 s stall ends.
-The runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions) and take about
-one run's time, three to five minutes; the tests that read them share one pytest-xdist group.
+The three clocked runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions), and
+KAFKA-20785's once they have applied their programs, so that its two clusters never load the machine inside their
+margins; together they take about one run's time and a half, four to six minutes. The tests that read them share one
+pytest-xdist group.
 """
 
 from __future__ import annotations
