@@ -21,7 +21,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: soak test test-unit test-component test-e2e bench reproduction bugs quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
+.PHONY: soak test test-unit test-component test-e2e bench reproduction bugs fault-controls quota-eos workflow-rollback setup system-deps kafka-jars spark-kafka-jars streams-app test-deps lint env worker-image kafka-image streams-image
 
 soak: setup
 	@$(PY) -m kafka_soak.cli soak "$$SCENARIO" --conf "$$CONF"
@@ -63,11 +63,19 @@ reproduction: setup
 	$(PY) bench/reproduction.py --size $(SIZE)
 	$(PY) bench/report.py
 
-# How often each known-bug scenario (dags/scenarios/bug_kafka_<n>.yaml) catches its bug on the affected Kafka Streams
-# release and passes the fixed one (quick: 5 runs per scenario, about 35 minutes; SIZE=large: 10). Into
-# docs/benchmarks.md and quoted in docs/bugs.md. BUGS="bug_kafka_<n> ..." measures only those again.
+# How often each known-bug scenario (dags/scenarios/bug_kafka_<n>.yaml, bug_librdkafka_<n>.yaml) catches its bug on the
+# affected Kafka Streams or confluent-kafka release and passes the fixed one (quick: 5 runs per scenario, about 90
+# minutes; SIZE=large: 10). Into docs/benchmarks.md and quoted in docs/bugs.md. BUGS="bug_kafka_<n> ..." measures only
+# those again.
 bugs: setup
 	$(PY) bench/bugs.py --size $(SIZE)
+	$(PY) bench/report.py
+
+# No false alarm from a fault: the reference worker and the Kafka Streams app through each fault kind beyond a process
+# at a dose a correct app survives (quick: 5 runs per control and app, about 3 minutes each; SIZE=large: 10). Into
+# docs/benchmarks.md and quoted in docs/scenarios.md. CONTROLS="stall ..." measures only those again.
+fault-controls: setup
+	$(PY) bench/fault_controls.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # What soak_quota_eos shows on Kafka Streams 3.8.1 and the newest release over a 35 KB/s producer quota (quick: 3 runs
@@ -112,10 +120,12 @@ env:
 
 setup: system-deps $(VENV)/.installed $(AIRFLOW_HOME)/airflow.db kafka-jars spark-kafka-jars streams-app
 
-# Kafka and Spark need Java 17; Maven fetches Kafka's jars; everything else comes from PyPI.
+# Kafka and Spark need Java 17; Maven fetches Kafka's jars; a program that cuts links needs iproute2 and nftables;
+# everything else comes from PyPI.
 system-deps:
-	@command -v java >/dev/null && command -v mvn >/dev/null || { apt-get update && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless maven; }
+	@command -v java >/dev/null && command -v mvn >/dev/null && command -v ip >/dev/null && command -v nft >/dev/null || \
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		openjdk-17-jre-headless maven iproute2 nftables; }
 
 # Apache Kafka's jars of the default version (backends/kafka/pom.xml), cached in .cache/kafka/<version>/; another
 # kafka_version is fetched by the run that asks for it.

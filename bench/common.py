@@ -125,18 +125,19 @@ def caught(run: dict[str, Any], affected: str, signs: tuple[str, ...]) -> bool:
 
 
 def side_by_side(dag_id: str, rows: list[dict[str, Any]], affected: str, fixed: str,
-                 caught: Callable[[dict[str, Any]], bool]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The figures and the per-run table of a scenario that runs a release with a bug beside one without it, each
-    run's ``versions`` holding each release's status and anomaly counts: how often ``caught`` (most runs is the
-    target) and how often the fixed release passed (every run)."""
+                 caught: Callable[[dict[str, Any]], bool], what: str = "Kafka Streams"
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The figures and the per-run table of a scenario that runs a release (of ``what``) with a bug beside one without
+    it, each run's ``versions`` holding each release's status and anomaly counts: how often ``caught`` (most runs is
+    the target) and how often the fixed release passed (every run)."""
     judged = [r for r in rows if r["versions"]]
     hits = sum(map(caught, judged))
     clean = sum(r["versions"].get(fixed, {}).get("status") == "passed" for r in judged)
-    figures = [figure(f"{dag_id}: Kafka Streams {affected} caught", hits / max(1, len(judged)), "of runs", None,
+    figures = [figure(f"{dag_id}: {what} {affected} caught", hits / max(1, len(judged)), "of runs", None,
                       "most runs (> 0.5)", hits / max(1, len(judged)) > 0.5, f"{hits} of {len(judged)} runs with a verdict"),
-               figure(f"{dag_id}: Kafka Streams {fixed} passed", clean / max(1, len(judged)), "of runs", None,
+               figure(f"{dag_id}: {what} {fixed} passed", clean / max(1, len(judged)), "of runs", None,
                       "every run (1.0)", clean == len(judged) and bool(judged), f"{clean} of {len(judged)} runs with a verdict")]
-    lines = [f"### {dag_id}\n\n| run | wall | Kafka Streams {affected} | Kafka Streams {fixed} |\n|---|---|---|---|"]
+    lines = [f"### {dag_id}\n\n| run | wall | {what} {affected} | {what} {fixed} |\n|---|---|---|---|"]
     for n, r in enumerate(rows, start=1):
         cells = []
         for version in (affected, fixed):
@@ -172,6 +173,18 @@ def write_results(name: str, title: str, size: str, figures: list[dict[str, Any]
                f"{figures_table(figures)}\n\n{body.strip()}\n")
     (RESULTS_DIR / f"{name}.md").write_text(section)
     print(section)
+
+
+def remeasured(name: str, env: str, known: dict[str, Any], what: str) -> tuple[list[str], dict[str, Any]]:
+    """What a benchmark of several parts measures this time (``env``, e.g. ``BUGS="a b"``: those parts again; else every
+    part of ``known``) and the runs its results file keeps of the others, so that one part can be measured again
+    alone."""
+    chosen = os.environ.get(env, "").split() or list(known)
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        raise SystemExit(f"{env}: {unknown} are no {what}; known: {', '.join(known)}")
+    earlier = RESULTS_DIR / f"{name}.json"
+    return chosen, json.loads(earlier.read_text())["runs"] if earlier.exists() else {}
 
 
 def runs_dir(name: str) -> Path:

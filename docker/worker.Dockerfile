@@ -6,17 +6,17 @@ ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
 ARG PIP_ARGS=""
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=/app
-COPY docker/worker-requirements.txt /tmp/worker-requirements.txt
 COPY docker/wheelhouse/ /tmp/wheelhouse/
-RUN python3 -m venv /opt/venv \
- && pip install --no-cache-dir --disable-pip-version-check ${PIP_ARGS} --find-links /tmp/wheelhouse \
-        -r /tmp/worker-requirements.txt \
- && rm -rf /tmp/wheelhouse
 COPY plugins/kafka_soak/__init__.py plugins/kafka_soak/params.py /app/kafka_soak/
 COPY plugins/kafka_soak/clients/__init__.py /app/kafka_soak/clients/
 COPY plugins/kafka_soak/infra/__init__.py plugins/kafka_soak/infra/kafka_io.py /app/kafka_soak/infra/
 COPY plugins/kafka_soak/shared/ /app/kafka_soak/shared/
 COPY plugins/kafka_soak/clients/reference/ /app/kafka_soak/clients/reference/
+# What the worker imports besides its modules (the same list a worker_versions virtualenv installs)
+RUN python3 -m venv /opt/venv \
+ && pip install --no-cache-dir --disable-pip-version-check ${PIP_ARGS} --find-links /tmp/wheelhouse \
+        -r /app/kafka_soak/clients/reference/requirements.txt \
+ && rm -rf /tmp/wheelhouse
 RUN useradd --system --no-create-home soak 2>/dev/null || true
 USER soak
 WORKDIR /app

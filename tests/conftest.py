@@ -129,12 +129,16 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario
+    from kafka_soak.backends import kafka_jars
     from kafka_soak.clients.reference import streams
 
     scenarios = {path.stem: load_scenario(path)["params"]
                  for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))}
-    for version in sorted({v for params in scenarios.values() for v in params["streams_versions"]}):
+    for version in sorted({v for params in scenarios.values()
+                           for v in params.get("streams_versions") or [params["streams_version"]]}):
         streams.build(version)
+    for version in sorted({v for params in scenarios.values() for v in params.get("kafka_versions", [])}):
+        kafka_jars.resolve(version)
 
     # Made here, not in the threads: the first mktemp of a session makes its base directory, and three at once make three.
     places = {dag_id: (tmp_path_factory.mktemp(dag_id), tmp_path_factory.mktemp(f"{dag_id}-airflow")) for dag_id in scenarios}

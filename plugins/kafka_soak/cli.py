@@ -3,6 +3,7 @@
     python -m kafka_soak.cli soak SCENARIO [--conf JSON]
     python -m kafka_soak.cli kafka-jars [VERSION]      # fetch Apache Kafka's jars into the cache (make setup)
     python -m kafka_soak.cli streams-app [VERSION]     # build the Kafka Streams app against VERSION (make setup)
+    python -m kafka_soak.cli worker-venv VERSION       # the reference worker's virtualenv of confluent-kafka VERSION
     python -m kafka_soak.cli spark-kafka-jars          # fetch Spark's Kafka source for the checker (make setup)
 
 Bad params are refused here with one clear line (which param, what is allowed) before Airflow starts;
@@ -186,11 +187,11 @@ def report_verdict(run_dir: Path, dags_test_code: int) -> int:
 
 
 def build_cached(what: str, version: str | None) -> int:
-    """``kafka-jars``/``streams-app``/``spark-kafka-jars``: fetch or build into the checkout's cache; print where it
-    is."""
+    """``kafka-jars``/``streams-app``/``worker-venv``/``spark-kafka-jars``: fetch or build into the checkout's cache;
+    print where it is."""
     from kafka_soak.backends import kafka_jars
     from kafka_soak.checker import spark_kafka
-    from kafka_soak.clients.reference import streams
+    from kafka_soak.clients.reference import releases, streams
     from kafka_soak.toolchain.maven import BuildError
 
     try:
@@ -199,7 +200,8 @@ def build_cached(what: str, version: str | None) -> int:
         elif what == "spark-kafka-jars":
             print(spark_kafka.resolve(version)[0].parent)
         else:
-            target, seconds = streams.build(version or soak_params.STREAMS_VERSION)
+            target, seconds = (releases.build(version) if what == "worker-venv" else
+                               streams.build(version or soak_params.STREAMS_VERSION))
             print(f"{target}" + (f" (built in {seconds:.1f} s)" if seconds else " (cached)"))
     except BuildError as exc:
         print(f"kafka-soak: {exc}", file=sys.stderr)
@@ -217,11 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     jars.add_argument("version", nargs="?", default=None)
     app = sub.add_parser("streams-app", help="build the Kafka Streams reference app against a Kafka Streams version")
     app.add_argument("version", nargs="?", default=None)
+    venv = sub.add_parser("worker-venv", help="build the reference worker's virtualenv of a confluent-kafka release")
+    venv.add_argument("version")
     source = sub.add_parser("spark-kafka-jars", help="fetch Spark's own Kafka source (for the checker) into the "
                             "checkout's cache")
     source.add_argument("version", nargs="?", default=None, help="a Spark version (default: the installed pyspark's)")
     args = parser.parse_args(argv)
-    if args.command in ("kafka-jars", "streams-app", "spark-kafka-jars"):
+    if args.command in ("kafka-jars", "streams-app", "worker-venv", "spark-kafka-jars"):
         return build_cached(args.command, args.version)
     try:
         try:

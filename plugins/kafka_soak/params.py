@@ -27,6 +27,13 @@ KAFKA_VERSION_PATTERN = r"^(3\.[5-9]|4\.[0-9]+)\.[0-9]+(?![\s\S])"
 # Kafka Streams 3.3 is the first release whose KStream#process takes the Processor API the workflow topology's
 # processors use (exactly_once_v2 and the metadata API the app logs its tasks with came in 3.0).
 STREAMS_VERSION_PATTERN = r"^(3\.([3-9]|[1-9][0-9])|[4-9]\.[0-9]+)\.[0-9]+(?![\s\S])"
+# A confluent-kafka release the reference worker runs on (param worker_versions): whether PyPI serves it as a wheel for
+# this Python is checked when its virtualenv is built, before the run starts.
+WORKER_VERSION_PATTERN = r"^[0-9]+\.[0-9]+\.[0-9]+(?![\s\S])"
+MAX_WORKER_VERSIONS = 4  # side by side on two cores, as streams_versions
+# reference: the suite's worker (commits the offsets it processed); example: what confluent-kafka's
+# examples/eos_transactions.py does (commits the consumer's position(), partition EOF on).
+WORKER_STYLES = ("reference", "example")
 # The faults the reference worker can plant (its --bug).
 BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate", "revoke-no-offsets")
 # One mapped program_step task per step: Airflow maps at most [core] max_map_length (1024) task instances.
@@ -76,10 +83,13 @@ PARAMS: dict[str, Declared] = {
         "type": ["string", "array"], "items": {"type": ["integer", "string"]}, "maxItems": MAX_STEPS,
         "maxLength": 8 * MAX_STEPS,
         "description": "One operation per step: N toggles instance N (\"1 2 1\" = start 1, start 2, stop 1), "
-                       "0 = no-op, kN = kill -9, pN/rN = pause/resume (SIGSTOP/SIGCONT), bN-/bN+ = broker N "
-                       "down/up, bN^V = broker N restarts on Apache Kafka release V, N^V = instance N restarts on "
-                       "app version V (a rolling upgrade's steps). Empty: a random program from `seed`, stored with "
-                       "the run for replay."}),
+                       "0 = no-op, kN = kill -9, pN/rN = pause/resume (SIGSTOP/SIGCONT), sN@POINT:SECONDS = the "
+                       "first thread of instance N at POINT (commit, process, or a JVM app's Class#method) stalls "
+                       "for SECONDS while the rest of it runs, bN-/bN+ = broker N down/up, nN-/nN+ = instance N's "
+                       "network to the brokers cut/healed, nbN-/nbN+ = broker N cut from the other brokers/healed "
+                       "(backend=local), bN^V = broker N restarts on Apache Kafka release V, N^V = instance N "
+                       "restarts on app version V (a rolling upgrade's steps). Empty: a random program from `seed`, "
+                       "stored with the run for replay."}),
     "interval_s": Declared(10, {
         "type": "number", "minimum": 1, "maximum": 3600,
         "description": "Seconds between two program steps."}),
@@ -256,6 +266,20 @@ PARAMS: dict[str, Declared] = {
                        "ungracefully (no commit, no abort: the broker times its open transaction "
                        "out), as the workers of the crashing-workers reproduction do; 0 = never. "
                        "Pair it with restart 'on-failure'."}),
+    "worker_style": Declared("reference", reference=True, schema={
+        "type": "string", "enum": list(WORKER_STYLES),
+        "description": "app=worker: which reference worker. reference: kafka-soak's (commits the offsets it processed, "
+                       "every commit_interval_ms); example: what confluent-kafka's examples/eos_transactions.py does "
+                       "(partition EOF on; commits the consumer's position() once 100 records are in the transaction "
+                       "and whenever every assigned partition reached its end), reading in batches "
+                       "(Consumer.consume). Both keep the id-assignment contract."}),
+    "worker_versions": Declared([], reference=True, schema={
+        "type": "array", "items": {"type": "string", "pattern": WORKER_VERSION_PATTERN},
+        "uniqueItems": True, "maxItems": MAX_WORKER_VERSIONS,
+        "description": "app=worker, runtime=local: the confluent-kafka releases the reference worker runs on (any "
+                       "PyPI serves as a wheel for this Python; a virtualenv each, built on first use and cached). "
+                       "Several: a version matrix, each release its own app side by side on the same input and "
+                       "program, with its own verdict. Empty: the suite's own confluent-kafka."}),
     "restart": Declared("never", {
         "type": "string", "enum": list(RESTART_POLICIES),
         "description": "runtime=local: what happens to an instance that exits by itself (not a stop or kill "

@@ -15,8 +15,9 @@ class Plan(TypedDict):
     ``params.PARAMS`` resolved, with the program as tokens (``program_source``: "given" or "random(seed=N)"), the load as
     phases with their id ranges (each: records, first_id, rate, and at_s or after_step), and the app under test's
     profile (``profile.Profile.as_dict()``; the reference app's when the params name none); ``program_s`` is how long
-    the program runs (each step holds for ``interval_s``). tests/unit/airflow_side/test_params.py holds its keys to
-    ``params.PARAMS``."""
+    the program runs (each step holds for ``interval_s``); ``stalls`` the program's stalls (``shared.stalls.Stall``),
+    which the instances they stall are started ready for; ``program_needs`` the backend capabilities the program
+    needs. tests/unit/airflow_side/test_params.py holds its keys to ``params.PARAMS``."""
 
     program: list[str]
     interval_s: float
@@ -52,6 +53,8 @@ class Plan(TypedDict):
     bug: str
     bug_every: int
     crash_probability: float
+    worker_style: str
+    worker_versions: list[str]
     restart: str
     session_timeout_ms: int
     restart_backoff_s: float
@@ -74,3 +77,5 @@ class Plan(TypedDict):
     docker_conn_id: str
     program_source: str
     program_s: float
+    stalls: list[dict[str, Any]]
+    program_needs: list[str]  # the backend capabilities its program's fault kinds need (FaultKind.needs)

@@ -1,8 +1,9 @@
 """What a run needs from outside before anything starts: Apache Kafka's jars of ``kafka_version``, the Kafka Streams
-app built against ``streams_version`` (and the releases and versions the program's upgrades move to), Spark's Kafka
-source for the checker, the external cluster's connection (with settings the checker's Java client can use too), the
-images of the Docker runtime and backend on the engine, and room for the run's data on the disk that holds every run's
-evidence.
+app built against ``streams_version`` (and the releases and versions the program's upgrades move to), the reference
+worker's virtualenv of each ``worker_versions`` release, Spark's Kafka source for the checker, the external cluster's
+connection (with settings the checker's Java client can use too), the images of the Docker runtime and backend on the
+engine, root and nftables for a program that cuts links, the Java agent for a program that stalls a JVM app, and room
+for the run's data on the disk that holds every run's evidence.
 Checked by ``check_params`` and by ``make soak`` itself, so a run that cannot start is refused with one line, before
 any broker, topic or container exists."""
 
@@ -13,15 +14,19 @@ import shutil
 from kafka_soak import run_size
 from kafka_soak.backends import kafka_jars, registry
 from kafka_soak.checker import spark_kafka
+from kafka_soak.clients import stall_agent
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.profile import VERSION, render
-from kafka_soak.clients.reference import streams
+from kafka_soak.clients.reference import releases, streams
+from kafka_soak.clients.stall_agent import StallAgentError
 from kafka_soak.faults.kinds import upgrade
 from kafka_soak.faults.program import schedule
 from kafka_soak.infra.connection import KafkaConnectionError
 from kafka_soak.infra.docker_engine import DockerRuntimeError, docker_api, ensure_image
+from kafka_soak.infra.network import NetworkError
 from kafka_soak.plan import Plan
-from kafka_soak.shared import rundir
+from kafka_soak.shared import rundir, stalls
+from kafka_soak.toolchain import byteman
 from kafka_soak.toolchain.maven import BuildError
 
 
@@ -29,7 +34,10 @@ class DiskSpaceError(RuntimeError):
     """A run whose data would not fit on the disk that holds the evidence of every run."""
 
 
-ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError)
+# What the suite builds of its own apps before a run (``Profile.build``): each version of the Kafka Streams app, each
+# confluent-kafka release's virtualenv of the reference worker.
+BUILDS = {"streams": streams.build, "worker": releases.build}
+ERRORS = (BuildError, KafkaConnectionError, DockerRuntimeError, DiskSpaceError, StallAgentError, NetworkError)
 # What a run on brokers of its own keeps per input byte, on each broker: the input, what the app writes back (its
 # outputs, changelogs, assertions) and the checker's spill. A full disk fails every run on the machine, not one.
 FOOTPRINT_PER_INPUT_BYTE = 3
@@ -57,13 +65,16 @@ def check(plan: Plan) -> None:
     if problem:
         raise DiskSpaceError(problem)
     registry.kind(plan["backend"]).preflight(plan)
-    releases, moved = upgrade.targets(schedule(plan["program"]))
-    for release, token in releases.items():  # what the program's bN^V move brokers to, as kafka_version's
+    broker_releases, moved = upgrade.targets(schedule(plan["program"]))
+    for release, token in broker_releases.items():  # what the program's bN^V move brokers to, as kafka_version's
         kafka_jars.resolve(release, param=f"program: {token}")
     app = run_subjects.profile(plan)
-    if app.build == "streams":
-        for version, param in {**{v: "streams_version" for v in app.versions}, **moved_to(moved)}.items():
-            streams.build(version, param)  # built now (cached after), timed in the log
+    for version in app.versions if app.build else []:
+        BUILDS[app.build](version)  # built now (cached after), timed in the log
+    for version, param in moved_to(moved).items() if app.build == "streams" else []:
+        streams.build(version, param)  # what the program's N^V move instances to
+    if plan.get("stalls") and app.stall == stalls.JVM:
+        stall_agent.check(byteman.agent_jar(), root)  # fetched now, not by the step that starts an instance
     spark_kafka.resolve()
     if plan["runtime"] == "docker":
         api = docker_api(plan["docker_url"], plan["docker_conn_id"] or None)

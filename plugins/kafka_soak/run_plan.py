@@ -13,6 +13,7 @@ import copy
 import hashlib
 import math
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, cast
 
 from kafka_soak import run_size
@@ -24,7 +25,7 @@ from kafka_soak.clients.reference import profiles as reference
 from kafka_soak.clients.reference import streams
 from kafka_soak.faults import program as programs
 from kafka_soak.faults.kind import Releases
-from kafka_soak.faults.kinds import upgrade
+from kafka_soak.faults.kinds import stall, upgrade
 from kafka_soak.load import generator
 from kafka_soak.params import (
     APP_ID,
@@ -129,6 +130,8 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
             values, scoped_group(app_id or UNNAMED_APP_ID, values["backend"], scope)).as_dict()
     errors.extend(record_size_errors(values))
     app = profiles.Profile.of(values["app_profile"])
+    steps = programs.schedule(program)
+    errors.extend(stall.problems(steps, app, values["runtime"]))
     errors.extend(run_size.problems(values, app))
     errors.extend(profiles.aggregate_reach_problems(app, values["records"], values["keys"]))
     if app_id:
@@ -138,6 +141,8 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
         raise ParamsError("; ".join(errors))
     return cast(Plan, {**copy.deepcopy(values), "program": program, "program_source": source,
                        "interval_s": float(values["interval_s"]), "program_s": len(program) * float(values["interval_s"]),
+                       "stalls": [asdict(s) for s in stall.planned(steps)],
+                       "program_needs": sorted({kind.needs for kind, _ in programs.kinds_in(program) if kind.needs}),
                        "phases": phases, "rate": rate,
                        "crash_probability": float(values["crash_probability"]),
                        "restart_backoff_s": float(values["restart_backoff_s"])})
@@ -372,6 +377,35 @@ def variant_errors(values: dict[str, Any]) -> list[str]:
     return errors
 
 
+# The first confluent-kafka release whose librdkafka has the consumer group protocol (KIP-848) generally available.
+CONSUMER_PROTOCOL_SINCE = (2, 12)
+
+
+def worker_errors(values: dict[str, Any]) -> list[str]:
+    """The reference worker's own params: its confluent-kafka releases run in virtualenvs of this machine (runtime
+    local), and the example's commits follow its records, not a clock. Whether PyPI serves a release is checked when
+    its virtualenv is built (``preflight``), before anything starts."""
+    worker = values["app"] == "worker" and not values["app_command"]
+    named = [name for name in ("worker_versions", "worker_style") if values[name] != DEFAULTS[name]]
+    if named and not worker:
+        return [f"{named[0]}: a setting of the reference worker (set app to 'worker' and leave app_command empty)"]
+    errors = []
+    if values["worker_versions"] and values["runtime"] != "local":
+        errors.append(f"worker_versions: a confluent-kafka release runs in a virtualenv of this machine (runtime "
+                      f"'local'); runtime {values['runtime']!r} runs the worker image with the release it was built "
+                      "with: leave worker_versions empty (or use runtime 'local')")
+    since = ".".join(map(str, CONSUMER_PROTOCOL_SINCE))
+    old = [v for v in values["worker_versions"] if release_of(v) < CONSUMER_PROTOCOL_SINCE]
+    if values["group_protocol"] == "consumer" and old:
+        errors.append(f"group_protocol: 'consumer' (KIP-848) is generally available from confluent-kafka {since} on "
+                      f"(librdkafka {since}): not {', '.join(old)} of worker_versions; use group_protocol 'classic'")
+    if values["worker_style"] == "example" and values["commit_interval_ms"] != DEFAULTS["commit_interval_ms"]:
+        errors.append("commit_interval_ms: the example worker (worker_style 'example') commits every 100 records and "
+                      "whenever it reached the end of every partition it holds, as confluent-kafka's example does, "
+                      "not on a clock: leave commit_interval_ms at the default, or use worker_style 'reference'")
+    return errors
+
+
 def app_errors(values: dict[str, Any]) -> list[str]:
     """Settings the chosen app does not have."""
     if values["app_profile"]:
@@ -379,7 +413,7 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["streams_versions"] and (values["app"] != "streams" or values["app_command"]):
         return ["streams_versions: a version matrix runs the Kafka Streams reference app (set app to 'streams' and "
                 "leave app_command empty)"]
-    errors = streams_app_errors(values) + (variant_errors(values) if values["variants"] else [])
+    errors = worker_errors(values) + streams_app_errors(values) + (variant_errors(values) if values["variants"] else [])
     if not errors and values["app"] == "streams" and not values["app_command"]:
         errors = transaction_timeout_errors(values)
     if errors:
@@ -458,6 +492,9 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         if kind.needs and not getattr(registry.kind(backend), kind.needs):
             errors.append(f"program: {tokens} {kind.needs_why}, which only {registry.able(kind.needs)} can do "
                           f"(backend is {backend!r})")
+        if runtime not in getattr(kind, "runtimes", (runtime,)):  # a kind that names runtimes works on those alone
+            errors.append(f"program: {tokens} {kind.needs_why}, which only runtime "
+                          f"{' or '.join(map(repr, kind.runtimes))} can do (runtime is {runtime!r})")
     errors.extend(broker_settings.problems(values["broker_config"], registry.kind(backend).shared))
     able = registry.able("broker_faults")
     if not registry.kind(backend).broker_faults:

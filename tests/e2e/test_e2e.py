@@ -3,12 +3,13 @@ each run), real app processes, real Spark and GX.
 
 Each run takes one to two and a half minutes (a short program, then spark-submit), so every scenario
 runs its healthy case and its bug switches with a program shortened for CI. The default scenario's healthy run
-(on three brokers, through every fault at once: kill -9, pause, a broker killed and restarted) and its drop switch
-are the two runs of ``conftest.alerted_runs``, which the alert and report tests read as well.
+(on three brokers, through every fault at once: kill -9, pause, a broker killed and restarted, network cuts) and its
+drop switch are the two runs of ``conftest.alerted_runs``, which the alert and report tests read as well.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -40,13 +41,15 @@ from support.soak_runs import (
 from support.spark_cluster import SparkStandalone
 
 from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
+from kafka_soak.infra import network
 from kafka_soak.params import KAFKA_VERSION
 
 
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
 def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_leaves_evidence(alerted_runs):
-    """kill -9, pause/resume and a broker of three killed and restarted while load flows: every step is recorded
-    with the PID it acted on, the drain waits out the dead member's session, and the verdict is conclusive."""
+    """kill -9, pause/resume, a broker of three killed and restarted, an instance's and a broker's network cut and
+    healed while load flows: every step is recorded with the PID or the link it acted on, the drain waits out the dead
+    member's session, the verdict is conclusive, and nothing of the run's network is left."""
     code, run_dir, verdict = alerted_runs.passed
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
@@ -67,8 +70,16 @@ def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_lea
     assert by_token["k1"]["pid"] == by_token["1"]["pid"] and by_token["k1"]["running_after"] == [2]
     assert by_token["p2"]["paused_after"] == [2] and by_token["r2"]["paused_after"] == []
     assert by_token["b2-"]["broker"] == "down" and by_token["b2+"]["broker"] == "up"
-    events = [json.loads(line)["event"] for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert "broker-down" in events and "broker-up" in events
+    brokers = cluster["bootstrap_servers"].split(",")  # each at its host's address in the run's network
+    assert all(ipaddress.ip_address(b.split(":")[0]) in network.RANGE for b in brokers), brokers
+    assert (by_token["n1-"]["link"], len(by_token["n1-"]["peers"])) == ("cut", 3) and by_token["n1-"]["pid"]
+    assert by_token["nb2-"]["peers"] == [brokers[0].split(":")[0], brokers[2].split(":")[0]]
+    assert by_token["n1+"]["link"] == by_token["nb2+"]["link"] == "healed"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert {"broker-down", "broker-up"} <= {e["event"] for e in events}
+    assert [(e["event"], e.get("instance"), e.get("broker")) for e in events if e["event"].startswith("link-")] == [
+        ("link-cut", 1, None), ("link-healed", 1, None), ("link-cut", None, 2), ("link-healed", None, 2)]
+    assert network.RunNetwork.load(run_dir) and network.leftovers(run_dir) == [], "released with the brokers"
     assert {p.name for p in (run_dir / "logs").glob(f"{DAG_ID}-app-*.log")} == \
         {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log", f"{DAG_ID}-app-1.8.log"}
     assert [p.name for p in sorted((run_dir / "logs").glob("kafka-*.log"))] == ["kafka-1.log", "kafka-2.log",
@@ -394,15 +405,16 @@ def test_an_external_secured_cluster_checked_on_a_spark_cluster_keeps_its_passwo
 
 def test_an_interrupted_make_soak_runs_the_teardowns_itself_and_leaves_no_process_behind(runs_dir):
     """SIGTERM (or Ctrl-C) to `make soak` mid-program: no teardown runs under an interrupted `airflow dags test`,
-    so the command runs the run's own (the app stopped gracefully and judged, Kafka released), stops anything else
-    the run registered and keeps the evidence. Steps 90 s apart: the run is interrupted just after step 0, and no later
-    step may fall in the seconds the command gives Airflow to end (up to 20 s, then SIGKILL), or the step would start an
-    instance while the run is torn down."""
+    so the command runs the run's own (the app stopped gracefully and judged, Kafka released with the network its
+    program's cut needed), stops anything else the run registered and keeps the evidence. Steps 90 s apart: the run is
+    interrupted just after step 0, and no later step may fall in the seconds the command gives Airflow to end (up to
+    20 s, then SIGKILL), or the step would start an instance while the run is torn down."""
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs_dir)}
     latest = runs_dir / DAG_ID / "latest"
     before = latest.resolve() if latest.exists() else None
     proc = subprocess.Popen([sys.executable, "-m", "kafka_soak.cli", "soak", DAG_ID, "--conf",
-                             json.dumps({**SHORT, "interval_s": 90})], env=env, stdout=subprocess.PIPE,
+                             json.dumps({**SHORT, "interval_s": 90, "program": "1 n1- n1+"})], env=env,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 300
     while not (latest.exists() and latest.resolve() != before and (latest / "program" / "step-0.json").exists()):
@@ -421,3 +433,4 @@ def test_an_interrupted_make_soak_runs_the_teardowns_itself_and_leaves_no_proces
         "instance 1 is stopped as the teardown stops it, gracefully"
     assert not [e for e in events if e["event"] == "reaped"], "the teardowns left nothing for the reaper"
     assert json.loads((run_dir / "health.json").read_text())["incidents"] == []
+    assert network.RunNetwork.load(run_dir) and network.leftovers(run_dir) == [], "its network went with its Kafka"

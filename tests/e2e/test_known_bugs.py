@@ -1,4 +1,4 @@
-"""Known Kafka Streams bugs caught as released: each scenario ``bug_kafka_<n>`` runs with its own defaults, an affected
+"""Known Kafka and Kafka Streams bugs caught as released: each scenario ``bug_kafka_<n>`` runs with its own defaults, an
 release beside a fixed one on the same input and program (docs/bugs.md has their measured rates).
 
 Each stays deterministic by placing its fault far from the events it must fall between, with room for a machine two to
@@ -11,7 +11,9 @@ delays is an app's start, its join and its processing, and a commit can only com
 - KAFKA-17635 needs no race: a rebalance held open by a paused member for its 45 s session. The joining instance has
   20 s to join before the kill, which is 15 s before the wait ends; the records at stake are the last commit's before
   the wait, which exist whenever load flows.
-The three runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions) and take about
+- KAFKA-20785 needs no race either: its stall waits for the stream thread to reach its commit, whenever a slow machine
+  gets it there, and the brokers abort the transaction 10 to 11 s after it began, 14 s before the 25 s stall ends.
+The runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions) and take about
 one run's time, three to five minutes; the tests that read them share one pytest-xdist group.
 """
 
@@ -25,6 +27,8 @@ from typing import Any
 
 import pytest
 from support.soak_runs import last_alert
+
+from kafka_soak.shared import rundir, stalls
 
 TABLES = ("counts", "sums")
 pytestmark = pytest.mark.xdist_group(name="known-bugs")
@@ -98,3 +102,31 @@ def test_kafka_17635_a_purge_while_a_rebalance_waits_deletes_uncommitted_reparti
     rows = assert_caught(run, "3.9.0", "3.9.1", too_high=False)
     assert rows["counts@3.9.0"]["records"]["input"] == rows["counts@3.9.1"]["records"]["input"] == 20_000
     assert "topology=repartition" in app_log(run.run_dir, dag_id, "3.9.0", 0)
+
+
+def test_kafka_20785_a_commit_stalled_past_its_timeout_kills_the_stream_thread_on_4_3_1_not_on_4_0_0(known_bug_runs):
+    """"1 0 s1@commit:25": the stream thread stalls for 25 s between its transaction's offsets and its EndTxn, while the
+    brokers abort the transaction 10 to 11 s after it began. 4.3.1's coordinator takes the late EndTxn(COMMIT) for a
+    retry of the abort and answers the fatal InvalidTxnStateException: the thread dies (its replacement processes
+    every record, so only the app's health is wrong). 4.0.0 fences the producer, which Kafka Streams recovers from."""
+    dag_id = "bug_kafka_20785"
+    run = known_bug_runs[dag_id]
+    verdict = run.verdict
+    assert run.code == 1 and verdict, (run.run_dir / "dags-test.log").read_text()[-3000:]
+    rows = by_output(verdict)
+    assert verdict["status"] == "failed" and rows["4.0.0"]["status"] == "passed", rows
+    affected = rows["4.3.1"]
+    assert {k for k, v in affected["anomalies"].items() if v} == {"app_health"}, affected
+    assert affected["records"]["output"] == affected["records"]["input"] == 3000
+    health = {b: json.loads((run.run_dir / "brokers" / b / "health.json").read_text()) for b in ("4.3.1", "4.0.0")}
+    assert health["4.3.1"]["thread_deaths"] == 1 and "InvalidTxnStateException" in health["4.3.1"]["exceptions"]
+    assert health["4.0.0"]["thread_deaths"] == 0 and "ProducerFencedException" in health["4.0.0"]["exceptions"]
+    for broker in ("4.3.1", "4.0.0"):  # the stall was taken, whole, by the stream thread, in each cluster
+        [trace] = stalls.traced(run.run_dir / "brokers" / broker / rundir.STALLS / "instance-1")
+        assert "StreamThread-1" in trace["thread"] and trace["resumed"] - trace["stalled"] >= 25, trace
+    coordinator = (run.run_dir / "brokers" / "4.3.1" / "logs" / "kafka-1.log").read_text()
+    assert "state is COMPLETE_ABORT, but received transaction marker result to send: COMMIT" in coordinator
+    details = last_alert(run.runs_dir)["details"]
+    assert details[0].startswith("Apache Kafka 4.3.1 · Kafka Streams 4.3.1: failed (app_health="), details
+    assert details[1] == "Apache Kafka 4.0.0 · Kafka Streams 4.3.1: passed", details
+    assert any(d.startswith("app health: Apache Kafka 4.3.1: ") and "StreamThread-1 died" in d for d in details)

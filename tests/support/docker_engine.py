@@ -131,7 +131,8 @@ def build_worker_image() -> None:
     """docker/worker.Dockerfile on the local base, from a wheelhouse (pip in the build cannot reach PyPI)."""
     wheelhouse = ROOT / "docker" / "wheelhouse"
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                    "--only-binary=:all:", "-d", str(wheelhouse), "-r", str(ROOT / "docker" / "worker-requirements.txt")],
+                    "--only-binary=:all:", "-d", str(wheelhouse), "-r",
+                    str(ROOT / "plugins" / "kafka_soak" / "clients" / "reference" / "requirements.txt")],
                    check=True)
     client().images.build(path=str(ROOT), dockerfile="docker/worker.Dockerfile", tag=WORKER_IMAGE, rm=True,
                           buildargs={"BASE_IMAGE": BASE_IMAGE, "PIP_ARGS": "--no-index"})

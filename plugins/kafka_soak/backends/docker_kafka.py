@@ -71,6 +71,7 @@ class DockerKafkaBackend:
 
     name = "docker"
     shared, starts_brokers, broker_faults, data_survives_release = False, True, False, False
+    network_faults = False
 
     def __init__(self, run_dir: Path, image: str = KAFKA_IMAGE, quotas: list[soak_quotas.Quota] | None = None,
                  docker_url: str = DOCKER_URL, docker_conn_id: str | None = None,

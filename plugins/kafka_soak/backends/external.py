@@ -32,7 +32,7 @@ class ExternalBackend:
     """A cluster someone else runs, reached through an Airflow connection."""
 
     name = "external"
-    shared, starts_brokers, broker_faults = True, False, False
+    shared, starts_brokers, broker_faults, network_faults = True, False, False, False
 
     def __init__(self, run_dir: Path, conn_id: str, quotas: list[soak_quotas.Quota] | None = None,
                  keep_topics: bool = False, kafka_version: str = KAFKA_VERSION) -> None:

@@ -3,7 +3,9 @@
 Each node is a JVM running ``kafka.Kafka`` from the jars of ``kafka_version`` (``kafka_jars``), as broker and
 controller at once, listening on loopback ports of its own, with its data in the run directory
 (``kafka/node-<n>/``) and its log in ``logs/kafka-<n>.log``. One node, or three with replication factor 3 and
-``min.insync.replicas=2`` for the run's and the internal topics, as a production cluster would have. The nodes
+``min.insync.replicas=2`` for the run's and the internal topics, as a production cluster would have. A run whose
+program cuts links (``nN-``, ``nbN-``) puts each node in a network namespace of its own (``infra.network``),
+listening and advertised on its address there, its controller listener too. The nodes
 are registered in the run's process registry like every other process of the run, so a retried task finds
 them, the program's ``bN-`` kills node N (SIGKILL) and ``bN+`` starts it again on its data, and release stops
 them all. Quotas are set with Kafka's own ``ConfigCommand`` from the same jars.
@@ -29,6 +31,9 @@ from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.backends.broker_matrix import carry
 from kafka_soak.infra import kafka_io
 from kafka_soak.infra.cluster import Cluster, topic_names
+from kafka_soak.infra.network import NetworkError, RunNetwork, broker_host
+from kafka_soak.infra.network import problem as network_problem
+from kafka_soak.infra.network import release as release_network
 from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import java_client, rundir
@@ -71,7 +76,8 @@ class Node:
     node_id: int
     port: int
     controller_port: int
-    jmx_port: int  # loopback only: the quota meter reads the broker's quota metrics there
+    jmx_port: int  # loopback only (its namespace's, see host): the quota meter reads the broker's quota metrics there
+    host: str = "127.0.0.1"  # where it listens: loopback, or its address in a network namespace of the run's
 
     @property
     def name(self) -> str:
@@ -79,7 +85,7 @@ class Node:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -104,14 +110,14 @@ class Layout:
         return 2 if len(self.nodes) >= 3 else 1
 
     def server_properties(self, node: Node, data_dir: Path) -> dict[str, str]:
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)
         rf, isr = str(self.replication_factor), str(self.min_insync_replicas)
         return {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listeners": f"PLAINTEXT://{node.address},CONTROLLER://{node.host}:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{node.address}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -146,12 +152,14 @@ class LocalKafkaBackend:
     """Brokers of the run's own on this machine, any number, on any release: the one backend with broker faults."""
 
     name = "local"
-    shared, starts_brokers, broker_faults, data_survives_release = False, True, True, True
+    shared, starts_brokers, broker_faults, network_faults, data_survives_release = False, True, True, True, True
 
     def __init__(self, run_dir: Path, brokers: int = 1, version: str = KAFKA_VERSION,
                  quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None,
-                 short_lived: bool = False, config: dict[str, str] | None = None) -> None:
+                 short_lived: bool = False, config: dict[str, str] | None = None, hosts: int = 0) -> None:
         self.run_dir, self.brokers, self.version, self.quotas = run_dir, brokers, version, quotas or []
+        # A network namespace for each node and for each of ``hosts`` instances, when the program cuts links (0: none).
+        self.hosts = hosts
         self.config = config or {}  # param broker_config, after the layout's own settings
         self.features = features or {}  # feature levels set at format time (param transaction_version), else the release's
         self.short_lived = short_lived  # the brokers of a short run: C1 alone (kafka_jars.java_command)
@@ -163,28 +171,38 @@ class LocalKafkaBackend:
         features = {} if plan["transaction_version"] is None else {"transaction.version": plan["transaction_version"]}
         return cls(run_dir, plan["brokers"], plan["kafka_version"], soak_quotas.from_params(plan["quotas"]), features,
                    short_lived=plan["program_s"] <= SHORT_RUN_S,
-                   config=broker_settings.as_properties(plan.get("broker_config", {})))
+                   config=broker_settings.as_properties(plan.get("broker_config", {})),
+                   hosts=plan["instances"] if "network_faults" in plan.get("program_needs", []) else 0)
 
     @classmethod
     def preflight(cls, plan: Plan) -> None:
         """Apache Kafka's jars of each release the run starts, fetched now (cached after), so a release nobody serves
-        is refused before anything starts."""
+        is refused before anything starts; a program that cuts links needs namespaces and nftables."""
         param, versions = kafka_jars.broker_versions(plan)
         for version in versions:
             kafka_jars.resolve(version, param=param)
+        if "network_faults" in plan.get("program_needs", []) and (why := network_problem()):
+            raise NetworkError(f"program: its network cuts (nN-, nbN-) need a network namespace per host: {why}")
 
     # -- the cluster's shape and files ---------------------------------------------------------------
     @property
     def layout_file(self) -> Path:
         return self.home / "layout.json"
 
-    def layout(self) -> Layout:
-        """The run's layout, made on first use (ports chosen now, kept for restarts)."""
+    def network(self) -> RunNetwork | None:
+        """The run's network, made (or completed, on a retry) when its program cuts links."""
+        return RunNetwork.make(self.run_dir, self.brokers, self.hosts) if self.hosts else None
+
+    def layout(self, network: RunNetwork | None = None) -> Layout:
+        """The run's layout, made on first use (ports chosen now, and each node's address in ``network``, kept for
+        restarts)."""
         if self.layout_file.exists():
             return Layout.from_dict(json.loads(self.layout_file.read_text()))
         ports = iter(free_ports(3 * self.brokers))
         layout = Layout(self.version, new_cluster_id(),
-                        tuple(Node(n, next(ports), next(ports), next(ports)) for n in range(1, self.brokers + 1)))
+                        tuple(Node(n, next(ports), next(ports), next(ports),
+                                   *([network.addresses[broker_host(n)]] if network else []))
+                              for n in range(1, self.brokers + 1)))
         self.home.mkdir(parents=True, exist_ok=True)
         self.layout_file.write_text(json.dumps(layout.as_dict(), indent=2))
         return layout
@@ -234,7 +252,12 @@ class LocalKafkaBackend:
         command = kafka_jars.java_command(self.node_release(layout, node), "kafka.Kafka", str(self.config_file(node)),
                                           heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port),
                                           short_lived=self.short_lived)
-        self.processes.start(node.name, command, self.log_file(node))
+        self.processes.start(node.name, self.on_host(node.node_id, command), self.log_file(node))
+
+    def on_host(self, node_id: int, command: list[str]) -> list[str]:
+        """``command`` on node ``node_id``'s host: in its network namespace, if the run gave it one."""
+        network = RunNetwork.load(self.run_dir)
+        return network.enter(broker_host(node_id), command) if network else command
 
     # -- setup / teardown ----------------------------------------------------------------------------
     def provision(self, topics: dict[str, int], prefix: str, start_timeout: float = 120.0,
@@ -257,8 +280,8 @@ class LocalKafkaBackend:
     def _provision(self, topics: dict[str, int], prefix: str, start_timeout: float,
                    fixed: dict[str, str] | None) -> Cluster:
         started = time.monotonic()
-        layout = self.layout()
         try:
+            layout = self.layout(self.network())
             formatting = [(node, self.prepare(layout, node)) for node in layout.nodes]
             for node, proc in formatting:
                 if proc is not None and proc.wait(120) != 0:
@@ -279,7 +302,7 @@ class LocalKafkaBackend:
                      layout.replication_factor, layout.min_insync_replicas)
             applied = soak_quotas.apply(self.quotas, self.config_command, layout.bootstrap_servers)
             quota_meter.start(self.processes, {n.node_id: n.jmx_port for n in layout.nodes}, self.quotas,
-                              self.meter_dir)
+                              self.meter_dir, self.on_host)
         except Exception:
             self.release(None)
             raise
@@ -326,13 +349,14 @@ class LocalKafkaBackend:
 
     def release(self, cluster: Cluster | None = None) -> None:
         """Stop every node (SIGTERM, SIGKILL after 30 s); its data and log stay in the run directory. The quotas
-        lived in this cluster only and end with it."""
+        lived in this cluster only and end with it, and so does the run's network, if it had one."""
         quota_meter.stop(self.processes)
         running = [name for name in self.processes.names() if name.startswith("kafka-")
                    and self.processes.is_alive(name)]
         with ThreadPoolExecutor(max(1, len(running))) as pool:
             list(pool.map(carry(lambda name: self.processes.stop(name, timeout=30)), running))
         log.info("Kafka stopped: %s", ", ".join(running) or "no node was running")
+        release_network(self.run_dir)
 
     # -- what the quotas did ---------------------------------------------------------------------------
     @property

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,16 +45,18 @@ def readings(quotas: list[Quota]) -> list[tuple[Quota, str]]:
     return [(quota, setting) for quota in quotas for setting in quota.settings()]
 
 
-def start(processes: LocalProcesses, brokers: dict[int, int], quotas: list[Quota], out_dir: Path) -> None:
-    """One meter per broker (``brokers``: node id -> JMX port) for every quota'd client's sensors."""
+def start(processes: LocalProcesses, brokers: dict[int, int], quotas: list[Quota], out_dir: Path,
+          on_host: Callable[[int, list[str]], list[str]] = lambda _node, command: command) -> None:
+    """One meter per broker (``brokers``: node id -> JMX port) for every quota'd client's sensors, on the broker's host
+    (``on_host``: where its loopback JMX port is)."""
     wanted = [f"{SENSORS[setting][0]}:{quota.client_id}" for quota, setting in readings(quotas)]
     if not wanted:
         return
     for node, port in brokers.items():
         name = f"{PREFIX}broker-{node}"
         if not processes.is_alive(name):
-            processes.start(name, [kafka_jars.java_executable(), "-Xmx64m", java_client.NO_CONFIG_PROVIDERS, str(METER),
-                                   str(port), *wanted], out_dir / f"broker-{node}.csv")
+            processes.start(name, on_host(node, [kafka_jars.java_executable(), "-Xmx64m", java_client.NO_CONFIG_PROVIDERS,
+                                                 str(METER), str(port), *wanted]), out_dir / f"broker-{node}.csv")
 
 
 def stop(processes: LocalProcesses) -> None:

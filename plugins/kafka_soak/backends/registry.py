@@ -31,6 +31,9 @@ class Backend(Protocol):
     # It stops and starts one broker of several (the program's ``bN-``/``bN+``), starts several, on any release
     # (``kafka_versions``) and formats their storage (``transaction_version``).
     broker_faults: ClassVar[bool]
+    # It starts each broker in a network namespace of the run's (``infra.network``), and each instance of runtime
+    # ``local`` in one, so that the program's ``nN-``/``nbN-`` can cut their links.
+    network_faults: ClassVar[bool]
     # The run's Kafka data outlives its release, so a task cleared on its own provisions the same data again.
     data_survives_release: bool
 

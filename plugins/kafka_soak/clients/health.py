@@ -40,8 +40,11 @@ SELF_CHECK = "!!! BROKEN !!!"  # the app's self-check: a data anomaly (stale_sta
 RECOVERED_BY_STREAMS = frozenset({"TaskMigratedException", "InvalidProducerEpochException", "ProducerFencedException",
                                   "TransactionAbortedException", "TaskCorruptedException"})
 # Error-level lines of Kafka's clients that say nothing went wrong for the app: a member whose session ended while it
-# was paused or stalled, already removed from its group, failing to leave it as it rejoins (UNKNOWN_MEMBER_ID).
-MOOT = re.compile(r"LeaveGroup request .* failed with error: The coordinator is not aware of this member")
+# was paused or stalled, already removed from its group, failing to leave it as it rejoins (UNKNOWN_MEMBER_ID); a task
+# whose commit at a revocation failed because its producer was fenced (a network cut past the transaction timeout),
+# which Kafka Streams then closes dirty, as it does a task of a fenced producer (TaskManager.closeAndRecycleTasks).
+MOOT = re.compile(r"LeaveGroup request .* failed with error: The coordinator is not aware of this member|"
+                  r"should have been committed when it was suspended, but it reports non-empty offsets")
 TRACE_LINES = 30
 
 

@@ -29,19 +29,22 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends.broker_matrix import carry
 from kafka_soak.clients import profile as profiles
+from kafka_soak.clients import stall_agent
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.reference import streams
 from kafka_soak.clients.subjects import Subject
 from kafka_soak.infra import kafka_io
 from kafka_soak.infra.cluster import Cluster
 from kafka_soak.infra.connection import app_secrets, client_settings, mask
+from kafka_soak.infra.network import RunNetwork, instance_host
 from kafka_soak.infra.runtime import Runtime
 from kafka_soak.infra.runtime.docker import DockerContainers
 from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.infra.runtime.registry import ProcessRecord
 from kafka_soak.infra.runtime.spawn import Restart
-from kafka_soak.shared import java_client, rundir
+from kafka_soak.shared import java_client, rundir, stalls
 from kafka_soak.shared.rundir import journal
+from kafka_soak.toolchain import byteman
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan
@@ -72,6 +75,7 @@ class Instances:
         self.client_settings = client_settings
         self.app = run_subjects.profile(plan)
         self.client_env = kafka_io.settings_env(client_settings)
+        self.stalls = [stalls.Stall(**s) for s in plan.get("stalls", [])]
         self.runtime: Runtime = (
             DockerContainers(run_dir, self.app.image_of(subjects[0].version if subjects else ""), plan["app_env"],
                              plan["docker_url"], plan["docker_conn_id"] or None, self.app.image_param)
@@ -172,10 +176,33 @@ class Instances:
 
     def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
         """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line), and
-        Kafka's config providers off should the app be a JVM (any JVM reads ``JAVA_TOOL_OPTIONS``)."""
+        Kafka's config providers off should the app be a JVM (any JVM reads ``JAVA_TOOL_OPTIONS``). An instance the
+        program stalls gets its stall directory, and a JVM app the agent that stalls it."""
         values = contract(self.cluster, subject, instance, step)
-        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env,
-                "JAVA_TOOL_OPTIONS": java_client.NO_CONFIG_PROVIDERS}
+        java_options = [java_client.NO_CONFIG_PROVIDERS]
+        planned = [s for s in self.stalls if s.instance == instance]
+        stalling = {stalls.DIR_ENV: str(self.stall_dir(subject, instance))} if planned else {}
+        if planned and self.app.stall == stalls.JVM:
+            java_options.append(stall_agent.java_options(byteman.agent_jar(), self.stall_dir(subject, instance),
+                                                         planned))
+        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env, **stalling,
+                "JAVA_TOOL_OPTIONS": " ".join(java_options)}
+
+    def stall_dir(self, subject: Subject, instance: int) -> Path:
+        """Where the program arms the stalls of one instance and the instance traces them (``shared/stalls.py``)."""
+        return self.run_dir / rundir.STALLS / subject.process(instance)
+
+    def stall(self, stall: stalls.Stall) -> None:
+        """Arm ``stall`` in its instance of every subject: the first of its threads to reach the point stalls."""
+        for subject in self.subjects:
+            stalls.arm(self.stall_dir(subject, stall.instance), stall)
+            journal(self.run_dir, "stall-armed", instance=stall.instance, subject=subject.name, step=stall.step,
+                    point=stall.point, seconds=stall.seconds)
+
+    def stall_dirs(self) -> list[tuple[Subject, int, Path]]:
+        """Each instance's stall directory that exists, with its subject and instance."""
+        return [(s, n, self.stall_dir(s, n)) for s in self.subjects for n in range(1, self.plan["instances"] + 1)
+                if self.stall_dir(s, n).is_dir()]
 
     def is_running(self, instance: int) -> bool:
         return any(self.runtime.is_alive(s.process(instance)) for s in self.subjects)
@@ -200,9 +227,12 @@ class Instances:
             files = {CONTAINER_PROPERTIES: self.properties(subject, instance)}
         elif self.app.takes_properties:
             private = properties_file = self.write_properties(subject, instance)
+        command = self.command(subject, instance, step, properties_file)
+        network = RunNetwork.load(self.run_dir)  # a run whose program cuts links: the instance's host is its own
+        command = network.enter(instance_host(instance), command) if network else command
         try:
             with rundir.starting(self.run_dir, subject.label(instance)):
-                record = self.runtime.start(name, self.command(subject, instance, step, properties_file), log_path,
+                record = self.runtime.start(name, command, log_path,
                                             step=str(step), extra_env=self.environment(subject, instance, step),
                                             image=self.image(subject, instance), restart=restart, remove_after=private,
                                             files=files)

@@ -34,7 +34,7 @@ from typing import Any
 from kafka_soak.backends import registry
 from kafka_soak.clients import allowed_settings, encodings
 from kafka_soak.params import MAX_PARTITIONS
-from kafka_soak.shared import contracts
+from kafka_soak.shared import contracts, stalls
 
 NOT_JUDGED = "none"  # an output the app writes and the run keeps, not judged
 OUTPUT_CONTRACTS = (*(c.name for c in contracts.declarable()), NOT_JUDGED)
@@ -57,7 +57,7 @@ MAX_VERSIONS = 4  # side by side on two cores
 # What the run decides and the properties file carries: a profile's client_properties may not set them.
 RUN_PROPERTIES = ("bootstrap.servers", "application.id", "group.id")
 FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties", "topics", "inputs", "outputs",
-                     "versions"),
+                     "versions", "stall"),
           "topic": ("name", "partitions"),
           "input": ("topic", "partitions", "key", "value"),
           "output": ("topic", "partitions", "contract", "of", *JUDGING_FIELDS)}
@@ -114,11 +114,15 @@ class Profile:
     outputs: list[Output]
     image: str = ""
     members: list[AppMember] = default(default_factory=lambda: [AppMember()])  # profile field versions: one per version
+    # How the program can stall a thread of it (``shared/stalls.py``): "jvm" (the suite's Java agent, through
+    # JAVA_TOOL_OPTIONS), "contract" (the app keeps the stall protocol itself), "" (it cannot be).
+    stall: str = ""
     # What the suite knows of its own apps; a team's app is taken to be unknown on each (not in a profile's YAML).
     scoped: bool = False  # its topic names are the run's (it learns them from the run): scoped to the run everywhere
     leaves_group: bool = False  # a stopped instance leaves its group at once (Kafka Streams holds it to its timeout)
     clients: list[str] = default(default_factory=list)  # its client ids after each instance's <group>-<n> ([]: unknown)
-    build: str = ""  # "streams": the suite's Kafka Streams app, built against each version before the run
+    build: str = ""  # before the run: "streams", the suite's Kafka Streams app built against each version; "worker",
+    # the reference worker's virtualenv of each confluent-kafka release
     image_param: str = "app_profile.image"  # what chose its image, and how to get it (runtime docker)
     image_hint: str = "build or load the app's image on the engine"
     title: str = ""  # the run's app in a few words (history, log); "": its name
@@ -218,7 +222,7 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
     versions = list(raw.get("versions", []))
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
-                   raw.get("image", ""), members(versions if compared else versions[:1]))
+                   raw.get("image", ""), members(versions if compared else versions[:1]), raw.get("stall", ""))
 
 
 def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...],
@@ -313,6 +317,10 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
                       "its group and application id from its command")
     errors += command_problems(command, set(names), backend, allowed, f"{where}.command",
                                shared=set(values) if compared and len(versions) > 1 else None)
+    if raw.get("stall", "") not in ("", *stalls.WAYS):
+        errors.append(f"{where}.stall: {raw['stall']!r} is no way to stall the app; allowed: {stalls.JVM!r} (a JVM app: "
+                      f"the suite's Java agent stalls its threads), {stalls.CONTRACT!r} (the app keeps the suite's "
+                      "stall protocol itself), or leave it out (the program cannot stall it)")
     return errors
 
 

@@ -21,6 +21,8 @@ EVIDENCE_FILES = (rundir.VERDICT, f"{rundir.DATA_DOCS}/index.html", rundir.PARAM
                   rundir.TIMELINE, rundir.GENERATOR, rundir.DAGS_TEST_LOG)
 # How the report draws each event a fault kind's steps write (``events.jsonl``) on its target's lane.
 LANES = {event: lane for kind in kinds.KINDS for event, lane in kind.lanes.items()}
+# The colour of each state a lane can be in, as the kind whose event opens it says.
+STATE_COLORS = {lane.opens: lane.color for lane in LANES.values() if lane.opens and lane.color}
 
 
 def instance_lane(record: dict[str, Any]) -> str:
@@ -119,6 +121,7 @@ class RunEvidence:
                 close(lane, t, f"exited by itself ({how}), its restart due after {e.get('backoff_s', 0):g} s")
             elif kind in LANES:  # a step of a fault kind, as the kind draws it
                 drawn = LANES[kind]
+                lane = f"{lane} {drawn.row}" if drawn.row else lane
                 if drawn.ends:
                     close(lane, t, drawn.ends(e))
                 if drawn.opens:

@@ -12,10 +12,9 @@ from typing import Any
 
 import altair as alt
 
-from kafka_soak.evidence import LANES, RunEvidence, instance_lane, lane_of
+from kafka_soak.evidence import LANES, STATE_COLORS, RunEvidence, instance_lane, lane_of
 
 WIDTH = 900
-STATE_COLORS = {"running": "#2e7d32", "paused": "#f9a825", "down": "#c62828"}
 HEALTH_COLORS = {"unexpected exit": "#b71c1c", "thread death": "#6a1b9a", "error": "#e65100",
                  "first exception": "#f9a825"}
 SERIES_COLORS = {"input produced": "#1565c0", "in flight (produced − committed)": "#6a1b9a", "lag sampled": "#ef6c00"}

@@ -45,11 +45,13 @@ class Step:
 
 @dataclass
 class ProgramState:
-    """Where the program stands after a step: each started instance's state (absent: stopped), the brokers down, and
-    what a rolling upgrade moved each broker and instance to (absent: what the run started on)."""
+    """Where the program stands after a step: each started instance's state (absent: stopped), the brokers down, the
+    hosts whose network is cut, and what a rolling upgrade moved each broker and instance to (absent: what the run
+    started on)."""
 
     instances: dict[int, str] = field(default_factory=dict)  # instance -> "running" | "paused"
     brokers_down: set[int] = field(default_factory=set)
+    cut: set[str] = field(default_factory=set)  # "instance 1", "broker 2": hosts whose links the program cut
     releases: dict[int, str] = field(default_factory=dict)  # broker -> the Apache Kafka release it was moved to
     versions: dict[int, str] = field(default_factory=dict)  # instance -> the app version it was moved to
 
@@ -107,6 +109,9 @@ class Limits:
 MEMBER_LEFT_GRACE_S = 45.0 + 70.0
 
 
+RUNNING = "#2e7d32"  # the colour of an instance's span while it runs, whichever kind's event opens it
+
+
 def ended(event: dict[str, Any]) -> str:
     """How a stop or a kill ended an instance's span, in the report's words."""
     if event["event"] == "kill":
@@ -118,23 +123,28 @@ def ended(event: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Lane:
     """How the report draws an event of ``events.jsonl`` on its target's lane: the span it ends (and in which words,
-    from the event) and the span it opens, if any; ``mark`` puts a marker on the lane at the event, ``label`` a text
-    made of the event's fields (``"{release}"``)."""
+    from the event) and the span it opens, if any, in its colour; ``mark`` puts a marker on the lane at the event,
+    ``label`` a text made of the event's fields (``"{release}"``). ``row`` draws it on a row of its own under the
+    target's lane (``instance 1 network``), for a state that overlaps the lane's own."""
 
     ends: Callable[[dict[str, Any]], str] | None = None
     opens: str = ""
+    color: str = ""  # of the state it opens
     mark: str = ""
+    row: str = ""
     label: str = ""
 
 
 @dataclass(frozen=True)
 class Target:
-    """A step's target as the kind read it from the token: an instance or a broker (and what an upgrade moves it to)."""
+    """A step's target as the kind read it from the token: an instance or a broker (and what an upgrade moves it to),
+    and what else its label says."""
 
     action: str
     instance: int = 0
     broker: int = 0
     to: str = ""
+    detail: str = ""
 
 
 class FaultKind(Protocol):
@@ -146,6 +156,7 @@ class FaultKind(Protocol):
     actions: ClassVar[tuple[str, ...]]  # the actions its steps lead to (``Step.action``)
     needs: ClassVar[str]  # the backend capability its steps need ("": any backend)
     needs_why: ClassVar[str]  # what its steps do that needs it, as a refusal says
+    # A kind may also name the runtimes (param runtime) its steps work on, as ``runtimes``: a tuple; absent: any.
     # The seconds the drain waits beyond drain_timeout_s after a step of each action, for what the fault leaves the
     # app's group to wait out (a session to time out, a transaction to be aborted, a partition to get its leader back).
     grace: ClassVar[dict[str, float]]

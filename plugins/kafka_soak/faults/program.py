@@ -8,15 +8,18 @@ A program is a list of tokens, one per step, as in the original multi-runner rep
 ``kN``      kill instance *N* with SIGKILL: no commit, no leave-group (it must be running or paused)
 ``pN``      pause instance *N* with SIGSTOP (it must be running)
 ``rN``      resume instance *N* with SIGCONT (it must be paused)
+``sN@P:S``  stall the first thread of instance *N* that passes point *P* for *S* seconds (it must be running)
 ``bN-``     take broker *N* down; ``bN+`` brings it back
+``nN-``     cut instance *N*'s host from every broker (packets dropped); ``nN+`` heals it
+``nbN-``    cut broker *N* from the other brokers, clients still reach it; ``nbN+`` heals it
 ``bN^V``    restart broker *N* on Apache Kafka release *V* (a rolling upgrade's step)
 ``N^V``     restart instance *N* on version *V* of the app (it must be running)
 ==========  ===================================================================================
 
 Each token is a step of one fault kind (``faults/kinds/``, one module each). Each step carries the **desired state**
-it leads to (instance running/stopped/paused, broker up/down), worked out from the program up to that step, so a
-retried step converges instead of undoing itself. A program that asks for an impossible transition (``r2`` while 2
-runs) is refused before the run, naming the token.
+it leads to (instance running/stopped/paused, broker up/down, a host's network cut or not), worked out from the
+program up to that step, so a retried step converges instead of undoing itself. A program that asks for an
+impossible transition (``r2`` while 2 runs) is refused before the run, naming the token.
 """
 
 from __future__ import annotations

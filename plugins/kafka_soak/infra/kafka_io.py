@@ -16,16 +16,17 @@ from kafka_soak.shared.java_client import SETTINGS_ENV, given_settings
 
 log = logging.getLogger(__name__)
 
-# Errors a broker outage or a leader election causes for a while; a client retries them instead of failing.
-TRANSIENT = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TRANSPORT,
-             KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT,
-             KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-             KafkaError.UNKNOWN_TOPIC_OR_PART,
-             # a client whose metadata lost a partition's leader in an election, until its next metadata refresh
-             KafkaError._UNKNOWN_PARTITION,
-             # a request sent to a broker that left the cluster's metadata (killed) while it waited: the next attempt
-             # goes to the partition's new leader
-             KafkaError._DESTROY_BROKER}
+# Errors a broker outage or a leader election causes for a while; a client retries them instead of failing. By name:
+# the reference worker runs on older confluent-kafka releases too (param worker_versions), which lack some of them.
+TRANSIENT = {getattr(KafkaError, name) for name in (
+    "NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN",
+    "REQUEST_TIMED_OUT", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+    "UNKNOWN_TOPIC_OR_PART",
+    # a client whose metadata lost a partition's leader in an election, until its next metadata refresh
+    "_UNKNOWN_PARTITION",
+    # a request sent to a broker that left the cluster's metadata (killed) while it waited: the next attempt goes to
+    # the partition's new leader (librdkafka 2.1.0 has no such code)
+    "_DESTROY_BROKER") if hasattr(KafkaError, name)}
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -1,8 +1,9 @@
 """Maven builds into the checkout's cache: Kafka's jars and the Kafka Streams app, once per version.
 
 Both are a ``mvn`` run of a small pom in the repository with Maven's own repository in ``.cache/m2``, written
-into a staging directory beside the target and renamed into place when complete: a build cut short leaves
-nothing that looks finished, and two processes building the same version at once both end with one good copy.
+into a staging directory beside the target and renamed into place when complete (``staged``, which the reference
+worker's virtualenvs per confluent-kafka release use too): a build cut short leaves nothing that looks finished, and
+two processes building the same version at once both end with one good copy.
 """
 
 from __future__ import annotations
@@ -44,6 +45,28 @@ def is_built(target: Path) -> bool:
     return (target / DONE).exists()
 
 
+def staged(target: Path, make: Callable[[Path], str]) -> float:
+    """Build ``target`` by ``make(staging)`` into a staging directory beside it, then rename it into place; returns
+    the seconds it took (0 when ``target`` was already built). ``make`` returns what built it (kept in the target's
+    ``DONE`` file) or raises; a build that raises or is cut short leaves nothing behind that looks built."""
+    if is_built(target):
+        return 0.0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    started = time.monotonic()
+    try:
+        how = make(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    (staging / DONE).write_text(how + "\n")
+    try:
+        staging.rename(target)
+    except OSError:  # built meanwhile by another process
+        shutil.rmtree(staging, ignore_errors=True)
+    return time.monotonic() - started
+
+
 def build(target: Path, goals: Callable[[Path], list[str]], param: str, what: str, timeout: float = 600.0) -> float:
     """Run ``mvn <goals(staging)>`` and move the staging directory to ``target``; returns the seconds it took
     (0 when ``target`` was already built). ``BuildError`` names ``param`` and says why: "cannot <what>" (a verb
@@ -52,25 +75,20 @@ def build(target: Path, goals: Callable[[Path], list[str]], param: str, what: st
         return 0.0
     if shutil.which("mvn") is None:
         raise BuildError(f"{param}: Maven (mvn) is needed to {what} and is not installed (make setup installs it)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    command = ["mvn", "-B", "-q", "-Dstyle.color=never", f"-Dmaven.repo.local={cache_root() / 'm2'}", *goals(staging)]
-    started = time.monotonic()
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise BuildError(f"{param}: cannot {what}: Maven did not finish within {timeout:.0f} s (is Maven Central slow "
-                         "or out of reach? run it again: what it fetched is cached)") from None
-    if proc.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise BuildError(f"{param}: cannot {what}: {failure(proc)}")
-    (staging / DONE).write_text(" ".join(command) + "\n")
-    try:
-        staging.rename(target)
-    except OSError:  # built meanwhile by another process
-        shutil.rmtree(staging, ignore_errors=True)
-    return time.monotonic() - started
+
+    def make(staging: Path) -> str:
+        command = ["mvn", "-B", "-q", "-Dstyle.color=never", f"-Dmaven.repo.local={cache_root() / 'm2'}",
+                   *goals(staging)]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"{param}: cannot {what}: Maven did not finish within {timeout:.0f} s (is Maven Central "
+                             "slow or out of reach? run it again: what it fetched is cached)") from None
+        if proc.returncode != 0:
+            raise BuildError(f"{param}: cannot {what}: {failure(proc)}")
+        return " ".join(command)
+
+    return staged(target, make)
 
 
 def failure(proc: subprocess.CompletedProcess[str]) -> str:

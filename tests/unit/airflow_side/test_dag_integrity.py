@@ -131,7 +131,7 @@ def test_the_compose_stack_matches_the_project():
     for service in ("worker-image", "airflow"):
         assert (root / "docker" / compose[service]["build"]["dockerfile"].split("/")[-1]).exists()
     project = (root / "requirements.txt").read_text().splitlines()
-    for requirement in (root / "docker" / "worker-requirements.txt").read_text().split():
+    for requirement in (root / "plugins" / "kafka_soak" / "clients" / "reference" / "requirements.txt").read_text().split():
         assert requirement in project, f"the worker image pins what the project pins: {requirement}"
 
 

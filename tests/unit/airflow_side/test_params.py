@@ -19,9 +19,9 @@ def test_defaults_resolve_to_a_plan_spread_over_the_program():
 
 def test_the_plan_every_task_is_given_has_a_typed_key_for_each_param_and_nothing_else():
     """``Plan`` types the plan at each task boundary: its keys are the declared params (and the program's
-    source and length), and each resolved value has the type it declares."""
+    source, length and needs), and each resolved value has the type it declares."""
     fields = typing.get_type_hints(Plan)
-    assert set(fields) == set(params.PARAMS) | {"program_source", "program_s"}
+    assert set(fields) == set(params.PARAMS) | {"program_source", "program_s", "stalls", "program_needs"}
     plan = run_plan.check({"kafka_versions": ["4.1.1", "4.3.1"], "transaction_version": 1, "quotas": [
         {"client_id": "{app_id}-1-producer", "producer_byte_rate": 35000}]}, app_id="typed")
     for name, value in plan.items():

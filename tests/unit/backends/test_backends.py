@@ -41,8 +41,9 @@ def test_each_backend_is_one_class_the_param_names_and_what_it_can_do_is_read_fr
     from kafka_soak import params
 
     assert tuple(registry.BACKENDS) == params.BACKENDS
-    assert {name: (b.shared, b.starts_brokers, b.broker_faults) for name, b in registry.BACKENDS.items()} == {
-        "local": (False, True, True), "docker": (False, True, False), "external": (True, False, False)}
+    assert {name: (b.shared, b.starts_brokers, b.broker_faults, b.network_faults)
+            for name, b in registry.BACKENDS.items()} == {
+        "local": (False, True, True, True), "docker": (False, True, False, False), "external": (True, False, False, False)}
     assert registry.able("broker_faults") == "backend 'local'" and registry.able("starts_brokers") == \
         "backends 'local' or 'docker'"
     assert registry.shared("external") and not registry.shared("local") and not registry.shared("elsewhere")
@@ -183,7 +184,7 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     zipped = {line.split()[1] for line in submitted if line.startswith("zipped: ")}
     assert zipped == {"kafka_soak/__init__.py", *(f"kafka_soak/shared/{m}.py" for m in
                                                   ("__init__", "contracts", "java_client", "offsets", "rundir",
-                                                       "verdicts"))}
+                                                       "stalls", "verdicts"))}
     assert args[args.index("--input-topic") + 1] == "soak.in" and args[args.index("--expected-records") + 1] == "6000"
     assert "env: set" in submitted
     if driver_env is None:

@@ -53,15 +53,17 @@ def with_freeze(monkeypatch):
 
 def test_the_kinds_split_the_tokens_and_the_actions_between_them():
     tokens = {"1": "toggle", "0": "toggle", "k1": "kill", "p1": "pause", "r1": "pause", "b1-": "broker", "b1+": "broker",
+              "n1-": "network", "n1+": "network", "nb1-": "network", "nb1+": "network", "s1@commit:5": "stall",
               "b1^4.3.1": "broker-upgrade", "1^4.3.1": "app-upgrade", "12^v2": "app-upgrade"}
     assert {token: kinds.matching(token)[0].name for token in tokens} == tokens
     actions = [action for kind in kinds.KINDS for action in kind.actions]
     assert len(actions) == len(set(actions)), "an action belongs to one kind"
     assert all(kinds.of(action).name == kind.name for kind in kinds.KINDS for action in kind.actions)
     assert all(not kind.needs or hasattr(registry.kind("local"), kind.needs) for kind in kinds.KINDS)
-    assert drain.FAULT_GRACE_S == {"kill": 115.0, "pause": 115.0, "broker-down": 30.0, "upgrade": 45.0}
-    assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "broker-down", "broker-up", "broker-upgrading",
-                          "broker-upgraded", "upgrade"}
+    assert drain.FAULT_GRACE_S == {"kill": 115.0, "stall": 115.0, "pause": 115.0, "broker-down": 30.0, "cut": 115.0,
+                                   "broker-cut": 30.0, "upgrade": 45.0}
+    assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "stall-armed", "stalled", "resumed", "broker-down",
+                          "broker-up", "link-cut", "link-healed", "broker-upgrading", "broker-upgraded", "upgrade"}
 
 
 def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_applied_and_undone(with_freeze, tmp_path):
@@ -76,7 +78,7 @@ def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_appli
         run_plan.check({"program": "1 f1", "backend": "docker"})
 
     kafka = SimpleNamespace(frozen=False)
-    instances = SimpleNamespace(record=lambda n: None, is_running=lambda n: False, sync_logs=lambda: None,
+    instances = SimpleNamespace(stall_dirs=lambda: [], record=lambda n: None, is_running=lambda n: False, sync_logs=lambda: None,
                                 running=lambda: [1], paused=lambda: [], run_dir=tmp_path, subjects=[])
     outcome = schedule.apply(steps[1], instances, kafka, {"by": "test"})
     assert outcome["frozen"] is True and kafka.frozen
@@ -86,16 +88,21 @@ def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_appli
 def test_the_report_draws_each_kind_s_events_on_its_target_s_lane(tmp_path: Path):
     events = [{"t": 1.0, "event": "start", "instance": 1}, {"t": 2.0, "event": "pause", "instance": 1},
               {"t": 3.0, "event": "resume", "instance": 1}, {"t": 4.0, "event": "kill", "instance": 1},
-              {"t": 5.0, "event": "broker-down", "broker": 2}, {"t": 6.0, "event": "broker-up", "broker": 2}]
+              {"t": 5.0, "event": "broker-down", "broker": 2}, {"t": 6.0, "event": "broker-up", "broker": 2},
+              # a cut link, on a row of its own under its target's lane: it overlaps the lane's own states
+              {"t": 2.5, "event": "link-cut", "instance": 1}, {"t": 4.5, "event": "link-healed", "instance": 1},
+              {"t": 5.5, "event": "link-cut", "broker": 2}, {"t": 7.0, "event": "link-healed", "broker": 2}]
     events += [{"t": 7.0, "event": "broker-upgrading", "broker": 3, "release": "4.3.1"},
                {"t": 9.0, "event": "broker-upgraded", "broker": 3, "release": "4.3.1", "from": "4.2.2"}]
     evidence = RunEvidence(run_dir=tmp_path, dag_id="d", run_id="r", events=events)
     assert [(i.lane, i.state, i.start, i.end, i.ended_by) for i in evidence.intervals()] == [
         ("broker 2", "down", 5.0, 6.0, "up again"),
+        ("broker 2 network", "cut", 5.5, 7.0, "healed"),
         ("broker 3", "down", 7.0, 9.0, "up on Apache Kafka 4.3.1"),
         ("instance 1", "running", 1.0, 2.0, "paused"),
         ("instance 1", "paused", 2.0, 3.0, "resumed"),
-        ("instance 1", "running", 3.0, 4.0, "killed (kill -9)")]
+        ("instance 1", "running", 3.0, 4.0, "killed (kill -9)"),
+        ("instance 1 network", "cut", 2.5, 4.5, "healed")]
 
 
 def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
@@ -107,5 +114,6 @@ def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
     tokens = [token for kind in kinds.KINDS
               for forms in re.findall(r"(?:^|, )([^\s(,]+(?: / [^\s(,]+)*) \(", kind.grammar)
               for token in forms.split(" / ")]
-    assert tokens == ["N", "0", "kN", "pN", "rN", "bN-", "bN+", "bN^V", "N^V"]
+    assert tokens == ["N", "0", "kN", "sN@POINT:SECONDS", "pN", "rN", "bN-", "bN+", "nN-", "nN+", "nbN-", "nbN+",
+                      "bN^V", "N^V"]
     assert [token for token in tokens if token not in described] == []

@@ -16,9 +16,9 @@ from typing import Any
 
 from kafka_soak.clients import encodings
 from kafka_soak.clients.profile import STATE_DIR, VERSION, AppMember, Input, Output, Profile, literal
-from kafka_soak.clients.reference import streams
+from kafka_soak.clients.reference import releases, streams
 from kafka_soak.infra.runtime.local import python_command
-from kafka_soak.shared import contracts
+from kafka_soak.shared import contracts, stalls
 
 IMAGE = "kafka-soak-worker:latest"  # make worker-image: the worker, and the default image of an app_command
 INPUT, OUTPUT, ASSERTIONS, CHANGELOG = "input", "output", "assertions", "changelog"
@@ -47,7 +47,7 @@ def contract_profile(values: dict[str, Any], group_id: str, name: str, command: 
     return Profile(name=name, command=command, group_id=group_id, client_properties={},
                    topics={CHANGELOG: parts, ASSERTIONS: 1}, inputs=[soak_input(parts)],
                    outputs=[Output(OUTPUT, parts, contracts.ID_ASSIGNMENT, INPUT, assertions=ASSERTIONS)],
-                   image=image, members=[AppMember(label=THE_APP)], scoped=True, **facts)
+                   image=image, scoped=True, **{"members": [AppMember(label=THE_APP)], **facts})
 
 
 def soak_input(partitions: int) -> Input:
@@ -55,9 +55,10 @@ def soak_input(partitions: int) -> Input:
 
 
 def worker(values: dict[str, Any], group_id: str) -> Profile:
-    """The reference worker: this interpreter locally, the worker image's entrypoint with Docker. It closes its
-    consumer on a stop (so it leaves its group at once); its clients are the consumer ``<group>-<n>`` and the
-    producer ``<group>-<n>-producer``."""
+    """The reference worker (``worker_style``: the suite's or confluent-kafka's example's): this interpreter locally,
+    or the virtualenv of each confluent-kafka release of ``worker_versions`` (one member each, built before the run);
+    the worker image's entrypoint with Docker. It closes its consumer on a stop (so it leaves its group at once); its
+    clients are the consumer ``<group>-<n>`` and the producer ``<group>-<n>-producer``."""
     args = ["--bootstrap", "{bootstrap_servers}", "--app-id", "{app_id}", "--instance", "{instance}", "--step", "{step}",
             "--input-topic", "{input_topic}", "--output-topic", "{output_topic}", "--changelog-topic",
             "{changelog_topic}", "--assertions-topic", "{assertions_topic}",
@@ -66,11 +67,26 @@ def worker(values: dict[str, Any], group_id: str) -> Profile:
                            "--commit-interval-ms", str(values["commit_interval_ms"]),
                            "--crash-probability", repr(float(values["crash_probability"])),
                            "--session-timeout-ms", str(values["session_timeout_ms"]), "--seed", str(values["seed"]),
-                           *(["--group-protocol", "consumer"] if values["group_protocol"] == "consumer" else [])])]
+                           *(["--group-protocol", "consumer"] if values["group_protocol"] == "consumer" else []),
+                           *(["--style", values["worker_style"]] if values["worker_style"] != "reference" else [])])]
     docker = values["runtime"] == "docker"
-    command = args if docker else [*map(literal, python_command("kafka_soak.clients.reference.worker")), *args]
-    return contract_profile(values, group_id, "worker", command, values["app_image"] or IMAGE if docker else "",
-                            title="worker", leaves_group=True, clients=["", "-producer"], **image_source(values))
+    versions = list(values["worker_versions"])
+    start = releases.command(f"{{{VERSION}}}") if versions else [
+        *map(literal, python_command(releases.WORKER_MODULE))]
+    title = "worker" + (" (confluent-kafka's example)" if values["worker_style"] == "example" else "")
+    return contract_profile(values, group_id, "worker", args if docker else [*start, *args],
+                            values["app_image"] or IMAGE if docker else "",
+                            title=title + (f" on confluent-kafka {', '.join(versions)}" if versions else ""),
+                            leaves_group=True, clients=["", "-producer"], build="worker" if versions else "",
+                            members=worker_members(versions), stall=stalls.CONTRACT, **image_source(values))
+
+
+def worker_members(versions: list[str]) -> list[AppMember]:
+    """The worker's confluent-kafka releases a run compares, each its own member; the one worker otherwise."""
+    if len(versions) > 1:
+        return [AppMember(v, v, label=f"confluent-kafka {v}") for v in versions]
+    return [AppMember(label=f"confluent-kafka {versions[0]}" if versions else THE_APP,
+                      version=versions[0] if versions else "")]
 
 
 def command_app(values: dict[str, Any], group_id: str) -> Profile:
@@ -97,7 +113,8 @@ def streams_app(values: dict[str, Any], group_id: str) -> Profile:
     return Profile(name="streams", command=command, group_id=group_id, client_properties={}, topics=topics,
                    inputs=inputs, outputs=outputs,
                    image=values["app_image"] or streams.image(f"{{{VERSION}}}") if docker else "",
-                   members=streams_members(values), scoped=True, clients=[*threads, "-admin"], build="streams",
+                   members=streams_members(values), stall=stalls.JVM, scoped=True, clients=[*threads, "-admin"],
+                   build="streams",
                    title=streams_title(values), **image_source(values, "streams_version",
                                                                f"make streams-image STREAMS_VERSION={{{VERSION}}}"))
 

@@ -17,6 +17,10 @@ kube-kafka consistency checks do; the runtime's restart policy brings it back. T
 same seed crashes after as many records as before, and a restarted instance draws anew rather than crashing
 after the same count again.
 
+``--style example`` is what confluent-kafka's own ``examples/eos_transactions.py`` does (``ExampleWorker``): partition
+EOF on, and each transaction commits the consumer's ``position()`` rather than the offsets it processed. Run on a
+released confluent-kafka (``--client-release``, param ``worker_versions``), the worker refuses to start on any other.
+
 Bug switches prove that the checker catches what it must: ``skip-restore`` (state is not restored on
 assignment -> ids reused), ``stale-cache`` (restoration does not invalidate the cache -> stale reads
 after standby -> active, KAFKA-14624), ``drop`` (the output of every Nth input id is not written -> lost),
@@ -37,14 +41,17 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
+import confluent_kafka
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kafka_soak.clients.reference.changelog import ChangelogReader
 from kafka_soak.clients.reference.store import PartitionStore
 from kafka_soak.infra import kafka_io
-from kafka_soak.params import BUGS
+from kafka_soak.params import BUGS, WORKER_STYLES
 from kafka_soak.shared.contracts import RESTART_ENV
+from kafka_soak.shared.stalls import Stalls
 
 log = logging.getLogger("kafka_soak.worker")
 
@@ -60,6 +67,7 @@ TXN_TIMEOUT_S = 10.0
 TXN_ATTEMPTS = 6
 STUCK_AFTER_S = 60.0
 STUCK_EXIT_CODE = 70
+WRONG_RELEASE_EXIT_CODE = 78  # started on another confluent-kafka than --client-release
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,7 @@ class WorkerConfig:
     group_protocol: str = "classic"  # consumer: KIP-848, the brokers assign and keep the session
     seed: int = 0
     restart: int = 0  # how often the runtime restarted this instance since its step started it
+    style: str = "reference"  # example: confluent-kafka's examples/eos_transactions.py (ExampleWorker)
 
 
 def stuck(what: str) -> None:
@@ -111,6 +120,11 @@ def bug_hits(config: WorkerConfig, record_id: int, bug: str) -> bool:
 
 
 class Worker:
+    """The suite's worker: commits the offsets it processed, every ``commit_interval_ms`` or ``COMMIT_EVERY`` records."""
+
+    COMMIT_EVERY = BATCH
+    CONSUMER_SETTINGS: dict[str, Any] = {}
+
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.stopping = False
@@ -122,13 +136,14 @@ class Worker:
         self.duplicates: list[tuple[str, bytes, int]] = []  # bug duplicate: outputs to write again after the commit
         self.txn_began: float | None = None
         self.chaos = chaos(config.seed, config.instance, config.step, config.restart)
+        self.stalls = Stalls()  # the program's stalls of this instance, at the points named in process and commit
         common = kafka_io.client_config(config.bootstrap)
         session = {"group.protocol": "consumer"} if config.group_protocol == "consumer" else \
             {"session.timeout.ms": config.session_timeout_ms}  # KIP-848: the brokers set the session
         self.consumer = Consumer({
             **common, "group.id": config.app_id,
             "client.id": f"{config.app_id}-{config.instance}", "isolation.level": "read_committed", **session,
-            "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", **self.CONSUMER_SETTINGS})
         self.producer = Producer({
             **common, "transactional.id": f"{config.app_id}-{config.instance}",
             "client.id": f"{config.app_id}-{config.instance}-producer", "linger.ms": 5,
@@ -216,6 +231,8 @@ class Worker:
         if bug_hits(cfg, record["id"], "drop"):
             log.warning("bug drop: not writing the output of id %d", record["id"])
             return
+        if self.pending_records:  # point "process": the open transaction holds this batch's earlier records
+            self.stalls.at("process")
         self.producer.produce(cfg.output_topic, key=key, value=output, partition=p)
         if bug_hits(cfg, record["id"], "duplicate"):
             self.duplicates.append((key, output, p))
@@ -233,12 +250,12 @@ class Worker:
         for p, store in self.active.items():
             self.write_changelog(p, store.flush())
         if with_offsets:
-            self.txn_call("send offsets", self.producer.send_offsets_to_transaction,
-                          [TopicPartition(self.config.input_topic, p, o) for p, o in self.pending.items()],
+            self.txn_call("send offsets", self.producer.send_offsets_to_transaction, self.offsets(),
                           self.consumer.consumer_group_metadata())
         else:
             log.warning("bug revoke-no-offsets: committing the transaction of %d records without their offsets %s",
                         self.pending_records, self.pending)
+        self.stalls.at("commit")  # point "commit": between the transaction's offsets and its commit
         self.txn_call("commit", self.producer.commit_transaction)
         self.transactions += 1
         self.processed += self.pending_records
@@ -246,6 +263,10 @@ class Worker:
         self.forget_transaction()
         if duplicates:
             self.write_duplicates(duplicates)
+
+    def offsets(self) -> list[TopicPartition]:
+        """The input offsets a commit sends: the next offset of each partition the transaction processed."""
+        return [TopicPartition(self.config.input_topic, p, o) for p, o in self.pending.items()]
 
     def forget_transaction(self) -> None:
         self.pending, self.pending_records, self.duplicates, self.txn_began = {}, 0, [], None
@@ -282,7 +303,9 @@ class Worker:
         log.warning("bug duplicate: wrote %d outputs a second time", len(duplicates))
 
     def run_batch(self, messages: list[Message], commit_due: bool) -> None:
-        """Process ``messages`` in the open transaction (begun by the first of them) and commit it when due."""
+        """Process ``messages`` in the open transaction (begun by the first of them) and commit it when due: asked to
+        (``commit_due``), ``COMMIT_EVERY`` records, or the commit interval passed. Never within a batch: the consumer's
+        position is past every record of the batch it handed over (``ExampleWorker`` commits the position)."""
         try:
             if messages and self.txn_began is None:
                 self.producer.begin_transaction()
@@ -291,14 +314,17 @@ class Worker:
                 self.process(msg)
                 self.pending[msg.partition()] = msg.offset() + 1
                 self.pending_records += 1
-            if self.txn_began is not None and (commit_due or self.pending_records >= BATCH or
-                                               time.monotonic() - self.txn_began >= self.config.commit_interval_ms / 1000):
+            if self.txn_began is not None and (commit_due or self.pending_records >= self.COMMIT_EVERY or
+                                               self.interval_passed()):
                 self.commit()
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if error.fatal() or not (error.txn_requires_abort() or error.retriable()):
                 raise
             self.recover(error)
+
+    def interval_passed(self) -> bool:
+        return time.monotonic() - (self.txn_began or 0.0) >= self.config.commit_interval_ms / 1000
 
     def recover(self, error: KafkaError) -> None:
         """Abort the transaction, rewind to the committed offsets and rebuild the state it touched."""
@@ -316,14 +342,14 @@ class Worker:
         cfg = self.config
         self.producer.init_transactions()
         self.consumer.subscribe([cfg.input_topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
-        log.info("instance %d of %s started at step %s, restart %d (standbys=%d, cache_entries=%d, "
-                 "commit_interval_ms=%d, crash_probability=%g, seed=%d, bug=%s, group_protocol=%s)", cfg.instance,
-                 cfg.app_id, cfg.step, cfg.restart, cfg.standbys, cfg.cache_entries, cfg.commit_interval_ms,
-                 cfg.crash_probability, cfg.seed, cfg.bug, cfg.group_protocol)
+        log.info("instance %d of %s started at step %s, restart %d (style=%s, confluent-kafka %s, librdkafka %s, "
+                 "standbys=%d, cache_entries=%d, commit_interval_ms=%d, crash_probability=%g, seed=%d, bug=%s, "
+                 "group_protocol=%s)", cfg.instance, cfg.app_id, cfg.step, cfg.restart, cfg.style,
+                 confluent_kafka.__version__, confluent_kafka.libversion()[0], cfg.standbys, cfg.cache_entries,
+                 cfg.commit_interval_ms, cfg.crash_probability, cfg.seed, cfg.bug, cfg.group_protocol)
         last_report, last_processed = time.monotonic(), 0
         while not self.stopping:
-            messages = [m for m in self.consumer.consume(BATCH, timeout=0.1) if not self._error(m)]
-            self.run_batch(messages, commit_due=False)
+            self.step()
             self.changelog.poll()
             now = time.monotonic()
             if now - last_report >= REPORT_EVERY_S:
@@ -338,6 +364,10 @@ class Worker:
         self.changelog.close()
         self.producer.flush(10)
 
+    def step(self) -> None:
+        """One turn of the loop: a batch of records processed in the open transaction."""
+        self.run_batch([m for m in self.consumer.consume(BATCH, timeout=0.1) if not self._error(m)], commit_due=False)
+
     @staticmethod
     def _error(msg: Message) -> bool:
         if msg.error() is None:
@@ -346,6 +376,53 @@ class Worker:
             raise KafkaException(msg.error())
         log.warning("consumer: %s", msg.error())
         return True
+
+
+class ExampleWorker(Worker):
+    """What confluent-kafka's ``examples/eos_transactions.py`` does, on the suite's data contract: partition EOF on;
+    the transaction commits the consumer's ``position()`` of its whole assignment once ``COMMIT_EVERY`` records are
+    in it and when every assigned partition reached its end (where the example stops, this worker commits and reads
+    on); no clock. It reads in batches (``Consumer.consume``, as the suite's worker and most ports of the example do;
+    the example's ``poll`` is its one-record form), so it commits at a batch's end, where the position is what it
+    processed."""
+
+    COMMIT_EVERY = 100  # the example's msg_cnt % 100
+    CONSUMER_SETTINGS = {"enable.partition.eof": True}
+
+    def __init__(self, config: WorkerConfig) -> None:
+        super().__init__(config)
+        self.at_end: set[int] = set()  # partitions whose end the consumer reached since their last record
+
+    def offsets(self) -> list[TopicPartition]:
+        return self.consumer.position(self.consumer.assignment())
+
+    def interval_passed(self) -> bool:
+        return False
+
+    def step(self) -> None:
+        self.producer.poll(0)  # delivery reports, as the example serves them
+        messages = []
+        for msg in self.consumer.consume(BATCH, timeout=0.1):
+            if msg.error() is not None and msg.error().code() == KafkaError._PARTITION_EOF:
+                self.at_end.add(msg.partition())
+            elif not self._error(msg):
+                self.at_end.discard(msg.partition())
+                messages.append(msg)
+        assigned = {tp.partition for tp in self.consumer.assignment()}
+        self.at_end &= assigned
+        self.run_batch(messages, commit_due=bool(assigned) and self.at_end == assigned)
+
+
+STYLES = {"reference": Worker, "example": ExampleWorker}
+
+
+def check_release(expected: str) -> None:
+    """Exit when the confluent-kafka imported is not the release the run asked for (``worker_versions``): another
+    one on the path would judge the wrong client."""
+    if confluent_kafka.__version__ != expected:
+        log.error("confluent-kafka %s was imported (from %s), not %s: the instance's interpreter must be the "
+                  "virtualenv of %s", confluent_kafka.__version__, confluent_kafka.__file__, expected, expected)
+        sys.exit(WRONG_RELEASE_EXIT_CODE)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,14 +440,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-timeout-ms", type=int, default=45_000)
     parser.add_argument("--seed", type=int, default=0, help="seeds the crash draws (with instance, step, restart)")
     parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    parser.add_argument("--style", choices=WORKER_STYLES, default="reference")
+    parser.add_argument("--client-release", default="", help="the confluent-kafka release this must run on")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format=f"%(asctime)s %(levelname)s [instance {args.instance}] %(message)s")
-    worker = Worker(WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
+    if args.client_release:
+        check_release(args.client_release)
+    worker = STYLES[args.style](WorkerConfig(args.bootstrap, args.app_id, args.instance, args.input_topic, args.output_topic,
                                  args.changelog_topic, args.assertions_topic, args.step, args.standbys,
                                  args.cache_entries, args.bug, args.bug_every, args.commit_interval_ms,
                                  args.crash_probability, args.session_timeout_ms, args.group_protocol, args.seed,
-                                 int(os.environ.get(RESTART_ENV, "0"))))
+                                 int(os.environ.get(RESTART_ENV, "0")), args.style))
 
     def stop(signum: int, _frame) -> None:
         log.info("received %s", signal.Signals(signum).name)

@@ -34,7 +34,7 @@ class Broker:
     actions = ("broker-down", "broker-up")
     needs, needs_why = "broker_faults", "kill and restart brokers"
     grace = {"broker-down": 30.0}  # its partitions' leaders move, and its transactions' coordinator
-    lanes = {"broker-down": Lane(opens="down"), "broker-up": Lane(ends=lambda _event: "up again")}
+    lanes = {"broker-down": Lane(opens="down", color="#c62828"), "broker-up": Lane(ends=lambda _event: "up again")}
 
     def advance(self, match: re.Match[str], position: str, state: ProgramState, limits: Limits,
                 allowed: str) -> Target:
@@ -42,6 +42,9 @@ class Broker:
         limits.broker(n, position)
         if down == (n in state.brokers_down):
             raise ProgramError(f"program: {position}: broker {n} is already {'down' if down else 'up'} at that point")
+        if not down and f"broker {n}" in state.cut:
+            raise ProgramError(f"program: {position}: broker {n} cannot come up while it is cut from the other brokers "
+                               f"(it could not rejoin the controller quorum); heal it first (nb{n}+)")
         (state.brokers_down.add if down else state.brokers_down.discard)(n)
         return Target("broker-down" if down else "broker-up", broker=n)
 

@@ -7,7 +7,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.faults.kind import MEMBER_LEFT_GRACE_S, Lane, Limits, ProgramState, Step, Target
+from kafka_soak.faults.kind import MEMBER_LEFT_GRACE_S, RUNNING, Lane, Limits, ProgramState, Step, Target
 
 if TYPE_CHECKING:
     from kafka_soak.backends.registry import Backend
@@ -23,8 +23,8 @@ class Pause:
     actions = ("pause", "resume")
     needs, needs_why = "", ""
     grace = {"pause": MEMBER_LEFT_GRACE_S}  # a paused member, as a killed one, until its session times out
-    lanes = {"pause": Lane(ends=lambda _event: "paused", opens="paused"),
-             "resume": Lane(ends=lambda _event: "resumed", opens="running")}
+    lanes = {"pause": Lane(ends=lambda _event: "paused", opens="paused", color="#f9a825"),
+             "resume": Lane(ends=lambda _event: "resumed", opens="running", color=RUNNING)}
 
     def advance(self, match: re.Match[str], position: str, state: ProgramState, limits: Limits,
                 allowed: str) -> Target:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from kafka_soak.faults.kind import Lane, Limits, ProgramState, Step, Target, ended
+from kafka_soak.faults.kind import RUNNING, Lane, Limits, ProgramState, Step, Target, ended
 
 if TYPE_CHECKING:
     from kafka_soak.backends.registry import Backend
@@ -20,7 +20,7 @@ class Toggle:
     actions = ("noop", "start", "stop")
     needs, needs_why = "", ""
     grace: dict[str, float] = {}
-    lanes = {"start": Lane(ends=lambda _event: "restarted", opens="running"), "stop": Lane(ends=ended)}
+    lanes = {"start": Lane(ends=lambda _event: "restarted", opens="running", color=RUNNING), "stop": Lane(ends=ended)}
 
     def advance(self, match: re.Match[str], position: str, state: ProgramState, limits: Limits,
                 allowed: str) -> Target:

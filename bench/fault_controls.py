@@ -1,0 +1,74 @@
+"""No false alarm from a fault: the healthy reference apps through each fault kind the program has beyond a process
+(a stalled thread, a network partition, ...) pass every run.
+
+Each control is a program of one kind at a dose a correct exactly-once app must survive (a stall shorter than the
+transaction timeout, a partition shorter than the group's session, ...), run with the reference worker and with the
+Kafka Streams app on the default scenario (``soak_eos_id_assignment``); a run passes when its verdict does. Quick: 5
+runs per control and app; large: 10.
+``CONTROLS="stall ..."`` measures those again and keeps the others' last runs. A failed run's directory is in the
+table: its report says what the app did.
+"""
+
+from __future__ import annotations
+
+import json
+
+from common import DagsTest, figure, parse_size, remeasured, runs_dir, write_results
+
+DAG_ID = "soak_eos_id_assignment"
+RUNS = {"quick": 5, "large": 10}
+RUN_TIMEOUT_S = 1200
+APPS = {"worker": {"app": "worker"}, "streams": {"app": "streams"}}
+# Each control: what it doses and the conf of its runs. Kafka Streams' transaction timeout under EOS is 10 s, the
+# worker's 30 s: the stalls stay under both. The partitions stay under the group's session (45 s): a cut instance keeps
+# its partitions (Kafka Streams' transaction may be aborted under it, which fences its producer: it recovers).
+CONTROLS = {
+    "stall": ("a thread stalled at its commit and inside its transaction, 6 s each, of two of three instances",
+              {"instances": 3, "program": "1 2 3 0 s1@commit:6 0 s2@process:6 0", "interval_s": 8, "records": 6000}),
+    "network": ("an instance of two cut from every broker for 12 s, then a broker of three cut from the others for 12 s",
+                {"brokers": 3, "instances": 2, "program": "1 2 n1- n1+ nb2- nb2+ 0", "interval_s": 12,
+                 "records": 8000}),
+}
+
+
+def run(control: str, app: str, runs) -> dict:
+    """One run of a control with one app: its verdict's status and anomalies."""
+    conf = {**CONTROLS[control][1], **APPS[app]}
+    test = DagsTest(DAG_ID, conf, runs)
+    run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
+    verdict_file = run_dir / "verdict.json"
+    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+    row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code),
+           "status": verdict.get("status", "no verdict"),
+           "anomalies": {k: v for k, v in verdict.get("anomalies", {}).items() if v}}
+    print(f"{control}/{app}: {json.dumps(row)}", flush=True)
+    return row
+
+
+def main() -> None:
+    size = parse_size(__doc__.splitlines()[0])
+    chosen, results = remeasured("fault_controls", "CONTROLS", CONTROLS, "controls")
+    for control in chosen:
+        for app in APPS:
+            shared = runs_dir(f"fault-controls-{control}-{app}")
+            results[f"{control}/{app}"] = [run(control, app, shared) for _ in range(RUNS[size])]
+    figures, lines = [], ["| control | app | program | runs passed | failed runs |", "|---|---|---|---|---|"]
+    for key, rows in results.items():
+        control, app = key.split("/")
+        if control not in CONTROLS:
+            continue
+        passed = sum(r["status"] == "passed" for r in rows)
+        figures.append(figure(f"{control}: {app} passed", passed / max(1, len(rows)), "of runs", None,
+                              "every run (1.0)", passed == len(rows) and bool(rows), f"{passed} of {len(rows)} runs"))
+        failed = "; ".join(f"{r['status']} {r['anomalies'] or r['outcome']} ({r['run_dir']})" for r in rows
+                           if r["status"] != "passed")
+        lines.append(f"| {control}: {CONTROLS[control][0]} | {app} | `{CONTROLS[control][1]['program']}` | "
+                     f"{passed} of {len(rows)} | {failed or '—'} |")
+    body = ("Each run: `make soak` of the default scenario with the control's conf and the app; passed = the verdict "
+            "passed. No baseline: a healthy app must pass every run.\n\n" + "\n".join(lines))
+    write_results("fault_controls", "No false alarm: the reference apps through each fault kind", size, figures, body,
+                  {"runs": results})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The rules of the Java agent that stalls a thread of a JVM app (Byteman, ``toolchain/byteman.py``), one per stall of
+the program, written for each start of an instance and loaded through ``JAVA_TOOL_OPTIONS``, which every JVM reads:
+a team's JVM app needs no change and no restart beyond the instance's own starts.
+
+Each rule keeps ``shared/stalls.py``'s protocol: it fires when its step's arm file can be deleted (exactly one thread,
+once), writes the trace, and sleeps its seconds in that thread while every other thread of the JVM runs on (the
+producer's network thread, the consumer's heartbeat, the other stream threads). The named points are kafka-clients'
+own methods, so they hold for Kafka Streams and for any app on the Java producer:
+
+- ``commit``: on entry to ``KafkaProducer#commitTransaction``, after the transaction's offsets were added (Kafka
+  Streams' ``StreamsProducer`` sends them just before): the coordinator can time the transaction out between the
+  offsets and the ``EndTxn``.
+- ``process``: on entry to ``KafkaProducer#send`` once that producer has sent since its last commit or abort, so the
+  stall is inside a transaction the broker knows, with records in it, and the stalled thread's next act is to produce.
+- ``Class#method``: on entry to an app's own method.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_soak.shared import stalls
+
+PRODUCER = "org.apache.kafka.clients.producer.KafkaProducer"
+SEND = "send(org.apache.kafka.clients.producer.ProducerRecord, org.apache.kafka.clients.producer.Callback)"
+RULES_FILE = "rules.btm"
+# Whether a producer has sent since its last commit or abort (Byteman's flags, keyed by the producer object).
+SENT_SINCE_COMMIT = f"""RULE kafka-soak: a producer sent a record into its transaction
+CLASS {PRODUCER}
+METHOD {SEND}
+AT EXIT
+IF true
+DO flag($0)
+ENDRULE
+
+RULE kafka-soak: a producer's transaction ends (commit)
+CLASS {PRODUCER}
+METHOD commitTransaction
+AT EXIT
+IF true
+DO clear($0)
+ENDRULE
+
+RULE kafka-soak: a producer's transaction ends (abort)
+CLASS {PRODUCER}
+METHOD abortTransaction
+AT EXIT
+IF true
+DO clear($0)
+ENDRULE
+"""
+
+
+def where(point: str) -> tuple[str, str, str]:
+    """The class, method and extra condition of a point's rule."""
+    if point == "commit":
+        return PRODUCER, "commitTransaction", ""
+    if point == "process":
+        return PRODUCER, SEND, "flagged($0) && "
+    cls, method = point.split("#")
+    return cls, method, ""
+
+
+def rule(directory: Path, stall: stalls.Stall) -> str:
+    """The rule of one stall: its arm file's deletion is its condition, its trace and its sleep its action."""
+    cls, method, condition = where(stall.point)
+    arm, trace, key = stalls.arm_path(directory, stall.step), stalls.trace_path(directory, stall.step), f"step-{stall.step}"
+    return f"""RULE kafka-soak: program step {stall.step} stalls a thread at {stall.point} for {stall.seconds} s
+CLASS {cls}
+METHOD {method}
+AT ENTRY
+BIND arm:java.io.File = new java.io.File("{arm}")
+IF {condition}arm.delete()
+DO traceOpen("{key}", "{trace}");
+   traceln("{key}", "{stalls.STALLED} " + System.currentTimeMillis() + " " + Thread.currentThread().getName());
+   delay({stall.seconds * 1000}L);
+   traceln("{key}", "{stalls.RESUMED} " + System.currentTimeMillis());
+   traceClose("{key}")
+ENDRULE
+"""
+
+
+def script(directory: Path, planned: list[stalls.Stall]) -> str:
+    """Every rule of an instance's stalls (and what ``process`` needs to know of its producers)."""
+    helpers = SENT_SINCE_COMMIT if any(s.point == "process" for s in planned) else ""
+    return "\n".join([helpers, *(rule(directory, s) for s in planned)])
+
+
+class StallAgentError(ValueError):
+    """The agent cannot be given to the app's JVM from where the run keeps its files."""
+
+
+def check(jar: Path, runs: Path) -> None:
+    """The agent's jar and the runs directory go into ``JAVA_TOOL_OPTIONS`` (split at blanks) and the rules' string
+    literals: refuse a path that neither can hold."""
+    for what, path in (("the Byteman agent's jar", jar), ("the runs directory (SOAK_RUNS_DIR)", runs)):
+        if any(c.isspace() or c in '"\\' for c in str(path)):
+            raise StallAgentError(f"program: a stall of a JVM app loads the suite's Java agent through "
+                                  f"JAVA_TOOL_OPTIONS, which cannot take {what} at {str(path)!r} (a blank, a quote or "
+                                  "a backslash in its path); move it to a path without them")
+
+
+def java_options(jar: Path, directory: Path, planned: list[stalls.Stall]) -> str:
+    """What ``JAVA_TOOL_OPTIONS`` gets so that the app's JVM loads the agent with its rules (written here)."""
+    rules = directory / RULES_FILE
+    directory.mkdir(parents=True, exist_ok=True)
+    rules.write_text(script(directory, planned))
+    return f"-javaagent:{jar}=script:{rules}"

@@ -1,0 +1,121 @@
+"""``sN@POINT:SECONDS``: in instance N (it must be running), the first thread that passes POINT stops there for
+SECONDS while every other thread of the process runs on: a stream thread stuck in a long GC of its own, a slow call, a
+lock, while its producer's network thread and its consumer's heartbeat go on. A whole-process pause (``pN``) cannot
+do that: the broker then sees nothing at all of the instance.
+
+POINT is ``commit`` (between a transaction's offsets and its commit), ``process`` (inside an open transaction, as the
+next record goes to the producer), or a JVM app's own ``package.Class#method`` (``shared/stalls.py`` says what each
+is; ``clients/stall_agent.py`` how a JVM is stalled). The step arms the stall; the thread takes it when it gets
+there, which the timeline draws as a span of its own on the instance's lane.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from kafka_soak.faults.kind import MEMBER_LEFT_GRACE_S, RUNNING, Lane, Limits, ProgramError, ProgramState, Step, Target
+from kafka_soak.shared import stalls
+from kafka_soak.shared.rundir import EVENTS, append_jsonl
+
+if TYPE_CHECKING:
+    from kafka_soak.backends.registry import Backend
+    from kafka_soak.clients.instances import Instances
+    from kafka_soak.clients.profile import Profile
+
+log = logging.getLogger(__name__)
+# What the drain allows a stall that is under way when it starts, beyond its own seconds, to end on its own.
+RESUME_GRACE_S = 5.0
+
+
+def of_step(step: Step) -> stalls.Stall:
+    """The stall a step of this kind arms."""
+    match = Stall.pattern.match(step.token)
+    assert match is not None, step.token
+    return stalls.Stall(step.index, step.instance, match["point"], int(match["seconds"]))
+
+
+def planned(steps: list[Step]) -> list[stalls.Stall]:
+    """The stalls of a program, as the instances' agent needs them before they start."""
+    return [of_step(s) for s in steps if s.action == "stall"]
+
+
+def problems(steps: list[Step], app: Profile, runtime: str) -> list[str]:
+    """Why the app under test cannot be stalled as the program asks, one line per token."""
+    errors = []
+    for stall in planned(steps):
+        position = f"token {steps[stall.step].token!r} at position {stall.step + 1}"
+        if not app.stall:
+            errors.append(f"program: {position}: the app under test ({app.title_or_name}) cannot be stalled: its "
+                          f"profile says no way (app_profile.stall: {stalls.JVM!r} for a JVM app, {stalls.CONTRACT!r} "
+                          "for an app that keeps the suite's stall protocol)")
+        elif stall.point not in stalls.POINTS and app.stall != stalls.JVM:
+            errors.append(f"program: {position}: a method ({stall.point}) is a point of a JVM app only; "
+                          f"{app.title_or_name} is stalled by its own protocol at {', '.join(stalls.POINTS)}")
+        elif runtime != "local":
+            errors.append(f"program: {position}: a stall needs runtime 'local' (its arm and trace files are in the "
+                          f"run directory, which a container does not see; runtime is {runtime!r})")
+    return errors
+
+
+class Stall:
+    name = "stall"
+    pattern = re.compile(r"^s(?P<n>[0-9]{1,4})@(?P<point>[A-Za-z0-9_$.#]{1,300}):(?P<seconds>[0-9]{1,5})$")
+    grammar = "sN@POINT:SECONDS (stall a thread of instance N at commit, process or a JVM app's Class#method)"
+    actions = ("stall",)
+    needs, needs_why = "", ""
+    # A thread stalled past its transaction's timeout is fenced and its transaction aborted; past max.poll.interval.ms
+    # its member leaves the group: as a paused member, it may leave its partitions to wait out a session.
+    grace = {"stall": MEMBER_LEFT_GRACE_S}
+    lanes = {"stall-armed": Lane(mark="stall armed"),
+             stalls.STALLED: Lane(ends=lambda _event: "a thread stalled", opens="stalled", color="#ef6c00"),
+             stalls.RESUMED: Lane(ends=lambda _event: "resumed", opens="running", color=RUNNING)}
+
+    def advance(self, match: re.Match[str], position: str, state: ProgramState, limits: Limits,
+                allowed: str) -> Target:
+        n, point, seconds = int(match["n"]), match["point"], int(match["seconds"])
+        limits.instance(n, position, allowed)
+        if point not in stalls.POINTS and not stalls.METHOD_POINT.fullmatch(point):
+            raise ProgramError(f"program: {position}: {point!r} is no point a thread can be stalled at; allowed: "
+                               f"{', '.join(stalls.POINTS)}, or a JVM app's method as package.Class#method")
+        if not 1 <= seconds <= stalls.MAX_SECONDS:
+            raise ProgramError(f"program: {position}: a stall of {seconds} s; allowed: 1 to {stalls.MAX_SECONDS} s")
+        state.require(n, "stall", ("running",), position)
+        return Target("stall", instance=n, detail=f"at {point} for {seconds} s")
+
+    def describe(self, target: Target) -> str:
+        return f"stall a thread of instance {target.instance} {target.detail}"
+
+    def apply(self, step: Step, instances: Instances, kafka: Backend) -> dict[str, Any]:
+        stall = of_step(step)
+        instances.stall(stall)
+        log.info("armed: the next thread of instance %d at %s stalls for %d s", stall.instance, stall.point,
+                 stall.seconds)
+        return {"point": stall.point, "seconds": stall.seconds}
+
+    def restore(self, left: ProgramState, instances: Instances, kafka: Backend) -> dict[str, list[int]]:
+        """A stall no thread reached is disarmed (the drain must not stall the app); one under way is let end (its
+        seconds at most); then what each instance traced goes into the run's events, at the moments it happened."""
+        disarmed, traced = [], []
+        for subject, n, directory in instances.stall_dirs():
+            for step in stalls.disarm(directory):
+                log.warning("no thread of instance %d reached the stall of step %d: disarmed", n, step)
+                disarmed.append(step)
+            deadline = time.monotonic() + max(
+                (s.seconds for s in instances.stalls if s.instance == n), default=0) + RESUME_GRACE_S
+            while (any(t["resumed"] is None for t in stalls.traced(directory)) and instances.is_running(n)
+                   and time.monotonic() < deadline):
+                time.sleep(0.5)
+            for trace in stalls.traced(directory):
+                for event in (stalls.STALLED, stalls.RESUMED):
+                    if trace[event] is not None:
+                        append_jsonl(instances.run_dir / EVENTS, {
+                            "t": trace[event], "event": event, "instance": n, "subject": subject.name,
+                            "step": trace["step"], "thread": trace["thread"]})
+                traced.append(int(trace["step"]))
+        return {"stalls_disarmed": sorted(set(disarmed)), "stalls_traced": sorted(set(traced))}
+
+
+KIND = Stall()
