@@ -71,8 +71,8 @@ def check(plan: Plan) -> None:
     app = run_subjects.profile(plan)
     for version in app.versions if app.build else []:
         BUILDS[app.build](version)  # built now (cached after), timed in the log
-    for version, param in moved_to(moved).items() if app.build == "streams" else []:
-        streams.build(version, param)  # what the program's N^V move instances to
+    for version, param in moved_to(moved).items() if app.build else []:
+        BUILDS[app.build](version, param)  # what the program's N^V move instances to
     if plan.get("stalls") and app.stall == stalls.JVM:
         stall_agent.check(byteman.agent_jar(), root)  # fetched now, not by the step that starts an instance
     spark_kafka.resolve()

@@ -22,7 +22,7 @@ from kafka_soak.backends.kafka_releases import release_of
 from kafka_soak.clients import allowed_settings, subjects
 from kafka_soak.clients import profile as profiles
 from kafka_soak.clients.reference import profiles as reference
-from kafka_soak.clients.reference import streams
+from kafka_soak.clients.reference import releases, streams
 from kafka_soak.faults import program as programs
 from kafka_soak.faults.kind import Releases
 from kafka_soak.faults.kinds import stall, upgrade
@@ -171,10 +171,11 @@ def app_moves(values: dict[str, Any]) -> tuple[str, Callable[[str, str], str]]:
                                               "it versions: the first is the one it starts on)")
         return versions[0], lambda _current, to: "" if to in versions else (
             f"{to!r} is not one of app_profile's versions (allowed: {', '.join(versions)})")
-    if values["app_command"] or values["app"] != "streams":
-        app = "app_command's app" if values["app_command"] else "the reference worker"
-        return "", lambda _current, _to: (f"{app} has no versions to move to (N^V moves the Kafka Streams app, app "
-                                          "'streams', or an app_profile's app between its versions)")
+    if values["app_command"]:
+        return "", lambda _current, _to: ("app_command's app has no versions to move to (N^V moves the reference apps "
+                                          "or an app_profile's app between its versions)")
+    if values["app"] == "worker":
+        return worker_moves(values["worker_versions"])
     versions = values["streams_versions"] or [values["streams_version"]]
     designs = values["workflow_designs"] if values["topology"] == "workflow" else []
     if len(versions) > 1 or values["variants"] or len(designs) > 1:
@@ -189,6 +190,17 @@ def app_moves(values: dict[str, Any]) -> tuple[str, Callable[[str, str], str]]:
         return problem
 
     return versions[0], move
+
+
+def worker_moves(versions: list[str]) -> tuple[str, Callable[[str, str], str]]:
+    """The reference worker moves between confluent-kafka releases (each a virtualenv built before the run; the client
+    keeps no state of its own, so any release moves to any other), from the one ``worker_versions`` names."""
+    if len(versions) != 1:
+        why = ("it runs this interpreter's confluent-kafka: set worker_versions to the one release it starts on" if not
+               versions else "the run compares several releases side by side (worker_versions); an upgrade moves the "
+               "one app of a run")
+        return "", lambda _current, _to: f"the reference worker cannot move: {why}"
+    return versions[0], lambda _current, to: releases.problem(to, "the release moved to")
 
 
 def load_errors(values: dict[str, Any], phases: list[dict[str, Any]], program_s: float, rate: float) -> list[str]:

@@ -56,9 +56,15 @@ def test_a_rolling_upgrade_of_brokers_and_app_reads_as_steps_of_their_own():
     ({"backend": "docker", "brokers": 1, "program": "1 b1^4.3.1"},
      "program: ['b1^4.3.1'] restart brokers on another release, which only backend 'local' can do (backend is "
      "'docker')"),
-    ({"program": "1 1^4.3.1"}, "program: token '1^4.3.1' at position 2: the reference worker has no versions to move "
-                               "to (N^V moves the Kafka Streams app, app 'streams', or an app_profile's app between "
-                               "its versions)"),
+    ({"program": "1 1^2.14.0"}, "program: token '1^2.14.0' at position 2: the reference worker cannot move: it runs "
+                                "this interpreter's confluent-kafka: set worker_versions to the one release it starts "
+                                "on"),
+    ({"worker_versions": ["2.13.2"], "program": "1 1^2.14"}, "program: token '1^2.14' at position 2: the release "
+                                                             "moved to: '2.14' is not a confluent-kafka release"),
+    ({"worker_versions": ["2.13.2", "2.14.0"], "program": "1 1^2.14.0"},
+     "the reference worker cannot move: the run compares several releases side by side (worker_versions)"),
+    ({"app_command": ["app", "{bootstrap_servers}"], "program": "1 1^2.0"},
+     "program: token '1^2.0' at position 2: app_command's app has no versions to move to"),
     ({"app": "streams", "program": "2 1^4.3.1"}, "program: token '1^4.3.1' at position 2: cannot upgrade instance 1: it "
                                                  "is stopped at that point (it must be running)"),
     ({"app": "streams", "program": "1 p1 1^4.3.1"}, "cannot upgrade instance 1: it is paused at that point"),
@@ -80,6 +86,15 @@ def test_a_move_kafka_does_not_support_is_refused_naming_its_token(conf, refusal
     with pytest.raises(ParamsError) as refused:
         run_plan.check({"brokers": 3, **conf})
     assert refusal in str(refused.value)
+
+
+def test_the_reference_worker_moves_between_confluent_kafka_releases_from_the_one_it_starts_on():
+    """The worker keeps no state of its own: any confluent-kafka release moves to any other, each a virtualenv built
+    before the run (``preflight``), the instance's command on the release it was moved to."""
+    plan = run_plan.check({"worker_versions": ["2.13.2"], "program": "1 2 1^2.14.0 2^2.12.0 1 1"})
+    assert subjects.matrix(plan) == [] and program.left(plan["program"]).versions == {1: "2.14.0", 2: "2.12.0"}
+    assert upgrade.targets(program.schedule(plan["program"]))[1] == {
+        "2.14.0": "token '1^2.14.0' at position 3", "2.12.0": "token '2^2.12.0' at position 4"}
 
 
 def test_broker_moves_follow_the_cluster_s_metadata_version():

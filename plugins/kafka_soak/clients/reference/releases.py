@@ -57,11 +57,11 @@ def venv_dir(version: str) -> Path:
     return maven.cache_root() / "venvs" / CLIENT / f"{version}-py{PYTHON}-{requirements_hash()}"
 
 
-def problem(version: str) -> str:
-    """Why ``version`` is no release string ("" if it is one)."""
+def problem(version: str, param: str = "worker_versions") -> str:
+    """Why ``version`` is no release string ("" if it is one); ``param``: what asked for it."""
     if re.match(WORKER_VERSION_PATTERN, version):
         return ""
-    return (f"worker_versions: {version!r} is not a confluent-kafka release (allowed: MAJOR.MINOR.PATCH of a release "
+    return (f"{param}: {version!r} is not a confluent-kafka release (allowed: MAJOR.MINOR.PATCH of a release "
             f"PyPI serves as a wheel for CPython {PYTHON}, e.g. 2.1.0 or 2.13.2)")
 
 
@@ -81,11 +81,11 @@ def installer(staging: Path, version: str) -> list[list[str]]:
              *requirements(version)]]
 
 
-def build(version: str) -> tuple[Path, float]:
+def build(version: str, param: str = "worker_versions") -> tuple[Path, float]:
     """The virtualenv of confluent-kafka ``version`` and the seconds this call spent building it (0: cached), or
-    ``WorkerVersionError`` naming param worker_versions."""
-    if problem(version):
-        raise WorkerVersionError(problem(version))
+    ``WorkerVersionError`` naming ``param``, what asked for the release."""
+    if problem(version, param):
+        raise WorkerVersionError(problem(version, param))
     target = venv_dir(version)
 
     def make(staging: Path) -> str:
@@ -94,10 +94,10 @@ def build(version: str) -> tuple[Path, float]:
             try:
                 proc = subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                raise WorkerVersionError(f"worker_versions: installing {CLIENT} {version} did not finish within "
+                raise WorkerVersionError(f"{param}: installing {CLIENT} {version} did not finish within "
                                          f"{INSTALL_TIMEOUT_S:.0f} s (is PyPI slow or out of reach? run it again)") from None
             if proc.returncode != 0:
-                raise WorkerVersionError(install_failure(version, proc))
+                raise WorkerVersionError(install_failure(version, proc, param))
         return "\n".join(" ".join(command) for command in commands)
 
     seconds = maven.staged(target, make)
@@ -107,16 +107,16 @@ def build(version: str) -> tuple[Path, float]:
     return target, seconds
 
 
-def install_failure(version: str, proc: subprocess.CompletedProcess[str]) -> str:
+def install_failure(version: str, proc: subprocess.CompletedProcess[str], param: str = "worker_versions") -> str:
     """Why a release could not be installed (uv's or pip's words), in one line naming the param and what is allowed."""
     said = " ".join((proc.stderr or proc.stdout).split())
     allowed = (f"allowed: a {CLIENT} release PyPI serves as a wheel for CPython {PYTHON} on this platform, which "
                f"`pip download {CLIENT}=={{release}} --only-binary :all:` finds")
     if re.search(r"there is no version of|from versions: none", said):
-        return f"worker_versions: PyPI has no {CLIENT} {version} ({allowed})"
+        return f"{param}: PyPI has no {CLIENT} {version} ({allowed})"
     if re.search(r"has no usable wheels|No matching distribution found", said):
-        return f"worker_versions: PyPI serves no {CLIENT} {version} wheel for CPython {PYTHON} here ({allowed})"
-    return f"worker_versions: cannot install {CLIENT} {version}: {said[-300:]} ({allowed})"
+        return f"{param}: PyPI serves no {CLIENT} {version} wheel for CPython {PYTHON} here ({allowed})"
+    return f"{param}: cannot install {CLIENT} {version}: {said[-300:]} ({allowed})"
 
 
 def python(version: str) -> str:
