@@ -32,6 +32,8 @@ def test_cuts_and_heals_of_instances_and_brokers_are_steps_with_their_targets():
     ("nb4-", 3, "token 'nb4-' at position 1: broker 4 is out of range: this run has 3 broker(s)"),
     ("n4-", 3, "token 'n4-' at position 1: instance 4 is out of range: this run has 3 instances"),
     ("nb2- b2- b2+", 3, "token 'b2+' at position 3: broker 2 cannot come up while it is cut from the other brokers"),
+    ("nb2- b2^4.3.1", 3, "token 'b2^4.3.1' at position 2: broker 2 is cut from the other brokers at that point: "
+                         "restarted, it could not rejoin the controller quorum (heal it first with nb2+)"),
     ("1 n1", 3, "token 'n1' at position 2 is not an operation"),
     ("1 nb-", 3, "token 'nb-' at position 2 is not an operation"),
 ])

@@ -74,6 +74,9 @@ class BrokerUpgrade(Move):
         if n in state.brokers_down:
             raise ProgramError(f"program: {position}: broker {n} is down at that point (a rolling upgrade restarts a "
                                f"broker that serves: bring it up first with b{n}+)")
+        if f"broker {n}" in state.cut:
+            raise ProgramError(f"program: {position}: broker {n} is cut from the other brokers at that point: restarted, "
+                               f"it could not rejoin the controller quorum (heal it first with nb{n}+)")
         formatted = limits.releases.kafka
         if formatted is not None:
             refuse(position, f"broker {n}", state.releases.get(n, formatted), to, lambda: move_problem(formatted, to))
