@@ -68,14 +68,18 @@ def arm(directory: Path, stall: Stall) -> Path:
     return path
 
 
+def armed(directory: Path) -> list[tuple[int, Path]]:
+    """The stalls armed in ``directory`` that no thread took yet: each one's step and arm file."""
+    return [(int(path.name[5:]), path) for path in sorted(directory.glob("step-*"))
+            if path.suffix == "" and path.name[5:].isdigit()]
+
+
 def disarm(directory: Path) -> list[int]:
     """Remove the stalls armed in ``directory`` that no thread reached; returns their steps."""
-    gone = []
-    for path in sorted(directory.glob("step-*")):
-        if path.suffix == "" and path.name[5:].isdigit():
-            path.unlink(missing_ok=True)
-            gone.append(int(path.name[5:]))
-    return gone
+    gone = armed(directory)
+    for _step, path in gone:
+        path.unlink(missing_ok=True)
+    return [step for step, _path in gone]
 
 
 def traced(directory: Path) -> list[dict[str, float | int | str | None]]:
@@ -107,20 +111,18 @@ class Stalls:
     def at(self, point: str) -> None:
         if self.directory is None:
             return
-        for path in sorted(self.directory.glob("step-*")):
-            if path.suffix or not path.name[5:].isdigit():
-                continue
+        for step, path in armed(self.directory):
             try:
-                armed = json.loads(path.read_text())
+                spec = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue  # taken meanwhile
-            if armed["point"] != point:
+            if spec["point"] != point:
                 continue
             try:
                 path.unlink()
             except FileNotFoundError:
                 continue  # another thread took it
-            self.stall(int(path.name[5:]), point, int(armed["seconds"]))
+            self.stall(step, point, int(spec["seconds"]))
             return
 
     def stall(self, step: int, point: str, seconds: int) -> None:
