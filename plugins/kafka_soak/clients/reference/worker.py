@@ -66,6 +66,9 @@ REPORT_EVERY_S = 5.0
 TXN_TIMEOUT_S = 10.0
 TXN_ATTEMPTS = 6
 STUCK_AFTER_S = 60.0
+# A committed-offsets fetch waits out an open transaction that holds offsets: at worst until the coordinator aborts it
+# (transaction.timeout.ms, 30 s, plus the broker's 10 s check interval).
+COMMITTED_TIMEOUT_S = 60.0
 STUCK_EXIT_CODE = 70
 WRONG_RELEASE_EXIT_CODE = 78  # started on another confluent-kafka than --client-release
 
@@ -161,8 +164,10 @@ class Worker:
         if numbers:
             self.take(numbers)
 
-    def take(self, numbers: list[int]) -> None:
-        """Become active for ``numbers``: from a standby replica when there is one, else by a full restore."""
+    def take(self, numbers: list[int]) -> list[TopicPartition]:
+        """Become active for ``numbers``: from a standby replica when there is one, else by a full restore. Returns the
+        group's committed offsets of ``numbers``, fetched before any state is read (``committed``)."""
+        committed = self.committed(numbers)
         warm, cold = [], []
         for p in numbers:
             store = self.standby.pop(p, None)
@@ -178,7 +183,7 @@ class Worker:
             self.active[p] = store
         if self.config.bug == "skip-restore":
             log.warning("assigned partitions %s; bug skip-restore: starting from empty state", numbers)
-            return
+            return committed
         started = time.monotonic()
         applied = self.changelog.catch_up(warm + cold)
         for p in warm + cold:
@@ -186,6 +191,21 @@ class Worker:
         log.info("assigned partitions %s: %s from standby replicas, %s restored from the changelog; %d changelog "
                  "records applied in %.1f s", numbers, warm or "none", cold or "none", applied,
                  time.monotonic() - started)
+        return committed
+
+    def committed(self, numbers: list[int]) -> list[TopicPartition]:
+        """The group's committed offsets of ``numbers``. A read_committed consumer's fetch waits while a transaction
+        holds offsets of these partitions (KIP-447's require_stable), so a previous owner that sent its offsets and
+        lost its network before its commit is decided (committed, or aborted by its timeout) before the restore reads
+        the changelog. Restored first, the store missed the writes that owner delivered and committed once healed,
+        while its offsets moved past their inputs (stale_state after ``n1-``)."""
+        started = time.monotonic()
+        offsets = kafka_io.retry_transient(self.consumer.committed)(
+            [TopicPartition(self.config.input_topic, p) for p in numbers], timeout=COMMITTED_TIMEOUT_S)
+        if time.monotonic() - started > 1.0:
+            log.info("partitions %s: waited %.1f s for the offsets of a transaction still open", numbers,
+                     time.monotonic() - started)
+        return offsets
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Commit the open transaction before the partitions move on (their next owner starts from the committed
@@ -331,12 +351,9 @@ class Worker:
         log.warning("transaction aborted (%s): rewinding to the committed offsets and restoring state", error)
         self.abort()
         numbers = sorted(self.active)
-        committed = kafka_io.retry_transient(self.consumer.committed)(
-            [TopicPartition(self.config.input_topic, p) for p in numbers], timeout=30)
-        for tp in committed:
-            self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
         self.active.clear()
-        self.take(numbers)
+        for tp in self.take(numbers):
+            self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
 
     def run(self) -> None:
         cfg = self.config
