@@ -125,9 +125,10 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     """Every known-bug scenario (``dags/scenarios/bug_kafka_<n>.yaml``) once at its defaults, the runs at once: each
     keeps its faults far enough from the events they must fall between for a machine two to three times slower than
     a quiet one (test_known_bugs says how), so their programs may share the clock and the three cost about one run's
-    time. A scenario whose fault is a stall waits on its thread, not on the clock: it starts once the others have
-    applied their whole programs, so its load (a cluster of each broker release) never eats their margins, and it
-    ends about when their drains and checks do. Each run has its own Airflow database and runs directory; the Kafka
+    time. A scenario whose fault is a stall or a broker's upgrade starts once the others have applied their whole
+    programs, so its load (a cluster of each broker release, three brokers each for an upgrade) never eats their
+    margins: a stall waits on its thread, not on the clock, and an upgrade's margins are tens of seconds. Those end
+    about when the others' drains and checks do. Each run has its own Airflow database and runs directory; the Kafka
     Streams versions are built first, so no Maven build competes with a program. The tests that read them share the
     pytest-xdist group ``known-bugs``."""
     from support.soak_runs import soak
@@ -162,12 +163,12 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
                                                 places[dag_id][0].glob(f"{dag_id}/*/{rundir.STEPS}")):
                 time.sleep(1)
 
-    stalled = {dag_id for dag_id, params in scenarios.items()
-               if "stall" in {kind.name for kind, _ in programs.kinds_in(str(params["program"]).split())}}
+    later = {dag_id for dag_id, params in scenarios.items()
+             if {"stall", "broker-upgrade"} & {kind.name for kind, _ in programs.kinds_in(str(params["program"]).split())}}
     with ThreadPoolExecutor(len(scenarios)) as pool:
-        futures = {dag_id: pool.submit(run, dag_id) for dag_id in scenarios if dag_id not in stalled}
+        futures = {dag_id: pool.submit(run, dag_id) for dag_id in scenarios if dag_id not in later}
         programs_applied(futures)
-        futures.update({dag_id: pool.submit(run, dag_id) for dag_id in sorted(stalled)})
+        futures.update({dag_id: pool.submit(run, dag_id) for dag_id in sorted(later)})
         return {dag_id: futures[dag_id].result() for dag_id in scenarios}
 
 

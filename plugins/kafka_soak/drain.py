@@ -112,6 +112,10 @@ def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[st
         outcome.update(drain_subjects(instances, bootstrap, topic, outcome["timeout_s"],
                                       lambda: open_transactions(plan["kafka_version"], bootstrap, settings),
                                       plan["stall_timeout_s"], commit_interval_s(plan)))
+    if outcome["status"] == "drained":  # an app still at work keeps opening transactions: nothing to wait for
+        with settings_in_env(settings):
+            outcome["unsettled"] = settle_outputs(bootstrap, [t for role, t in cluster["topics"].items()
+                                                              if role != "input"])
     for entry in outcome["backlogs"]:  # which group's input left is a backlog the run tolerates
         entry["allowed"] = plan["allow_backlog"] and worked_off(entry, plan["drain_timeout_s"])
     rundir.write_json(run_dir / rundir.DRAIN, outcome)
@@ -119,6 +123,39 @@ def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[st
         log.warning("the drain timed out; the checker judges what the app committed (%d stalled partition(s))",
                     len(outcome["stalled"]))
     return outcome
+
+
+# An instance that dies inside a transaction leaves it open until its coordinator aborts it: after the transaction's
+# timeout (60 s by default, 30 s for the reference worker, 10 s for Kafka Streams) at the coordinator's next look for
+# timed-out transactions (every 10 s by default).
+SETTLE_TIMEOUT_S = 90.0
+
+
+def settle_outputs(bootstrap: str, topics: list[str], timeout_s: float = SETTLE_TIMEOUT_S,
+                   poll_s: float = 1.0) -> dict[str, dict[int, list[int]]]:
+    """Wait until no transaction is open over the app's outputs, so that the checker's read_committed reads see every
+    committed output. An instance that died after writing outputs but before sending its offsets leaves no input lag
+    behind, but its transaction stays open until its coordinator aborts it, and every later commit on those partitions
+    stays invisible until then: judged at once, those outputs counted as lost. Returns, per topic, the partitions
+    still open after ``timeout_s`` as ``[last stable offset, end]`` (a hanging transaction); empty when all settled."""
+    started, reported = time.monotonic(), 0.0
+    while True:
+        unsettled = {topic: {p: list(ends) for p, ends in found.items()}
+                     for topic in topics if (found := kafka_io.open_ends(bootstrap, topic))}
+        waited = time.monotonic() - started
+        if not unsettled:
+            if waited >= poll_s:
+                log.info("drain: every transaction over the outputs was decided after %.0f s", waited)
+            return {}
+        if waited >= timeout_s:
+            log.warning("drain: transactions are still open over %s after %.0f s (hanging): the checker sees no output "
+                        "of those partitions past their last stable offset", unsettled, waited)
+            return unsettled
+        if waited - reported >= 10 or not reported:
+            reported = waited or poll_s
+            log.info("drain: waiting for open transactions over the outputs to be decided (an instance that died "
+                     "inside one leaves it to its coordinator's timeout): %s", unsettled)
+        time.sleep(poll_s)
 
 
 def commit_interval_s(plan: Plan) -> float:

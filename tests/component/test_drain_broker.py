@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_soak.drain import DrainTimeout, wait_for_zero_lag
+from kafka_soak.drain import DrainTimeout, settle_outputs, wait_for_zero_lag
 from kafka_soak.infra import kafka_io
 
 
@@ -60,3 +60,25 @@ def test_a_partition_whose_committed_offset_never_moves_while_it_lags_is_stalled
         assert "backlog: the group committed 0 input records" in str(err.value)
     finally:
         consumer.close()
+
+
+def test_the_drain_waits_until_no_transaction_is_open_over_the_outputs(broker):
+    """An instance that died after writing outputs but before sending its offsets leaves no input lag, but its open
+    transaction hides every later commit on those partitions from the checker's read_committed reads: the drain
+    waits for it to be decided, and names a partition that stays open (a hanging transaction)."""
+    bootstrap, output = broker.bootstrap_servers, broker.topics["output"]
+    dead = Producer(kafka_io.client_config(bootstrap, {"transactional.id": f"{output}-dead"}))
+    dead.init_transactions(30)
+    dead.begin_transaction()
+    dead.produce(output, value=b"in an open transaction", partition=2)
+    dead.flush(10)
+    alive = Producer(kafka_io.client_config(bootstrap, {"transactional.id": f"{output}-alive"}))
+    alive.init_transactions(30)
+    alive.begin_transaction()
+    alive.produce(output, value=b"committed after it", partition=2)
+    alive.commit_transaction(30)
+
+    assert kafka_io.open_ends(bootstrap, output) == {2: (0, 3)}  # the commit marker is the third offset
+    assert settle_outputs(bootstrap, [output], timeout_s=1, poll_s=0.2) == {output: {2: [0, 3]}}
+    dead.abort_transaction(30)
+    assert settle_outputs(bootstrap, [output], timeout_s=30, poll_s=0.2) == {}

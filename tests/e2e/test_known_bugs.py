@@ -13,10 +13,14 @@ delays is an app's start, its join and its processing, and a commit can only com
   the wait, which exist whenever load flows.
 - KAFKA-20785 needs no race either: its stall waits for the stream thread to reach its commit, whenever a slow machine
   gets it there, and the brokers abort the transaction 10 to 11 s after it began, 14 s before the 25 s stall ends.
+- KAFKA-16692 needs broker 1 to lead its preferred partitions again (within 5 s of its return) while an instance
+  whose coordinator is not upgraded runs alone: instance 1 alone for 40 s after the move, instance 2 for 30 s, and
+  which one has such a coordinator is settled by their transactional ids and the striped placement (the test says
+  how), not by a draw.
 The three clocked runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions), and
-KAFKA-20785's once they have applied their programs, so that its two clusters never load the machine inside their
-margins; together they take about one run's time and a half, four to six minutes. The tests that read them share one
-pytest-xdist group.
+KAFKA-20785's and KAFKA-16692's once they have applied their programs, so that their clusters never load the machine
+inside the others' margins; together they take about one run's time and a half, four to six minutes. The tests that
+read them share one pytest-xdist group.
 """
 
 from __future__ import annotations
@@ -132,3 +136,32 @@ def test_kafka_20785_a_commit_stalled_past_its_timeout_kills_the_stream_thread_o
     assert details[0].startswith("Apache Kafka 4.3.1 · Kafka Streams 4.3.1: failed (app_health="), details
     assert details[1] == "Apache Kafka 4.0.0 · Kafka Streams 4.3.1: passed", details
     assert any(d.startswith("app health: Apache Kafka 4.3.1: ") and "StreamThread-1 died" in d for d in details)
+
+
+def test_kafka_16692_a_broker_moved_to_3_6_fails_the_transactions_of_a_3_5_coordinator_not_from_3_6_1(known_bug_runs):
+    """"1 b1^3.6.2 ... 2 1 ... b2^3.6.2 b3^3.6.2": broker 1 moves to 3.6.2 and leads its preferred partitions again, then
+    instance 1 and later instance 2 run alone, owning every partition. Their transactional ids hash to the transaction
+    log's partitions 1 and 2, which the striped placement gives to two different brokers: at least one instance has a
+    3.5.2 coordinator, which refuses broker 1's verification of its produce (AddPartitionsToTxn version 4), so its
+    transaction fails and the worker ends. Once every broker runs 3.6.2 the app drains: nothing is lost or doubled.
+    Moved from 3.6.1, where both releases speak version 4, every transaction commits."""
+    dag_id = "bug_kafka_16692"
+    run = known_bug_runs[dag_id]
+    verdict = run.verdict
+    assert run.code == 1 and verdict, (run.run_dir / "dags-test.log").read_text()[-3000:]
+    rows = by_output(verdict)
+    assert verdict["status"] == "failed" and rows["3.6.1"]["status"] == "passed", rows
+    affected = rows["3.5.2"]
+    assert {k for k, v in affected["anomalies"].items() if v} == {"app_health"}, affected
+    assert affected["records"]["output"] == affected["records"]["input"] == 9000
+    logs = {start: run.run_dir / "brokers" / start / "logs" for start in ("3.5.2", "3.6.1")}
+    refusals = [b for b in (2, 3) if "ADD_PARTITIONS_TO_TXN with version 4 which is not enabled" in
+                (logs["3.5.2"] / f"kafka-{b}.log").read_text()]
+    assert refusals, "no 3.5.2 coordinator refused broker 1's verification"
+    failed = {path.name for path in logs["3.5.2"].glob(f"{dag_id}-app-*.log") if
+              "Broker disconnected before response received" in path.read_text()}
+    assert failed, "no instance's produce to broker 1 failed"
+    assert not [path.name for path in logs["3.6.1"].glob(f"{dag_id}-app-*.log") if "TXNERR" in path.read_text()]
+    details = last_alert(run.runs_dir)["details"]
+    assert details[0].startswith("Apache Kafka 3.5.2 · the app: failed (app_health="), details
+    assert details[1] == "Apache Kafka 3.6.1 · the app: passed", details

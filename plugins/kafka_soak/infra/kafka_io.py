@@ -68,6 +68,16 @@ def watermarks(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, t
     return {p: (low, high) for p, (low, high, _) in marks.items()}
 
 
+@retry_transient
+def open_ends(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+    """``{partition: (last stable offset, end)}`` of the partitions of ``topic`` whose last stable offset is behind
+    their end: a transaction over them is still open, and a read_committed reader sees nothing past it."""
+    config = client_config(bootstrap, {"group.id": "kafka-soak-metadata"})
+    stable = offsets.positions({**config, "isolation.level": "read_committed"}, topic, timeout=timeout)
+    ends = offsets.positions({**config, "isolation.level": "read_uncommitted"}, topic, timeout=timeout)
+    return {p: (stable[p][1], high) for p, (_, high, _) in ends.items() if stable[p][1] < high}
+
+
 # A record's value and headers, as a resumed generator reads where it stopped from one or the other.
 LastRecord = tuple[bytes | None, list[tuple[str, bytes]] | None]
 
@@ -144,12 +154,28 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
         return
     admin = AdminClient(client_config(bootstrap))
     settings = {"retention.ms": "-1", **(config or {})}
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=settings)
-                                   for name, partitions in topics.items()], request_timeout=timeout)
-    # a topic this attempt created before (a retried or re-run provision on the same brokers) is kept with its data
-    errors = {name: error for name, error in _failures(futures, timeout).items() if "TOPIC_ALREADY_EXISTS" not in error}
-    if errors:
-        raise KafkaException(f"could not create topics on {bootstrap}: {errors}")
+
+    @retry_transient
+    def create() -> None:
+        """One CreateTopics, again while every failure is transient: a cluster that just started can drop the
+        connection a request waits on (``_DESTROY_BROKER``, seen on a fresh 3.5.2 cluster of three)."""
+        futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=settings)
+                                       for name, partitions in topics.items()], request_timeout=timeout)
+        errors: dict[str, BaseException] = {}
+        for name, future in futures.items():
+            try:
+                future.result(timeout)
+            except Exception as exc:  # KafkaException carries the broker's error; a timeout has none
+                # a topic created before (by an earlier attempt, or a re-run provision on the same brokers) is kept
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    errors[name] = exc
+        if errors and all(is_transient(exc) for exc in errors.values()):
+            raise next(iter(errors.values()))
+        if errors:
+            raise KafkaException(f"could not create topics on {bootstrap}: "
+                                 f"{ {name: str(exc) or type(exc).__name__ for name, exc in errors.items()} }")
+
+    create()
     wait_for_leaders(admin, set(topics), timeout)
 
 
