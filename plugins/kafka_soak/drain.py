@@ -133,26 +133,27 @@ SETTLE_TIMEOUT_S = 90.0
 
 def settle_outputs(bootstrap: str, topics: list[str], timeout_s: float = SETTLE_TIMEOUT_S,
                    poll_s: float = 1.0) -> dict[str, dict[int, list[int]]]:
-    """Wait until no transaction is open over the app's outputs, so that the checker's read_committed reads see every
-    committed output. An instance that died after writing outputs but before sending its offsets leaves no input lag
-    behind, but its transaction stays open until its coordinator aborts it, and every later commit on those partitions
-    stays invisible until then: judged at once, those outputs counted as lost. Returns, per topic, the partitions
-    still open after ``timeout_s`` as ``[last stable offset, end]`` (a hanging transaction); empty when all settled."""
-    started, reported = time.monotonic(), 0.0
+    """Wait until no transaction is open over the topics the app writes, so that the checker's read_committed reads
+    see every committed output. An instance that died after writing outputs but before sending its offsets leaves no
+    input lag behind, but its transaction stays open until its coordinator aborts it, and every later commit on those
+    partitions stays invisible until then: judged at once, those outputs counted as lost. Returns, per topic, the
+    partitions still open after ``timeout_s`` as ``[last stable offset, end]`` (a hanging transaction); empty when
+    every one settled."""
+    started, report_at = time.monotonic(), 0.0
     while True:
         unsettled = {topic: {p: list(ends) for p, ends in found.items()}
                      for topic in topics if (found := kafka_io.open_ends(bootstrap, topic))}
         waited = time.monotonic() - started
         if not unsettled:
-            if waited >= poll_s:
+            if report_at:
                 log.info("drain: every transaction over the outputs was decided after %.0f s", waited)
             return {}
         if waited >= timeout_s:
             log.warning("drain: transactions are still open over %s after %.0f s (hanging): the checker sees no output "
                         "of those partitions past their last stable offset", unsettled, waited)
             return unsettled
-        if waited - reported >= 10 or not reported:
-            reported = waited or poll_s
+        if waited >= report_at:
+            report_at = waited + 10
             log.info("drain: waiting for open transactions over the outputs to be decided (an instance that died "
                      "inside one leaves it to its coordinator's timeout): %s", unsettled)
         time.sleep(poll_s)

@@ -62,6 +62,18 @@ def assert_caught(run: SimpleNamespace, affected: str, fixed: str, too_high: boo
     return rows
 
 
+def assert_unhealthy(run: SimpleNamespace, affected: str, control: str, records: int) -> None:
+    """The run failed on its verdict: on the ``affected`` cluster the app's health alone, every one of ``records``
+    inputs output once all the same; the ``control`` cluster passed."""
+    verdict = run.verdict
+    assert run.code == 1 and verdict, (run.run_dir / "dags-test.log").read_text()[-3000:]
+    rows = by_output(verdict)
+    assert verdict["status"] == "failed" and rows[control]["status"] == "passed", rows
+    bad = rows[affected]
+    assert {k for k, v in bad["anomalies"].items() if v} == {"app_health"}, bad
+    assert bad["records"]["output"] == bad["records"]["input"] == records
+
+
 def app_log(run_dir: Path, dag_id: str, version: str, step: int) -> str:
     return (run_dir / "logs" / f"{dag_id}-app-{version}-1.{step}.log").read_text()
 
@@ -115,15 +127,8 @@ def test_kafka_20785_a_commit_stalled_past_its_timeout_kills_the_stream_thread_o
     brokers abort the transaction 10 to 11 s after it began. 4.3.1's coordinator takes the late EndTxn(COMMIT) for a
     retry of the abort and answers the fatal InvalidTxnStateException: the thread dies (its replacement processes
     every record, so only the app's health is wrong). 4.0.0 fences the producer, which Kafka Streams recovers from."""
-    dag_id = "bug_kafka_20785"
-    run = known_bug_runs[dag_id]
-    verdict = run.verdict
-    assert run.code == 1 and verdict, (run.run_dir / "dags-test.log").read_text()[-3000:]
-    rows = by_output(verdict)
-    assert verdict["status"] == "failed" and rows["4.0.0"]["status"] == "passed", rows
-    affected = rows["4.3.1"]
-    assert {k for k, v in affected["anomalies"].items() if v} == {"app_health"}, affected
-    assert affected["records"]["output"] == affected["records"]["input"] == 3000
+    run = known_bug_runs["bug_kafka_20785"]
+    assert_unhealthy(run, "4.3.1", "4.0.0", records=3000)
     health = {b: json.loads((run.run_dir / "brokers" / b / "health.json").read_text()) for b in ("4.3.1", "4.0.0")}
     assert health["4.3.1"]["thread_deaths"] == 1 and "InvalidTxnStateException" in health["4.3.1"]["exceptions"]
     assert health["4.0.0"]["thread_deaths"] == 0 and "ProducerFencedException" in health["4.0.0"]["exceptions"]
@@ -142,18 +147,13 @@ def test_kafka_16692_a_broker_moved_to_3_6_fails_the_transactions_of_a_3_5_coord
     """"1 b1^3.6.2 ... 2 1 ... b2^3.6.2 b3^3.6.2": broker 1 moves to 3.6.2 and leads its preferred partitions again, then
     instance 1 and later instance 2 run alone, owning every partition. Their transactional ids hash to the transaction
     log's partitions 1 and 2, which the striped placement gives to two different brokers: at least one instance has a
-    3.5.2 coordinator, which refuses broker 1's verification of its produce (AddPartitionsToTxn version 4), so its
-    transaction fails and the worker ends. Once every broker runs 3.6.2 the app drains: nothing is lost or doubled.
-    Moved from 3.6.1, where both releases speak version 4, every transaction commits."""
+    3.5.2 coordinator, which refuses broker 1's verification of its produce (AddPartitionsToTxn version 4), so every
+    transaction of it fails: the worker reports 15 s of aborts without a commit, or ends. Once every broker runs 3.6.2
+    the app drains: nothing is lost or doubled. Moved from 3.6.1, where both releases speak version 4, every
+    transaction commits."""
     dag_id = "bug_kafka_16692"
     run = known_bug_runs[dag_id]
-    verdict = run.verdict
-    assert run.code == 1 and verdict, (run.run_dir / "dags-test.log").read_text()[-3000:]
-    rows = by_output(verdict)
-    assert verdict["status"] == "failed" and rows["3.6.1"]["status"] == "passed", rows
-    affected = rows["3.5.2"]
-    assert {k for k, v in affected["anomalies"].items() if v} == {"app_health"}, affected
-    assert affected["records"]["output"] == affected["records"]["input"] == 9000
+    assert_unhealthy(run, "3.5.2", "3.6.1", records=9000)
     logs = {start: run.run_dir / "brokers" / start / "logs" for start in ("3.5.2", "3.6.1")}
     refusals = [b for b in (2, 3) if "ADD_PARTITIONS_TO_TXN with version 4 which is not enabled" in
                 (logs["3.5.2"] / f"kafka-{b}.log").read_text()]

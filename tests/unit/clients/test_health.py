@@ -140,3 +140,18 @@ def test_the_supervisor_records_how_a_detached_process_ended(tmp_path):
     quits = next(e for pid, e in ends.items() if pid != slow.pid)
     assert (quits["code"], quits["signal"]) == (3, None)
     assert json.loads((tmp_path / "processes" / "exits.jsonl").read_text().splitlines()[0])["at"] > 0
+
+
+def test_a_streak_of_aborts_without_a_commit_is_told_once_when_it_is_long_in_count_and_in_time():
+    """The worker's liveness signal: five aborts in a row are not enough within 15 s, nor is 15 s with four; the
+    streak is told once, on the abort that makes it long, however long it goes on."""
+    from kafka_soak.clients.reference.worker import ABORT_STREAK_MIN, ABORT_STREAK_S, AbortStreak
+
+    quick = AbortStreak()
+    assert not any(quick.note(t) for t in range(ABORT_STREAK_MIN * 2))  # ten aborts within 10 s
+    slow = AbortStreak()
+    assert [slow.note(t * ABORT_STREAK_S / 3) for t in range(ABORT_STREAK_MIN - 1)] == [False] * 4  # 4 over 15 s
+    long = AbortStreak()
+    told = [long.note(t * ABORT_STREAK_S / (ABORT_STREAK_MIN - 1)) for t in range(ABORT_STREAK_MIN + 3)]
+    assert told == [False] * (ABORT_STREAK_MIN - 1) + [True] + [False] * 3
+    assert long.lasted == ABORT_STREAK_S * (ABORT_STREAK_MIN + 2) / (ABORT_STREAK_MIN - 1)

@@ -2,14 +2,16 @@
 
 Each key gets a stable id the first time it is seen (``counter * partitions + partition``) from a
 per-partition store (with a write-back cache) backed by a changelog topic, restored when the partition
-is assigned. With ``--standbys 1`` an instance keeps a standby replica of every partition it loses,
-tailing its changelog, and resumes from it when the partition comes back. A Kafka transaction stays open
+is assigned, once the group's committed offsets of it are stable (a previous owner's transaction decided).
+With ``--standbys 1`` an instance keeps a standby replica of every partition it loses, tailing its
+changelog, and resumes from it when the partition comes back. A Kafka transaction stays open
 across polls and is committed every ``--commit-interval-ms`` (as Kafka Streams' commit.interval.ms), when
 partitions are revoked (the ``on_revoke`` commit of the crashing-workers reproduction) and at a graceful
 stop; it holds the outputs, the changelog writes, the self-check assertions and the consumed offsets
 (``send_offsets_to_transaction``). SIGTERM is a graceful stop: the open transaction is committed and the
 consumer leaves the group. A transaction the broker makes abortable is aborted and the instance rewinds to
-its committed offsets and rebuilds its state, as Kafka Streams does with a corrupted task. With
+its committed offsets and rebuilds its state, as Kafka Streams does with a corrupted task; aborts that follow one
+another for ``ABORT_STREAK_S`` without a commit are logged once at ERROR, a liveness signal the app's health counts. With
 ``--crash-probability P`` an instance exits ungracefully (exit code ``CRASH_EXIT_CODE``, its transaction
 left open for the broker to time out) after any input record with probability P, as the workers of the
 kube-kafka consistency checks do; the runtime's restart policy brings it back. The draws are seeded from
@@ -40,7 +42,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import confluent_kafka
@@ -66,6 +68,11 @@ REPORT_EVERY_S = 5.0
 TXN_TIMEOUT_S = 10.0
 TXN_ATTEMPTS = 6
 STUCK_AFTER_S = 60.0
+# Transactions that abort one after another for this long, at least this many, without a commit in between (a broker
+# refusing every one of them: KAFKA-16692 in a rolling upgrade from 3.5) are a liveness failure: logged once per streak
+# at ERROR, an incident of the app's health, as a liveness probe would report it; the worker goes on trying.
+ABORT_STREAK_S = 15.0
+ABORT_STREAK_MIN = 5
 # A committed-offsets fetch waits out an open transaction that holds offsets: at worst until the coordinator aborts it
 # (transaction.timeout.ms, 30 s, plus the broker's 10 s check interval).
 COMMITTED_TIMEOUT_S = 60.0
@@ -117,6 +124,26 @@ def chaos(seed: int, instance: int, step: str, restart: int) -> random.Random:
     return random.Random(f"{seed}/{instance}/{step}/{restart}")
 
 
+@dataclass
+class AbortStreak:
+    """The transactions aborted since the last commit: ``at`` when each aborted, and whether the streak was told."""
+
+    at: list[float] = field(default_factory=list)
+    told: bool = False
+
+    @property
+    def lasted(self) -> float:
+        return self.at[-1] - self.at[0] if self.at else 0.0
+
+    def note(self, now: float) -> bool:
+        """Add an abort at ``now``; True once, when the streak first is ``ABORT_STREAK_MIN`` aborts over
+        ``ABORT_STREAK_S`` or more."""
+        self.at.append(now)
+        long = len(self.at) >= ABORT_STREAK_MIN and self.lasted >= ABORT_STREAK_S
+        tell, self.told = long and not self.told, self.told or long
+        return tell
+
+
 def bug_hits(config: WorkerConfig, record_id: int, bug: str) -> bool:
     """Whether a bug switch acts on this input id (deterministic, so the checker's count is exact)."""
     return config.bug == bug and record_id % config.bug_every == 0
@@ -138,6 +165,7 @@ class Worker:
         self.pending_records = 0
         self.duplicates: list[tuple[str, bytes, int]] = []  # bug duplicate: outputs to write again after the commit
         self.txn_began: float | None = None
+        self.abort_streak = AbortStreak()
         self.chaos = chaos(config.seed, config.instance, config.step, config.restart)
         self.stalls = Stalls()  # the program's stalls of this instance, at the points named in process and commit
         common = kafka_io.client_config(config.bootstrap)
@@ -278,6 +306,7 @@ class Worker:
         self.stalls.at("commit")  # point "commit": between the transaction's offsets and its commit
         self.txn_call("commit", self.producer.commit_transaction)
         self.transactions += 1
+        self.abort_streak = AbortStreak()
         self.processed += self.pending_records
         duplicates = self.duplicates
         self.forget_transaction()
@@ -350,10 +379,17 @@ class Worker:
         """Abort the transaction, rewind to the committed offsets and rebuild the state it touched."""
         log.warning("transaction aborted (%s): rewinding to the committed offsets and restoring state", error)
         self.abort()
+        self.note_abort(error)
         numbers = sorted(self.active)
         self.active.clear()
         for tp in self.take(numbers):
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
+
+    def note_abort(self, error: KafkaError) -> None:
+        """Count an aborted transaction into the streak since the last commit; report the streak once it is long."""
+        if self.abort_streak.note(time.monotonic()):
+            log.error("no transaction committed for %.0f s: %d aborted in a row, the last by %s",
+                      self.abort_streak.lasted, len(self.abort_streak.at), error)
 
     def run(self) -> None:
         cfg = self.config
