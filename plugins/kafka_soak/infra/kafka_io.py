@@ -26,7 +26,10 @@ TRANSIENT = {getattr(KafkaError, name) for name in (
     "_UNKNOWN_PARTITION",
     # a request sent to a broker that left the cluster's metadata (killed) while it waited: the next attempt goes to
     # the partition's new leader (librdkafka 2.1.0 has no such code)
-    "_DESTROY_BROKER") if hasattr(KafkaError, name)}
+    "_DESTROY_BROKER",
+    # a partition's new leader whose high watermark has not caught up yet ("Leader high watermark is not caught up",
+    # seen after a broker's upgrade moved the leaders)
+    "OFFSET_NOT_AVAILABLE") if hasattr(KafkaError, name)}
 
 
 def is_transient(exc: BaseException) -> bool:
