@@ -141,7 +141,7 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
 
     scenarios = {path.stem: load_scenario(path)["params"]
                  for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))}
-    for version in sorted({v for params in scenarios.values()
+    for version in sorted({v for params in scenarios.values() if params["app"] == "streams"
                            for v in params.get("streams_versions") or [params["streams_version"]]}):
         streams.build(version)
     for version in sorted({v for params in scenarios.values() for v in params.get("kafka_versions", [])}):
