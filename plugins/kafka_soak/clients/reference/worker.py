@@ -231,8 +231,8 @@ class Worker:
         offsets = kafka_io.retry_transient(self.consumer.committed)(
             [TopicPartition(self.config.input_topic, p) for p in numbers], timeout=COMMITTED_TIMEOUT_S)
         if time.monotonic() - started > 1.0:
-            log.info("partitions %s: waited %.1f s for the offsets of a transaction still open", numbers,
-                     time.monotonic() - started)
+            log.info("partitions %s: waited %.1f s for the group's committed offsets (a transaction holding some was "
+                     "still open, or the group coordinator was slow)", numbers, time.monotonic() - started)
         return offsets
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
