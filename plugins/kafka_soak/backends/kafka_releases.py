@@ -23,11 +23,6 @@ def release_of(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def number(version: str) -> tuple[int, ...]:
-    """A release's number, to order releases by (``4.3.1`` -> (4, 3, 1))."""
-    return tuple(int(part) for part in version.split("."))
-
-
 def move_problem(formatted: str, target: str) -> str:
     """Why a broker of a cluster formatted on ``formatted`` cannot be moved to release ``target`` ("" when Kafka
     supports it)."""

@@ -164,19 +164,14 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
         connection a request waits on (``_DESTROY_BROKER``, seen on a fresh 3.5.2 cluster of three)."""
         futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=settings)
                                        for name, partitions in topics.items()], request_timeout=timeout)
-        errors: dict[str, BaseException] = {}
-        for name, future in futures.items():
-            try:
-                future.result(timeout)
-            except Exception as exc:  # KafkaException carries the broker's error; a timeout has none
-                # a topic created before (by an earlier attempt, or a re-run provision on the same brokers) is kept
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    errors[name] = exc
+        # a topic created before (by an earlier attempt, or a re-run provision on the same brokers) is kept
+        errors = {name: exc for name, exc in _exceptions(futures, timeout).items()
+                  if "TOPIC_ALREADY_EXISTS" not in str(exc)}
         if errors and all(is_transient(exc) for exc in errors.values()):
             raise next(iter(errors.values()))
         if errors:
             raise KafkaException(f"could not create topics on {bootstrap}: "
-                                 f"{ {name: str(exc) or type(exc).__name__ for name, exc in errors.items()} }")
+                                 f"{ {name: _said(exc) for name, exc in errors.items()} }")
 
     create()
     wait_for_leaders(admin, set(topics), timeout)
@@ -239,15 +234,25 @@ def delete_groups(bootstrap: str, groups: list[str], timeout: float = 60.0, leav
     return errors
 
 
-def _failures(futures: Mapping[str, Any], timeout: float) -> dict[str, str]:
-    """``{name: error}`` of an admin call's per-topic (or per-group) futures that failed."""
+def _exceptions(futures: Mapping[str, Any], timeout: float) -> dict[str, BaseException]:
+    """``{name: exception}`` of an admin call's per-topic (or per-group) futures that failed."""
     errors = {}
     for name, future in futures.items():
         try:
             future.result(timeout)
         except Exception as exc:  # KafkaException carries the broker's error; a timeout has none
-            errors[name] = str(exc) or type(exc).__name__
+            errors[name] = exc
     return errors
+
+
+def _said(exc: BaseException) -> str:
+    """An admin call's failure as a line: the broker's error, or the exception's kind (a timeout says nothing)."""
+    return str(exc) or type(exc).__name__
+
+
+def _failures(futures: Mapping[str, Any], timeout: float) -> dict[str, str]:
+    """``{name: error}`` of an admin call's per-topic (or per-group) futures that failed."""
+    return {name: _said(exc) for name, exc in _exceptions(futures, timeout).items()}
 
 
 def live_brokers(bootstrap: str, timeout: float = 5.0) -> set[int]:
