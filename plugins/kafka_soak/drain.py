@@ -112,6 +112,7 @@ def drain_cluster(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[st
         outcome.update(drain_subjects(instances, bootstrap, topic, outcome["timeout_s"],
                                       lambda: open_transactions(plan["kafka_version"], bootstrap, settings),
                                       plan["stall_timeout_s"], commit_interval_s(plan)))
+    outcome.update(conclude_faults(instances))
     if outcome["status"] == "drained":  # an app still at work keeps opening transactions: nothing to wait for
         with settings_in_env(settings):
             outcome["unsettled"] = settle_outputs(bootstrap, [t for role, t in cluster["topics"].items()
@@ -187,6 +188,15 @@ def restore_service(instances: Instances, kafka: Backend, program: list[str]) ->
     for subject in instances.subjects:
         if keep_one_running(instances.only(subject)):
             done["started"].append(1)
+    return done
+
+
+def conclude_faults(instances: Instances) -> dict[str, list[int]]:
+    """What each fault kind does once the app caught up or the drain ended (``FaultKind``'s optional ``conclude``)."""
+    done: dict[str, list[int]] = {}
+    for kind in kinds.KINDS:
+        if conclude := getattr(kind, "conclude", None):
+            done.update(conclude(instances))
     return done
 
 

@@ -48,8 +48,9 @@ from kafka_soak.params import KAFKA_VERSION
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
 def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_leaves_evidence(alerted_runs):
     """kill -9, pause/resume, a broker of three killed and restarted, an instance's and a broker's network cut and
-    healed while load flows: every step is recorded with the PID or the link it acted on, the drain waits out the dead
-    member's session, the verdict is conclusive, and nothing of the run's network is left."""
+    healed, a broker moved to another release while load flows: every step is recorded with the PID, the link or the
+    release it acted on, the drain waits out the dead member's session, the verdict is conclusive, and nothing of the
+    run's network is left."""
     code, run_dir, verdict = alerted_runs.passed
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
@@ -57,7 +58,7 @@ def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_lea
     assert verdict["backend"] == {"name": "local"}
     assert (run_dir / "data_docs" / "index.html").exists()
     cluster = json.loads((run_dir / "cluster.json").read_text())
-    assert (cluster["backend"], cluster["brokers"], cluster["kafka_version"]) == ("local", 3, "4.3.1")
+    assert (cluster["backend"], cluster["brokers"], cluster["kafka_version"]) == ("local", 3, FAULTS["kafka_version"])
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
     assert [(s["index"], s["token"]) for s in steps] == list(enumerate(FAULTS["program"].split()))
     # in order and never before its time; how late a step fires depends on the machine (b2+ returns once the broker
@@ -75,8 +76,11 @@ def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_lea
     assert (by_token["n1-"]["link"], len(by_token["n1-"]["peers"])) == ("cut", 3) and by_token["n1-"]["pid"]
     assert by_token["nb2-"]["peers"] == [brokers[0].split(":")[0], brokers[2].split(":")[0]]
     assert by_token["n1+"]["link"] == by_token["nb2+"]["link"] == "healed"
+    moved = by_token["b3^4.3.1"]
+    assert (moved["broker"], moved["from"], moved["release"]) == ("upgraded", "4.2.2", "4.3.1"), moved
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert {"broker-down", "broker-up"} <= {e["event"] for e in events}
+    assert [(e["broker"], e["release"]) for e in events if e["event"] == "broker-upgraded"] == [(3, "4.3.1")]
     assert [(e["event"], e.get("instance"), e.get("broker")) for e in events if e["event"].startswith("link-")] == [
         ("link-cut", 1, None), ("link-healed", 1, None), ("link-cut", None, 2), ("link-healed", None, 2)]
     assert network.RunNetwork.load(run_dir) and network.leftovers(run_dir) == [], "released with the brokers"

@@ -16,6 +16,7 @@ from support import ROOT
 from support.soak_runs import ALERTED_RUNS, SHORT
 
 from kafka_soak.evidence import history, report
+from kafka_soak.shared import rundir
 
 # Its tests read a run of the session's alerted pair: the pytest-xdist worker that runs that pair runs them.
 pytestmark = pytest.mark.xdist_group(name=ALERTED_RUNS)
@@ -137,3 +138,15 @@ def test_a_run_that_stopped_before_its_verdict_still_gets_a_report_that_says_so(
     assert 'id="no-verdict"' in page and 'id="status">NO VERDICT<' in page
     assert 'id="timeline-spec"' in page, "the program's timeline is still drawn"
     assert history.run_row(run_dir, tmp_path).status == "no verdict"
+
+
+def test_a_stall_no_thread_reached_is_said_not_applied(failed_run, tmp_path):
+    """A verdict without one of its faults says so: the drain's account of a stall it had to disarm."""
+    run_dir = tmp_path / "soak_eos_id_assignment" / "unstalled"
+    run_dir.mkdir(parents=True)
+    for name in ("params.json", "program.json", "program.jsonl", "events.jsonl"):
+        shutil.copy(failed_run / name, run_dir / name)
+    rundir.write_json(run_dir / rundir.DRAIN, {"status": "drained", "stalls_disarmed": [2], "stalls_traced": []})
+    page = report.render(run_dir)
+    assert 'id="stalls-disarmed"' in page and "no thread reached the stall of step(s)\n  2 by the end of the drain" in page
+    assert 'id="stalls-disarmed"' not in report.render(failed_run)

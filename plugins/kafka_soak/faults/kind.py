@@ -157,6 +157,8 @@ class FaultKind(Protocol):
     needs: ClassVar[str]  # the backend capability its steps need ("": any backend)
     needs_why: ClassVar[str]  # what its steps do that needs it, as a refusal says
     # A kind may also name the runtimes (param runtime) its steps work on, as ``runtimes``: a tuple; absent: any.
+    # And it may have ``conclude(instances) -> dict[str, list[int]]``: what the drain does once the app caught up or
+    # the drain ended (the stall kind disarms what no thread took), which drain.json adds to what ``restore`` did.
     # The seconds the drain waits beyond drain_timeout_s after a step of each action, for what the fault leaves the
     # app's group to wait out (a session to time out, a transaction to be aborted, a partition to get its leader back).
     grace: ClassVar[dict[str, float]]

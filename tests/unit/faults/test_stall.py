@@ -4,17 +4,20 @@ A JVM really stalled by them: tests/e2e/test_known_bugs.py (KAFKA-20785 and KAFK
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from kafka_soak import run_plan
+from kafka_soak import drain, run_plan
 from kafka_soak.clients import stall_agent
 from kafka_soak.faults import program
 from kafka_soak.faults.kind import Limits, ProgramError
+from kafka_soak.faults.kinds import stall
 from kafka_soak.plan import ParamsError
-from kafka_soak.shared import stalls
+from kafka_soak.shared import rundir, stalls
 
 
 def test_a_stall_token_arms_a_stall_of_a_running_instance_and_leaves_its_state():
@@ -105,6 +108,23 @@ def test_the_drain_disarms_what_no_thread_reached(tmp_path):
     assert stalls.disarm(tmp_path) == [2, 5]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-7.trace"]
     assert stalls.traced(tmp_path) == [{"step": 7, "thread": "StreamThread-1", "stalled": 1.0, "resumed": None}]
+
+
+def test_a_stall_armed_when_the_program_ends_stays_armed_until_the_app_caught_up(tmp_path):
+    """A slow machine may get the app to its point only after the program's last step (seen: a Kafka Streams
+    instance's first commit 0.05 s after the drain began): the drain's restore leaves the arm, so the thread's next
+    pass takes it; only its conclusion, once the app caught up, disarms what is left and writes the traces."""
+    directory = tmp_path / "stalls" / "instance-1"
+    stalls.arm(directory, stalls.Stall(2, 1, "commit", 1))
+    stalls.arm(directory, stalls.Stall(4, 1, "process", 1))
+    instances = SimpleNamespace(run_dir=tmp_path, stalls=[stalls.Stall(2, 1, "commit", 1)],
+                                stall_dirs=lambda: [(SimpleNamespace(name=""), 1, directory)], is_running=lambda n: True)
+    assert stall.KIND.restore(program.left(["1", "s1@commit:1"]), instances, None) == {}
+    stalls.Stalls(str(directory)).at("commit")  # during the drain: the thread's next pass takes it
+    assert drain.conclude_faults(instances) == {"stalls_disarmed": [4], "stalls_traced": [2]}
+    assert not list(directory.glob("step-[0-9]"))
+    events = [json.loads(line) for line in (tmp_path / rundir.EVENTS).read_text().splitlines()]
+    assert [(e["event"], e["step"], e["instance"]) for e in events] == [("stalled", 2, 1), ("resumed", 2, 1)]
 
 
 def test_a_python_app_outside_a_stalling_run_never_looks(monkeypatch):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from kafka_soak.clients.profile import Profile
 
 log = logging.getLogger(__name__)
-# What the drain allows a stall that is under way when it starts, beyond its own seconds, to end on its own.
+# What the drain's end allows a stall still under way, beyond its own seconds, to end on its own.
 RESUME_GRACE_S = 5.0
 
 
@@ -96,12 +96,20 @@ class Stall:
         return {"point": stall.point, "seconds": stall.seconds}
 
     def restore(self, left: ProgramState, instances: Instances, kafka: Backend) -> dict[str, list[int]]:
-        """A stall no thread reached is disarmed (the drain must not stall the app); one under way is let end (its
-        seconds at most); then what each instance traced goes into the run's events, at the moments it happened."""
+        """Nothing: a stall armed but not yet taken stays armed into the drain. The step asked for the thread's next
+        pass, and a slow machine can get the app there only after the program's last step; disarming it then would
+        let the run pass without its fault. The drain's wait covers a stall under way (it waits for lag 0)."""
+        return {}
+
+    def conclude(self, instances: Instances) -> dict[str, list[int]]:
+        """Once the app caught up (or the drain ended): a stall no thread reached is disarmed, one under way is let
+        end (its seconds at most); then what each instance traced goes into the run's events, at the moments it
+        happened."""
         disarmed, traced = [], []
         for subject, n, directory in instances.stall_dirs():
             for step in stalls.disarm(directory):
-                log.warning("no thread of instance %d reached the stall of step %d: disarmed", n, step)
+                log.warning("no thread of instance %d reached the stall of step %d by the end of the drain: disarmed",
+                            n, step)
                 disarmed.append(step)
             deadline = time.monotonic() + max(
                 (s.seconds for s in instances.stalls if s.instance == n), default=0) + RESUME_GRACE_S
