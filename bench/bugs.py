@@ -23,7 +23,7 @@ RUNS = {"quick": 5, "large": 10}
 # What each bug does to the data, as the checker names it (the affected release may show app_health besides).
 SIGNS = {"bug_kafka_20685": ("wrong_aggregate",), "bug_kafka_18943": ("wrong_aggregate",),
          "bug_kafka_17635": ("wrong_aggregate",), "bug_kafka_20785": ("app_health",),
-         "bug_kafka_16692": ("app_health",),
+         "bug_kafka_16692": ("app_health",), "bug_kafka_19690": ("app_health",),
          "bug_librdkafka_4261": ("duplicated",), "bug_librdkafka_5213": ("lost",)}
 # The params a scenario compares releases by (the first it sets), and what a release of each is.
 COMPARED = {"worker_versions": "confluent-kafka", "streams_versions": "Kafka Streams", "kafka_versions": "Apache Kafka"}

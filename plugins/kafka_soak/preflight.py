@@ -14,11 +14,9 @@ import shutil
 from kafka_soak import run_size
 from kafka_soak.backends import kafka_jars, registry
 from kafka_soak.checker import spark_kafka
-from kafka_soak.clients import stall_agent
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.profile import VERSION, render
 from kafka_soak.clients.reference import releases, streams
-from kafka_soak.clients.stall_agent import StallAgentError
 from kafka_soak.faults.kinds import upgrade
 from kafka_soak.faults.program import schedule
 from kafka_soak.infra.connection import KafkaConnectionError
@@ -26,8 +24,9 @@ from kafka_soak.infra.docker_engine import DockerRuntimeError, docker_api, ensur
 from kafka_soak.infra.network import NetworkError
 from kafka_soak.plan import Plan
 from kafka_soak.shared import rundir, stalls
-from kafka_soak.toolchain import byteman
+from kafka_soak.toolchain import byteman, stall_agent
 from kafka_soak.toolchain.maven import BuildError
+from kafka_soak.toolchain.stall_agent import StallAgentError
 
 
 class DiskSpaceError(RuntimeError):
@@ -73,8 +72,8 @@ def check(plan: Plan) -> None:
         BUILDS[app.build](version)  # built now (cached after), timed in the log
     for version, param in moved_to(moved).items() if app.build else []:
         BUILDS[app.build](version, param)  # what the program's N^V move instances to
-    if plan.get("stalls") and app.stall == stalls.JVM:
-        stall_agent.check(byteman.agent_jar(), root)  # fetched now, not by the step that starts an instance
+    if any(s.get("broker") or app.stall == stalls.JVM for s in plan.get("stalls", [])):
+        stall_agent.check(byteman.agent_jar(), root)  # fetched now, not by the step that starts an instance or broker
     spark_kafka.resolve()
     if plan["runtime"] == "docker":
         api = docker_api(plan["docker_url"], plan["docker_conn_id"] or None)

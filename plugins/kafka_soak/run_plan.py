@@ -131,7 +131,7 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
     errors.extend(record_size_errors(values))
     app = profiles.Profile.of(values["app_profile"])
     steps = programs.schedule(program)
-    errors.extend(stall.problems(steps, app, values["runtime"]))
+    errors.extend(stall.problems(steps, app, values))
     errors.extend(run_size.problems(values, app))
     errors.extend(profiles.aggregate_reach_problems(app, values["records"], values["keys"]))
     if app_id:

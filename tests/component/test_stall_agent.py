@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from kafka_soak.backends import kafka_jars
-from kafka_soak.clients import stall_agent
 from kafka_soak.shared import stalls
-from kafka_soak.toolchain import byteman
+from kafka_soak.toolchain import byteman, stall_agent
 
 PROBE = Path(__file__).resolve().parents[1] / "apps" / "stall-probe" / "StallProbe.java"
 
@@ -33,7 +32,6 @@ def probe(directory: Path, planned: list[stalls.Stall], *ops: str) -> dict[str, 
     return took
 
 
-@pytest.mark.timeout(300)
 def test_a_jvm_s_thread_stalls_once_where_its_stall_is_armed_and_nowhere_else(tmp_path):
     commit, process = stalls.Stall(2, 1, "commit", 2), stalls.Stall(4, 1, "process", 2)
     stalls.arm(tmp_path, commit)

@@ -139,3 +139,24 @@ def test_kafka_20785_a_commit_stalled_past_its_timeout_kills_the_stream_thread_o
     assert details[0].startswith("Apache Kafka 4.3.1 · Kafka Streams 4.3.1: failed (app_health="), details
     assert details[1] == "Apache Kafka 4.0.0 · Kafka Streams 4.3.1: passed", details
     assert any(d.startswith("app health: Apache Kafka 4.3.1: ") and "StreamThread-1 died" in d for d in details)
+
+
+def test_kafka_19690_a_produce_held_past_its_transaction_s_abort_kills_the_stream_thread_on_4_1_0_not_on_4_1_1(
+        known_bug_runs):
+    """"1 0 sb1@append:20": broker 1 holds the stream thread's next produce into its ongoing transaction for 20 s, after
+    deciding it needs no verification and before appending it, while the coordinator aborts the transaction (10 to 11 s
+    after it began) and appends the marker. 4.1.0 then finds the transaction no longer ongoing and no verification, and
+    answers the fatal InvalidTxnStateException: the thread dies (its replacement processes every record). 4.1.1 checks
+    the producer's epoch first and answers the recoverable InvalidProducerEpochException."""
+    run = known_bug_runs["bug_kafka_19690"]
+    for broker in ("4.1.0", "4.1.1"):  # the stall was taken, whole, by a request handler thread of each cluster's broker
+        traces = stalls.traced(stalls.broker_dir(run.run_dir / "brokers" / broker, 1))
+        assert len(traces) == 1, (broker, (run.run_dir / "brokers" / broker / rundir.DRAIN).read_text())
+        assert "request-handler" in traces[0]["thread"] and traces[0]["resumed"] - traces[0]["stalled"] >= 20, traces
+    assert_unhealthy(run, "4.1.0", "4.1.1", records=3000)
+    health = {b: json.loads((run.run_dir / "brokers" / b / "health.json").read_text()) for b in ("4.1.0", "4.1.1")}
+    assert health["4.1.0"]["thread_deaths"] == 1 and "InvalidTxnStateException" in health["4.1.0"]["exceptions"]
+    assert health["4.1.1"]["thread_deaths"] == 0 and "InvalidProducerEpochException" in health["4.1.1"]["exceptions"]
+    details = last_alert(run.runs_dir)["details"]
+    assert details[0].startswith("Apache Kafka 4.1.0 · Kafka Streams 4.1.1: failed (app_health="), details
+    assert details[1] == "Apache Kafka 4.1.1 · Kafka Streams 4.1.1: passed", details

@@ -37,6 +37,8 @@ from kafka_soak.infra.network import release as release_network
 from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.params import KAFKA_VERSION
 from kafka_soak.shared import java_client, rundir
+from kafka_soak.shared.stalls import Stall, broker_dir
+from kafka_soak.toolchain import byteman, stall_agent
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan
@@ -156,8 +158,10 @@ class LocalKafkaBackend:
 
     def __init__(self, run_dir: Path, brokers: int = 1, version: str = KAFKA_VERSION,
                  quotas: list[soak_quotas.Quota] | None = None, features: dict[str, int] | None = None,
-                 short_lived: bool = False, config: dict[str, str] | None = None, hosts: int = 0) -> None:
+                 short_lived: bool = False, config: dict[str, str] | None = None, hosts: int = 0,
+                 stalls: list[Stall] | None = None) -> None:
         self.run_dir, self.brokers, self.version, self.quotas = run_dir, brokers, version, quotas or []
+        self.stalls = stalls or []  # the program's stalls of a broker's thread: those brokers start with the agent
         # A network namespace for each node and for each of ``hosts`` instances, when the program cuts links (0: none).
         self.hosts = hosts
         self.config = config or {}  # param broker_config, after the layout's own settings
@@ -172,7 +176,8 @@ class LocalKafkaBackend:
         return cls(run_dir, plan["brokers"], plan["kafka_version"], soak_quotas.from_params(plan["quotas"]), features,
                    short_lived=plan["program_s"] <= SHORT_RUN_S,
                    config=broker_settings.as_properties(plan.get("broker_config", {})),
-                   hosts=plan["instances"] if "network_faults" in plan.get("program_needs", []) else 0)
+                   hosts=plan["instances"] if "network_faults" in plan.get("program_needs", []) else 0,
+                   stalls=[Stall(**s) for s in plan.get("stalls", []) if s.get("broker")])
 
     @classmethod
     def preflight(cls, plan: Plan) -> None:
@@ -249,9 +254,12 @@ class LocalKafkaBackend:
         return path.read_text().strip() if path.exists() else layout.version
 
     def start_node(self, layout: Layout, node: Node) -> None:
+        planned = [s for s in self.stalls if s.broker == node.node_id]
+        agent = stall_agent.java_options(byteman.agent_jar(), broker_dir(self.run_dir, node.node_id),
+                                         planned) if planned else ""
         command = kafka_jars.java_command(self.node_release(layout, node), "kafka.Kafka", str(self.config_file(node)),
                                           heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port),
-                                          short_lived=self.short_lived)
+                                          short_lived=self.short_lived, agent=agent)
         self.processes.start(node.name, self.on_host(node.node_id, command), self.log_file(node))
 
     def on_host(self, node_id: int, command: list[str]) -> list[str]:

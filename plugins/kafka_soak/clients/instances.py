@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_soak.backends.broker_matrix import carry
 from kafka_soak.clients import profile as profiles
-from kafka_soak.clients import stall_agent
 from kafka_soak.clients import subjects as run_subjects
 from kafka_soak.clients.reference import streams
 from kafka_soak.clients.subjects import Subject
@@ -44,7 +43,7 @@ from kafka_soak.infra.runtime.registry import ProcessRecord
 from kafka_soak.infra.runtime.spawn import Restart
 from kafka_soak.shared import java_client, rundir, stalls
 from kafka_soak.shared.rundir import journal
-from kafka_soak.toolchain import byteman
+from kafka_soak.toolchain import byteman, stall_agent
 
 if TYPE_CHECKING:
     from kafka_soak.plan import Plan

@@ -45,7 +45,7 @@ def resource(name: str) -> Path:
 # directory per subject of a matrix); the alerting; the report; `make soak` (Airflow's log of the run).
 PARAMS = "params.json"
 STATE = "state"  # the instances' state directories ({state_dir}): the app's data, never served
-STALLS = "stalls"  # one directory per instance the program stalls: its arms, its traces, its agent's rules (stalls.py)
+STALLS = "stalls"  # one directory per instance or broker the program stalls: its arms, traces, agent's rules (stalls.py)
 APP_VERSIONS = "app_versions.json"  # the version each instance was moved to (the program's N^V), by process name
 CLUSTER = "cluster.json"
 PROGRAM, STEPS, EVENTS = "program.json", "program.jsonl", "events.jsonl"

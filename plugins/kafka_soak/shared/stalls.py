@@ -1,7 +1,7 @@
 """A stalled thread (program token ``sN@POINT:SECONDS``): how the harness arms a stall in an instance and how the
 instance says when it stalled and resumed. One protocol for both sides, kept in files of the instance's own stall
 directory, so that it needs no port and no signal and works the same for a JVM (the rules of the Java agent the
-suite attaches, ``clients/stall_agent.py``) and for a Python app (the reference worker calls ``Stalls.at``).
+suite attaches, ``toolchain/stall_agent.py``) and for a Python app (the reference worker calls ``Stalls.at``).
 
 - The step arms a stall by creating ``step-<i>`` (the point and the seconds, as JSON) in the directory.
 - The first thread of the instance to pass the point *deletes* that file: deleting is atomic, so exactly one thread
@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafka_soak.shared import rundir
+
 log = logging.getLogger(__name__)
 
 # The environment variable that gives an instance its stall directory (set only for a run whose program stalls it).
@@ -33,6 +35,11 @@ WAYS = (JVM, CONTRACT)
 POINTS = {"commit": "as the app commits its transaction, after its offsets were added (KafkaProducer#commitTransaction)",
           "process": "as the app hands the producer a record while its open transaction already holds one "
                      "(KafkaProducer#send): in the middle of processing, with a transaction the broker can time out"}
+# The points of a broker's thread (``sbN@POINT:SECONDS``), stalled through the same agent in the broker's JVM.
+BROKER_POINTS = {"append": "as a request handler thread of the broker appends a client's transactional records to a "
+                           "partition where their transaction is already ongoing, so the broker asked no verification "
+                           "(UnifiedLog#appendAsLeader, before it takes the log's lock): the coordinator can abort the "
+                           "transaction and write its marker before the records are appended"}
 # A JVM app's own point: a method of a class, fully qualified, which the agent's rule names as it is (nothing else
 # can be in it).
 METHOD_POINT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+#[A-Za-z_$][A-Za-z0-9_$]*")
@@ -42,12 +49,19 @@ STALLED, RESUMED = "stalled", "resumed"
 
 @dataclass(frozen=True)
 class Stall:
-    """One stall of the program: the step that arms it, its instance, where its thread stops and for how long."""
+    """One stall of the program: the step that arms it, its instance (or ``broker``, for a broker's thread), where its
+    thread stops and for how long."""
 
     step: int
     instance: int
     point: str
     seconds: int
+    broker: int = 0
+
+
+def broker_dir(run_dir: Path, broker: int) -> Path:
+    """Where the program arms the stalls of a broker of the run's cluster, and the broker's JVM traces them."""
+    return run_dir / rundir.STALLS / f"broker-{broker}"
 
 
 def arm_path(directory: Path, step: int) -> Path:

@@ -1,4 +1,4 @@
-"""Byteman, the Java agent that stalls a thread of a JVM app (``clients/stall_agent.py``), from Maven Central into the
+"""Byteman, the Java agent that stalls a thread of a JVM app (``toolchain/stall_agent.py``), from Maven Central into the
 checkout's cache (``.cache/byteman/<version>/``) by ``toolchain/byteman/pom.xml``, on the first run that needs it."""
 
 from __future__ import annotations

@@ -119,6 +119,6 @@ def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
     tokens = [token for kind in kinds.KINDS
               for forms in re.findall(r"(?:^|, )([^\s(,]+(?: / [^\s(,]+)*) \(", kind.grammar)
               for token in forms.split(" / ")]
-    assert tokens == ["N", "0", "kN", "sN@POINT:SECONDS", "pN", "rN", "bN-", "bN+", "nN-", "nN+", "nbN-", "nbN+",
-                      "bN^V", "N^V"]
+    assert tokens == ["N", "0", "kN", "sN@POINT:SECONDS", "sbN@append:SECONDS", "pN", "rN", "bN-", "bN+", "nN-",
+                      "nN+", "nbN-", "nbN+", "bN^V", "N^V"]
     assert [token for token in tokens if token not in described] == []

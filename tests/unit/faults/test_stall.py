@@ -1,5 +1,5 @@
 """The stall kind (``sN@POINT:SECONDS``): its grammar and checks before anything starts, the protocol an instance
-keeps with the step that arms it (``shared/stalls.py``), and the Java agent's rules (``clients/stall_agent.py``).
+keeps with the step that arms it (``shared/stalls.py``), and the Java agent's rules (``toolchain/stall_agent.py``).
 A JVM really stalled by them: tests/e2e/test_known_bugs.py (KAFKA-20785 and KAFKA-19690)."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import pytest
 
 from kafka_soak import drain, run_plan
-from kafka_soak.clients import stall_agent
 from kafka_soak.faults import program
 from kafka_soak.faults.kind import Limits, ProgramError
 from kafka_soak.faults.kinds import stall
 from kafka_soak.plan import ParamsError
 from kafka_soak.shared import rundir, stalls
+from kafka_soak.toolchain import stall_agent
 
 
 def test_a_stall_token_arms_a_stall_of_a_running_instance_and_leaves_its_state():
@@ -51,9 +51,33 @@ def test_the_grammar_a_refusal_lists_names_the_stall():
 
 def test_the_plan_carries_the_program_s_stalls_for_the_instances_to_start_ready():
     plan = run_plan.check({"program": "1 2 s2@commit:20 s1@process:4 1 2", "instances": 2})
-    assert plan["stalls"] == [{"step": 2, "instance": 2, "point": "commit", "seconds": 20},
-                              {"step": 3, "instance": 1, "point": "process", "seconds": 4}]
+    assert plan["stalls"] == [{"step": 2, "instance": 2, "point": "commit", "seconds": 20, "broker": 0},
+                              {"step": 3, "instance": 1, "point": "process", "seconds": 4, "broker": 0}]
     assert run_plan.check({"program": "1 1"})["stalls"] == []
+
+
+def test_a_broker_s_thread_is_stalled_at_append_on_a_release_whose_log_has_the_point():
+    plan = run_plan.check({"program": "1 sb2@append:15 1", "brokers": 3, "kafka_versions": ["4.1.0", "4.1.1"]})
+    assert plan["stalls"] == [{"step": 1, "instance": 0, "point": "append", "seconds": 15, "broker": 2}]
+    steps = program.schedule(plan["program"])
+    assert steps[1].label == "step 1: stall a request handler thread of broker 2 at append for 15 s"
+
+
+@pytest.mark.parametrize(("params", "said"), [
+    ({"program": "1 sb1@commit:5"}, "position 2: 'commit' is no point a broker's thread can be stalled at; allowed: "
+                                    "append"),
+    ({"program": "1 sb4@append:5", "brokers": 3}, "position 2: broker 4 is out of range: this run has 3 broker(s)"),
+    ({"program": "1 b1- sb1@append:5 b1+", "brokers": 3}, "position 3: cannot stall a thread of broker 1: it is down "
+                                                          "at that point (bring it up first with b1+)"),
+    ({"program": "1 sb1@append:5", "kafka_versions": ["4.0.0", "4.1.1"]},
+     "position 2: a stall of a broker needs Apache Kafka 4.1 or later (the method it stalls at is of the broker's "
+     "Java log from 4.1 on); kafka_versions has 4.0.0"),
+    ({"program": "1 sb1@append:5", "backend": "docker"}, "a stall of a broker needs backend 'local'"),
+])
+def test_a_broker_stall_that_cannot_be_is_refused_naming_its_token(params, said):
+    with pytest.raises((ParamsError, ProgramError)) as refused:
+        run_plan.check(params)
+    assert said in str(refused.value)
 
 
 @pytest.mark.parametrize(("params", "said"), [
@@ -117,12 +141,14 @@ def test_a_stall_armed_when_the_program_ends_stays_armed_until_the_app_caught_up
     directory = tmp_path / "stalls" / "instance-1"
     stalls.arm(directory, stalls.Stall(2, 1, "commit", 1))
     stalls.arm(directory, stalls.Stall(4, 1, "process", 1))
-    instances = SimpleNamespace(run_dir=tmp_path, stalls=[stalls.Stall(2, 1, "commit", 1)],
+    broker = stalls.Stall(5, 0, "append", 1, broker=2)
+    stalls.arm(stalls.broker_dir(tmp_path, 2), broker)  # no broker's thread got there
+    instances = SimpleNamespace(run_dir=tmp_path, stalls=[stalls.Stall(2, 1, "commit", 1), broker],
                                 stall_dirs=lambda: [(SimpleNamespace(name=""), 1, directory)], is_running=lambda n: True)
     assert stall.KIND.restore(program.left(["1", "s1@commit:1"]), instances, None) == {}
     stalls.Stalls(str(directory)).at("commit")  # during the drain: the thread's next pass takes it
-    assert drain.conclude_faults(instances) == {"stalls_disarmed": [4], "stalls_traced": [2]}
-    assert not list(directory.glob("step-[0-9]"))
+    assert drain.conclude_faults(instances) == {"stalls_disarmed": [4, 5], "stalls_traced": [2]}
+    assert not list(directory.glob("step-[0-9]")) and not list(stalls.broker_dir(tmp_path, 2).glob("step-[0-9]"))
     events = [json.loads(line) for line in (tmp_path / rundir.EVENTS).read_text().splitlines()]
     assert [(e["event"], e["step"], e["instance"]) for e in events] == [("stalled", 2, 1), ("resumed", 2, 1)]
 
@@ -146,6 +172,17 @@ def test_the_agent_s_rules_stall_at_kafka_clients_own_methods(tmp_path):
     assert "IF flagged($0) && arm.delete()" in process
     assert "CLASS com.example.Orders\nMETHOD handle\n" in own
     assert "flag($0)" not in stall_agent.script(tmp_path, planned[:1])  # no process stall: no bookkeeping
+
+
+def test_a_broker_s_rule_stalls_an_unverified_transactional_append_before_the_log_s_lock(tmp_path):
+    stall_agent.java_options(Path("/opt/byteman.jar"), tmp_path, [stalls.Stall(1, 0, "append", 15, broker=2)])
+    rule = (tmp_path / stall_agent.RULES_FILE).read_text()
+    assert ("CLASS org.apache.kafka.storage.internals.log.UnifiedLog\nMETHOD appendAsLeader(org.apache.kafka.common."
+            "record.MemoryRecords, int, org.apache.kafka.storage.internals.log.AppendOrigin, ") in rule
+    assert "batch:org.apache.kafka.common.record.RecordBatch = $1.batches().iterator().next()" in rule
+    assert ("IF $3 == org.apache.kafka.storage.internals.log.AppendOrigin.CLIENT && batch.isTransactional() && "
+            "$0.hasOngoingTransaction(batch.producerId(), batch.producerEpoch()) && arm.delete()") in rule
+    assert "delay(15000L)" in rule
 
 
 @pytest.mark.parametrize("runs", ["/srv/soak runs", '/srv/"soak"', "/srv/soak\\runs"])

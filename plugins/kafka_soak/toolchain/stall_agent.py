@@ -13,6 +13,10 @@ own methods, so they hold for Kafka Streams and for any app on the Java producer
 - ``process``: on entry to ``KafkaProducer#send`` once that producer has sent since its last commit or abort, so the
   stall is inside a transaction the broker knows, with records in it, and the stalled thread's next act is to produce.
 - ``Class#method``: on entry to an app's own method.
+
+And in a broker's JVM (``sbN@append``): on entry to ``UnifiedLog#appendAsLeader`` of a client's transactional batch
+whose transaction is already ongoing on the partition (the broker decided it needs no verification), before the append
+takes the log's lock, so the coordinator's markers are appended meanwhile.
 """
 
 from __future__ import annotations
@@ -51,25 +55,36 @@ ENDRULE
 """
 
 
-def where(point: str) -> tuple[str, str, str]:
-    """The class, method and extra condition of a point's rule."""
+LOG = "org.apache.kafka.storage.internals.log"
+APPEND = (f"appendAsLeader(org.apache.kafka.common.record.MemoryRecords, int, {LOG}.AppendOrigin, "
+          f"org.apache.kafka.server.common.RequestLocal, {LOG}.VerificationGuard)")
+# A client's transactional batch whose transaction the partition already holds (what needed no verification).
+ONGOING = (f"$3 == {LOG}.AppendOrigin.CLIENT && batch.isTransactional() && "
+           "$0.hasOngoingTransaction(batch.producerId(), batch.producerEpoch()) && ")
+
+
+def where(point: str) -> tuple[str, str, str, str]:
+    """The class, method, extra bindings and extra condition of a point's rule."""
     if point == "commit":
-        return PRODUCER, "commitTransaction", ""
+        return PRODUCER, "commitTransaction", "", ""
     if point == "process":
-        return PRODUCER, SEND, "flagged($0) && "
+        return PRODUCER, SEND, "", "flagged($0) && "
+    if point == "append":
+        return (f"{LOG}.UnifiedLog", APPEND,
+                ";\n     batch:org.apache.kafka.common.record.RecordBatch = $1.batches().iterator().next()", ONGOING)
     cls, method = point.split("#")
-    return cls, method, ""
+    return cls, method, "", ""
 
 
 def rule(directory: Path, stall: stalls.Stall) -> str:
     """The rule of one stall: its arm file's deletion is its condition, its trace and its sleep its action."""
-    cls, method, condition = where(stall.point)
+    cls, method, binds, condition = where(stall.point)
     arm, trace, key = stalls.arm_path(directory, stall.step), stalls.trace_path(directory, stall.step), f"step-{stall.step}"
     return f"""RULE kafka-soak: program step {stall.step} stalls a thread at {stall.point} for {stall.seconds} s
 CLASS {cls}
 METHOD {method}
 AT ENTRY
-BIND arm:java.io.File = new java.io.File("{arm}")
+BIND arm:java.io.File = new java.io.File("{arm}"){binds}
 IF {condition}arm.delete()
 DO traceOpen("{key}", "{trace}");
    traceln("{key}", "{stalls.STALLED} " + System.currentTimeMillis() + " " + Thread.currentThread().getName());
