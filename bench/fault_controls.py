@@ -1,5 +1,5 @@
 """No false alarm from a fault: the healthy reference apps through each fault kind the program has beyond a process
-(a stalled thread, a network partition, ...) pass every run.
+(a stalled thread of the app or of a broker, a network partition, ...) pass every run.
 
 Each control is a program of one kind at a dose a correct exactly-once app must survive (a stall shorter than the
 transaction timeout, a partition shorter than the group's session, ...), run with the reference worker and with the
@@ -28,6 +28,9 @@ CONTROLS = {
     "network": ("an instance of two cut from every broker for 8 s, then a broker of three cut from the others for 8 s",
                 {"brokers": 3, "instances": 2, "program": "1 2 n1- n1+ nb2- nb2+ 0", "interval_s": 8,
                  "records": 6000}),
+    "broker-stall": ("the broker's request handler held 5 s before appending records of an ongoing transaction, twice",
+                     {"instances": 2, "program": "1 2 0 sb1@append:5 0 sb1@append:5 0", "interval_s": 8,
+                      "records": 6000}),
 }
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from kafka_soak.backends import kafka_jars
 from kafka_soak.shared import stalls
 from kafka_soak.toolchain import byteman, stall_agent

@@ -151,41 +151,6 @@ def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs
     assert "Kafka Streams 3.4.0, 4.3.1" in history and 'class="version found" data-version="3.4.0"' in history
 
 
-def test_a_broker_version_matrix_runs_the_program_on_a_cluster_of_each_release_with_a_verdict_each(runs_dir):
-    """kafka_versions: a cluster of Apache Kafka 3.5.2 (the oldest line the suite starts, on its own logging provider)
-    and one of 4.3.1, each with its own generator (the same seeded input), app and checker, and every step of "1 2 1"
-    applied to both at the same planned moment. The worker's drop switch loses the same records on each: each cluster's
-    verdict counts exactly those, and the report, the alert and the history page name each release."""
-    versions, dropped = ["3.5.2", "4.3.1"], SHORT["records"] // 1000
-    code, run_dir, verdict = soak(runs_dir, kafka_versions=versions, bug="drop")
-    assert code == 1 and verdict["status"] == "failed", (run_dir / "dags-test.log").read_text()[-3000:]
-    rows = {row["version"]: row for row in verdict["matrix"]}
-    assert {v: (row["label"], row["status"], {k: n for k, n in row["anomalies"].items() if n})
-            for v, row in rows.items()} == {v: (f"Apache Kafka {v} · the app", "failed", {"lost": dropped})
-                                            for v in versions}
-    assert verdict["anomalies"]["lost"] == 2 * dropped
-    top_steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
-    assert [(s["token"], sorted(s["members"])) for s in top_steps] == [(t, versions) for t in SHORT["program"].split()]
-    pids = set()
-    for v in versions:
-        member = run_dir / "brokers" / v
-        assert json.loads((member / "cluster.json").read_text())["kafka_version"] == v
-        assert f"metadata.version {v.rsplit('.', 1)[0]}-IV" in (member / "logs" / "kafka-1.log").read_text()
-        assert json.loads((member / "generator.json").read_text())["produced"] == SHORT["records"]
-        assert rows[v]["records"]["input"] == rows[v]["records"]["output"] + dropped == SHORT["records"]
-        steps = [json.loads(line) for line in (member / "program.jsonl").read_text().splitlines()]
-        assert [s["planned_at"] for s in steps] == [s["planned_at"] for s in top_steps]
-        assert all(s["actual_at"] >= s["planned_at"] for s in steps), "never before its time (how late: bench/toggle.py)"
-        pids |= {s["pid"] for s in steps}
-        assert (member / "report.html").exists() and (member / "data_docs" / "index.html").exists()
-    assert len(pids) == 4, "instances 1 and 2 of each cluster are processes of their own"
-    report = (run_dir / "report.html").read_text()
-    assert all(f'href="brokers/{v}/report.html"' in report and f'data-version="{v}"' in report for v in versions)
-    details = last_alert(runs_dir)["details"]
-    assert all(f"Apache Kafka {v} · the app: failed (lost={dropped})" in details for v in versions), details
-    assert all(f'data-version="{v}"' in (runs_dir / "history.html").read_text() for v in versions)
-
-
 def test_stale_cache_bug_is_caught_and_the_alert_quotes_an_assertion(runs_dir):
     code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", app="worker", bug="stale-cache",
                                   **STALE_SHORT)

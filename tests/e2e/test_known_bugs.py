@@ -14,10 +14,13 @@ delays is an app's start, its join and its processing, and a commit can only com
 - KAFKA-20785 needs no race either: its stall waits for the stream thread to reach its commit, whenever a slow machine
   gets it there (during the drain, if the app starts late: the drain leaves it armed), and the brokers abort the
   transaction 10 to 11 s after it began, 14 s before the 25 s stall ends.
+- KAFKA-19690 likewise: its broker's stall waits for the next produce into an ongoing transaction, and the abort
+  lands 10 to 11 s after the transaction began, 9 s before the 20 s stall ends.
 The three clocked runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions), and
-KAFKA-20785's once they have applied their programs, so that its clusters never load the machine inside the others'
-margins; together they take about one run's time and a half, four to six minutes. The tests that read them share one
-pytest-xdist group. KAFKA-16692's scenario is measured by ``make bugs`` only (``conftest.ONLY_IN_MAKE_BUGS``).
+KAFKA-20785's and KAFKA-19690's once they have applied their programs, so that their clusters never load the machine
+inside the others' margins; together they take about one run's time and a half, four to six minutes. The tests that
+read them share one pytest-xdist group. KAFKA-16692's scenario is measured by ``make bugs`` only
+(``conftest.ONLY_IN_MAKE_BUGS``).
 """
 
 from __future__ import annotations
@@ -160,3 +163,26 @@ def test_kafka_19690_a_produce_held_past_its_transaction_s_abort_kills_the_strea
     details = last_alert(run.runs_dir)["details"]
     assert details[0].startswith("Apache Kafka 4.1.0 · Kafka Streams 4.1.1: failed (app_health="), details
     assert details[1] == "Apache Kafka 4.1.1 · Kafka Streams 4.1.1: passed", details
+    assert_a_cluster_of_each_release(run, ["4.1.0", "4.1.1"], records=3000)
+
+
+def assert_a_cluster_of_each_release(run: SimpleNamespace, versions: list[str], records: int) -> None:
+    """A broker version matrix (``kafka_versions``): a cluster of each release, each with its own generator (the same
+    seeded input), app instances and checker, every step applied to each at the same planned moment and never before
+    it; the report and the history page name each release."""
+    top_steps = [json.loads(line) for line in (run.run_dir / "program.jsonl").read_text().splitlines()]
+    assert all(sorted(s["members"]) == versions for s in top_steps), top_steps
+    pids = set()
+    for version in versions:
+        member = run.run_dir / "brokers" / version
+        assert json.loads((member / "cluster.json").read_text())["kafka_version"] == version
+        assert json.loads((member / "generator.json").read_text())["produced"] == records
+        steps = [json.loads(line) for line in (member / "program.jsonl").read_text().splitlines()]
+        assert [s["planned_at"] for s in steps] == [s["planned_at"] for s in top_steps]
+        assert all(s["actual_at"] >= s["planned_at"] for s in steps), "never before its time (how late: bench/toggle.py)"
+        pids |= {s["pid"] for s in steps if s.get("pid")}
+        assert (member / "report.html").exists() and (member / "data_docs" / "index.html").exists()
+    assert len(pids) == len(versions), "instance 1 of each cluster is a process of its own"
+    report = (run.run_dir / "report.html").read_text()
+    assert all(f'href="brokers/{v}/report.html"' in report and f'data-version="{v}"' in report for v in versions)
+    assert all(f'data-version="{v}"' in (run.runs_dir / "history.html").read_text() for v in versions)
