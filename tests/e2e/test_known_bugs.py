@@ -26,6 +26,7 @@ read them share one pytest-xdist group. KAFKA-16692's scenario is measured by ``
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
@@ -72,6 +73,32 @@ def assert_unhealthy(run: SimpleNamespace, affected: str, control: str, records:
     bad = rows[affected]
     assert {k for k, v in bad["anomalies"].items() if v} == {"app_health"}, bad
     assert bad["records"]["output"] == bad["records"]["input"] == records
+
+
+def assert_stalled_once(run: SimpleNamespace, *versions: str, where: Callable[[Path], Path], thread: str,
+                        seconds: int) -> None:
+    """The program's one stall was taken, whole, by ``thread`` in the cluster of each release (``where``: its stall
+    directory in the release's run directory); else the drain's account says what became of it."""
+    for version in versions:
+        member = run.run_dir / "brokers" / version
+        traces = stalls.traced(where(member))
+        assert len(traces) == 1, (version, (member / rundir.DRAIN).read_text())
+        assert thread in traces[0]["thread"] and traces[0]["resumed"] - traces[0]["stalled"] >= seconds, traces
+
+
+def assert_thread_died(run: SimpleNamespace, affected: str, control: str, streams: str, fatal: str,
+                       recovered: str) -> None:
+    """On the ``affected`` broker release the stream thread died of ``fatal`` (the app's health alone is wrong: its
+    replacement processes every record); on the ``control`` release Kafka Streams recovered from ``recovered``; the
+    alert's first lines say so."""
+    assert_unhealthy(run, affected, control, records=3000)
+    health = {v: json.loads((run.run_dir / "brokers" / v / "health.json").read_text()) for v in (affected, control)}
+    assert health[affected]["thread_deaths"] == 1 and fatal in health[affected]["exceptions"], health[affected]
+    assert health[control]["thread_deaths"] == 0 and recovered in health[control]["exceptions"], health[control]
+    details = last_alert(run.runs_dir)["details"]
+    assert details[0].startswith(f"Apache Kafka {affected} · Kafka Streams {streams}: failed (app_health="), details
+    assert details[1] == f"Apache Kafka {control} · Kafka Streams {streams}: passed", details
+    assert any(d.startswith(f"app health: Apache Kafka {affected}: ") and "StreamThread-1 died" in d for d in details)
 
 
 def app_log(run_dir: Path, dag_id: str, version: str, step: int) -> str:
@@ -128,20 +155,12 @@ def test_kafka_20785_a_commit_stalled_past_its_timeout_kills_the_stream_thread_o
     retry of the abort and answers the fatal InvalidTxnStateException: the thread dies (its replacement processes
     every record, so only the app's health is wrong). 4.0.0 fences the producer, which Kafka Streams recovers from."""
     run = known_bug_runs["bug_kafka_20785"]
-    for broker in ("4.3.1", "4.0.0"):  # the stall was taken, whole, by the stream thread, in each cluster
-        traces = stalls.traced(run.run_dir / "brokers" / broker / rundir.STALLS / "instance-1")
-        assert len(traces) == 1, (broker, (run.run_dir / "brokers" / broker / rundir.DRAIN).read_text())
-        assert "StreamThread-1" in traces[0]["thread"] and traces[0]["resumed"] - traces[0]["stalled"] >= 25, traces
-    assert_unhealthy(run, "4.3.1", "4.0.0", records=3000)
-    health = {b: json.loads((run.run_dir / "brokers" / b / "health.json").read_text()) for b in ("4.3.1", "4.0.0")}
-    assert health["4.3.1"]["thread_deaths"] == 1 and "InvalidTxnStateException" in health["4.3.1"]["exceptions"]
-    assert health["4.0.0"]["thread_deaths"] == 0 and "ProducerFencedException" in health["4.0.0"]["exceptions"]
+    assert_stalled_once(run, "4.3.1", "4.0.0", where=lambda member: member / rundir.STALLS / "instance-1",
+                        thread="StreamThread-1", seconds=25)
+    assert_thread_died(run, "4.3.1", "4.0.0", streams="4.3.1", fatal="InvalidTxnStateException",
+                       recovered="ProducerFencedException")
     coordinator = (run.run_dir / "brokers" / "4.3.1" / "logs" / "kafka-1.log").read_text()
     assert "state is COMPLETE_ABORT, but received transaction marker result to send: COMMIT" in coordinator
-    details = last_alert(run.runs_dir)["details"]
-    assert details[0].startswith("Apache Kafka 4.3.1 · Kafka Streams 4.3.1: failed (app_health="), details
-    assert details[1] == "Apache Kafka 4.0.0 · Kafka Streams 4.3.1: passed", details
-    assert any(d.startswith("app health: Apache Kafka 4.3.1: ") and "StreamThread-1 died" in d for d in details)
 
 
 def test_kafka_19690_a_produce_held_past_its_transaction_s_abort_kills_the_stream_thread_on_4_1_0_not_on_4_1_1(
@@ -152,17 +171,10 @@ def test_kafka_19690_a_produce_held_past_its_transaction_s_abort_kills_the_strea
     answers the fatal InvalidTxnStateException: the thread dies (its replacement processes every record). 4.1.1 checks
     the producer's epoch first and answers the recoverable InvalidProducerEpochException."""
     run = known_bug_runs["bug_kafka_19690"]
-    for broker in ("4.1.0", "4.1.1"):  # the stall was taken, whole, by a request handler thread of each cluster's broker
-        traces = stalls.traced(stalls.broker_dir(run.run_dir / "brokers" / broker, 1))
-        assert len(traces) == 1, (broker, (run.run_dir / "brokers" / broker / rundir.DRAIN).read_text())
-        assert "request-handler" in traces[0]["thread"] and traces[0]["resumed"] - traces[0]["stalled"] >= 20, traces
-    assert_unhealthy(run, "4.1.0", "4.1.1", records=3000)
-    health = {b: json.loads((run.run_dir / "brokers" / b / "health.json").read_text()) for b in ("4.1.0", "4.1.1")}
-    assert health["4.1.0"]["thread_deaths"] == 1 and "InvalidTxnStateException" in health["4.1.0"]["exceptions"]
-    assert health["4.1.1"]["thread_deaths"] == 0 and "InvalidProducerEpochException" in health["4.1.1"]["exceptions"]
-    details = last_alert(run.runs_dir)["details"]
-    assert details[0].startswith("Apache Kafka 4.1.0 · Kafka Streams 4.1.1: failed (app_health="), details
-    assert details[1] == "Apache Kafka 4.1.1 · Kafka Streams 4.1.1: passed", details
+    assert_stalled_once(run, "4.1.0", "4.1.1", where=lambda member: stalls.broker_dir(member, 1),
+                        thread="request-handler", seconds=20)
+    assert_thread_died(run, "4.1.0", "4.1.1", streams="4.1.1", fatal="InvalidTxnStateException",
+                       recovered="InvalidProducerEpochException")
     assert_a_cluster_of_each_release(run, ["4.1.0", "4.1.1"], records=3000)
 
 

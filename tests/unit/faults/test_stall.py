@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafka_soak import drain, run_plan
+from kafka_soak.evidence import RunEvidence
 from kafka_soak.faults import program
 from kafka_soak.faults.kind import Limits, ProgramError
 from kafka_soak.faults.kinds import stall
@@ -143,14 +144,20 @@ def test_a_stall_armed_when_the_program_ends_stays_armed_until_the_app_caught_up
     stalls.arm(directory, stalls.Stall(4, 1, "process", 1))
     broker = stalls.Stall(5, 0, "append", 1, broker=2)
     stalls.arm(stalls.broker_dir(tmp_path, 2), broker)  # no broker's thread got there
+    (stalls.broker_dir(tmp_path, 2) / "step-3.trace").write_text("stalled 1000 data-plane-kafka-request-handler-4\n"
+                                                                  "resumed 21000\n")  # an earlier one did
     instances = SimpleNamespace(run_dir=tmp_path, stalls=[stalls.Stall(2, 1, "commit", 1), broker],
                                 stall_dirs=lambda: [(SimpleNamespace(name=""), 1, directory)], is_running=lambda n: True)
     assert stall.KIND.restore(program.left(["1", "s1@commit:1"]), instances, None) == {}
     stalls.Stalls(str(directory)).at("commit")  # during the drain: the thread's next pass takes it
-    assert drain.conclude_faults(instances) == {"stalls_disarmed": [4, 5], "stalls_traced": [2]}
+    assert drain.conclude_faults(instances) == {"stalls_disarmed": [4, 5], "stalls_traced": [2, 3]}
     assert not list(directory.glob("step-[0-9]")) and not list(stalls.broker_dir(tmp_path, 2).glob("step-[0-9]"))
     events = [json.loads(line) for line in (tmp_path / rundir.EVENTS).read_text().splitlines()]
-    assert [(e["event"], e["step"], e["instance"]) for e in events] == [("stalled", 2, 1), ("resumed", 2, 1)]
+    assert [(e["event"], e["step"], e.get("instance"), e.get("broker")) for e in events] == [
+        ("stalled", 2, 1, None), ("resumed", 2, 1, None), ("stalled", 3, None, 2), ("broker-resumed", 3, None, 2)]
+    # the broker's lane draws the stall and nothing after it, as it draws an outage
+    spans = RunEvidence.load(tmp_path).intervals()
+    assert [(s.lane, s.state, s.start, s.end) for s in spans if s.lane == "broker 2"] == [("broker 2", "stalled", 1.0, 21.0)]
 
 
 def test_a_python_app_outside_a_stalling_run_never_looks(monkeypatch):

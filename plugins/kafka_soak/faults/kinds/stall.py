@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from kafka_soak.clients.profile import Profile
 
 log = logging.getLogger(__name__)
+# The end of a broker thread's stall: its lane draws the stall and, as for its outages, nothing after.
+BROKER_RESUMED = "broker-resumed"
 # From this release on, a broker's log is the Java UnifiedLog whose append a broker stall stops at.
 BROKER_STALLS_SINCE = (4, 1)
 # What the drain's end allows a stall still under way, beyond its own seconds, to end on its own.
@@ -102,7 +104,8 @@ class Stall:
     grace = {"stall": MEMBER_LEFT_GRACE_S}
     lanes = {"stall-armed": Lane(mark="stall armed"),
              stalls.STALLED: Lane(ends=lambda _event: "a thread stalled", opens="stalled", color="#ef6c00"),
-             stalls.RESUMED: Lane(ends=lambda _event: "resumed", opens="running", color=RUNNING)}
+             stalls.RESUMED: Lane(ends=lambda _event: "resumed", opens="running", color=RUNNING),
+             BROKER_RESUMED: Lane(ends=lambda _event: "resumed")}  # a broker's lane draws only its outages
 
     def advance(self, match: re.Match[str], position: str, state: ProgramState, limits: Limits,
                 allowed: str) -> Target:
@@ -165,9 +168,9 @@ class Stall:
                    and time.monotonic() < deadline):
                 time.sleep(0.5)
             for trace in stalls.traced(place.directory):
-                for event in (stalls.STALLED, stalls.RESUMED):
-                    if trace[event] is not None:
-                        append_jsonl(instances.run_dir / EVENTS, {"t": trace[event], "event": event, **place.fields,
+                for field, event in ((stalls.STALLED, stalls.STALLED), (stalls.RESUMED, place.resumed)):
+                    if trace[field] is not None:
+                        append_jsonl(instances.run_dir / EVENTS, {"t": trace[field], "event": event, **place.fields,
                                                                  "step": trace["step"], "thread": trace["thread"]})
                 traced.append(int(trace["step"]))
         return {"stalls_disarmed": sorted(set(disarmed)), "stalls_traced": sorted(set(traced))}
@@ -183,6 +186,7 @@ class Place:
     directory: Path
     longest_s: float
     alive: Callable[[], bool]
+    resumed: str = stalls.RESUMED  # the event of a stall's end (an instance runs on, a broker's lane closes)
 
 
 def places(instances: Instances) -> list[Place]:
@@ -197,7 +201,7 @@ def places(instances: Instances) -> list[Place]:
         directory = stalls.broker_dir(instances.run_dir, broker)
         if directory.is_dir():
             found.append(Place(f"broker {broker}", {"broker": broker}, directory,
-                               longest(lambda s, b=broker: s.broker == b), lambda: True))
+                               longest(lambda s, b=broker: s.broker == b), lambda: True, BROKER_RESUMED))
     return found
 
 
