@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_soak.backends import broker_settings, kafka_jars, quota_meter
 from kafka_soak.backends import quotas as soak_quotas
 from kafka_soak.backends.broker_matrix import carry
+from kafka_soak.backends.kafka_releases import release_of
 from kafka_soak.infra import kafka_io
 from kafka_soak.infra.cluster import Cluster, topic_names
 from kafka_soak.infra.network import NetworkError, RunNetwork, broker_host
@@ -254,10 +255,11 @@ class LocalKafkaBackend:
         return path.read_text().strip() if path.exists() else layout.version
 
     def start_node(self, layout: Layout, node: Node) -> None:
+        release = self.node_release(layout, node)
         planned = [s for s in self.stalls if s.broker == node.node_id]
-        agent = stall_agent.java_options(byteman.agent_jar(), broker_dir(self.run_dir, node.node_id),
-                                         planned) if planned else ""
-        command = kafka_jars.java_command(self.node_release(layout, node), "kafka.Kafka", str(self.config_file(node)),
+        agent = stall_agent.java_options(byteman.agent_jar(), broker_dir(self.run_dir, node.node_id), planned,
+                                         release_of(release)) if planned else ""
+        command = kafka_jars.java_command(release, "kafka.Kafka", str(self.config_file(node)),
                                           heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port),
                                           short_lived=self.short_lived, agent=agent)
         self.processes.start(node.name, self.on_host(node.node_id, command), self.log_file(node))

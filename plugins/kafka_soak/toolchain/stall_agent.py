@@ -56,29 +56,37 @@ ENDRULE
 
 
 LOG = "org.apache.kafka.storage.internals.log"
-APPEND = (f"appendAsLeader(org.apache.kafka.common.record.MemoryRecords, int, {LOG}.AppendOrigin, "
-          f"org.apache.kafka.server.common.RequestLocal, {LOG}.VerificationGuard)")
 # A client's transactional batch whose transaction the partition already holds (what needed no verification).
 ONGOING = (f"$3 == {LOG}.AppendOrigin.CLIENT && batch.isTransactional() && "
            "$0.hasOngoingTransaction(batch.producerId(), batch.producerEpoch()) && ")
 
 
-def where(point: str) -> tuple[str, str, str, str]:
-    """The class, method, extra bindings and extra condition of a point's rule."""
+def append_method(release: tuple[int, int]) -> tuple[str, str]:
+    """``UnifiedLog#appendAsLeader`` as a broker release has it (read in each line's jars: 4.2 adds the transaction
+    version, 4.3 moves the record classes to ``record.internal``), and the package of its record classes."""
+    records = "org.apache.kafka.common.record" + (".internal" if release >= (4, 3) else "")
+    version = ", short" if release >= (4, 2) else ""
+    return (f"appendAsLeader({records}.MemoryRecords, int, {LOG}.AppendOrigin, org.apache.kafka.server.common."
+            f"RequestLocal, {LOG}.VerificationGuard{version})"), records
+
+
+def where(point: str, release: tuple[int, int] = (0, 0)) -> tuple[str, str, str, str]:
+    """The class, method, extra bindings and extra condition of a point's rule (``release``: a broker's, for its own
+    points)."""
     if point == "commit":
         return PRODUCER, "commitTransaction", "", ""
     if point == "process":
         return PRODUCER, SEND, "", "flagged($0) && "
     if point == "append":
-        return (f"{LOG}.UnifiedLog", APPEND,
-                ";\n     batch:org.apache.kafka.common.record.RecordBatch = $1.batches().iterator().next()", ONGOING)
+        method, records = append_method(release)
+        return f"{LOG}.UnifiedLog", method, f";\n     batch:{records}.RecordBatch = $1.batches().iterator().next()", ONGOING
     cls, method = point.split("#")
     return cls, method, "", ""
 
 
-def rule(directory: Path, stall: stalls.Stall) -> str:
+def rule(directory: Path, stall: stalls.Stall, release: tuple[int, int] = (0, 0)) -> str:
     """The rule of one stall: its arm file's deletion is its condition, its trace and its sleep its action."""
-    cls, method, binds, condition = where(stall.point)
+    cls, method, binds, condition = where(stall.point, release)
     arm, trace, key = stalls.arm_path(directory, stall.step), stalls.trace_path(directory, stall.step), f"step-{stall.step}"
     return f"""RULE kafka-soak: program step {stall.step} stalls a thread at {stall.point} for {stall.seconds} s
 CLASS {cls}
@@ -95,10 +103,10 @@ ENDRULE
 """
 
 
-def script(directory: Path, planned: list[stalls.Stall]) -> str:
-    """Every rule of an instance's stalls (and what ``process`` needs to know of its producers)."""
+def script(directory: Path, planned: list[stalls.Stall], release: tuple[int, int] = (0, 0)) -> str:
+    """Every rule of an instance's or a broker's stalls (and what ``process`` needs to know of its producers)."""
     helpers = SENT_SINCE_COMMIT if any(s.point == "process" for s in planned) else ""
-    return "\n".join([helpers, *(rule(directory, s) for s in planned)])
+    return "\n".join([helpers, *(rule(directory, s, release) for s in planned)])
 
 
 class StallAgentError(ValueError):
@@ -115,9 +123,10 @@ def check(jar: Path, runs: Path) -> None:
                                   "a backslash in its path); move it to a path without them")
 
 
-def java_options(jar: Path, directory: Path, planned: list[stalls.Stall]) -> str:
-    """What ``JAVA_TOOL_OPTIONS`` gets so that the app's JVM loads the agent with its rules (written here)."""
+def java_options(jar: Path, directory: Path, planned: list[stalls.Stall], release: tuple[int, int] = (0, 0)) -> str:
+    """The option that makes a JVM load the agent with its rules (written here): the app's in ``JAVA_TOOL_OPTIONS``,
+    a broker's (of ``release``) on its command line."""
     rules = directory / RULES_FILE
     directory.mkdir(parents=True, exist_ok=True)
-    rules.write_text(script(directory, planned))
+    rules.write_text(script(directory, planned, release))
     return f"-javaagent:{jar}=script:{rules}"

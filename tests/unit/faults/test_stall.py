@@ -181,12 +181,21 @@ def test_the_agent_s_rules_stall_at_kafka_clients_own_methods(tmp_path):
     assert "flag($0)" not in stall_agent.script(tmp_path, planned[:1])  # no process stall: no bookkeeping
 
 
-def test_a_broker_s_rule_stalls_an_unverified_transactional_append_before_the_log_s_lock(tmp_path):
-    stall_agent.java_options(Path("/opt/byteman.jar"), tmp_path, [stalls.Stall(1, 0, "append", 15, broker=2)])
+@pytest.mark.parametrize(("release", "records", "after_guard"), [
+    ((4, 1), "org.apache.kafka.common.record", ""),
+    ((4, 2), "org.apache.kafka.common.record", ", short"),  # the transaction version
+    ((4, 3), "org.apache.kafka.common.record.internal", ", short"),  # the record classes moved
+])
+def test_a_broker_s_rule_stalls_an_unverified_transactional_append_before_the_log_s_lock(tmp_path, release, records,
+                                                                                       after_guard):
+    """The method's signature is each line's own (read in its jars with javap): a rule of another line's would never
+    fire, and the drain would say the stall was not applied."""
+    stall_agent.java_options(Path("/opt/byteman.jar"), tmp_path, [stalls.Stall(1, 0, "append", 15, broker=2)], release)
     rule = (tmp_path / stall_agent.RULES_FILE).read_text()
-    assert ("CLASS org.apache.kafka.storage.internals.log.UnifiedLog\nMETHOD appendAsLeader(org.apache.kafka.common."
-            "record.MemoryRecords, int, org.apache.kafka.storage.internals.log.AppendOrigin, ") in rule
-    assert "batch:org.apache.kafka.common.record.RecordBatch = $1.batches().iterator().next()" in rule
+    assert (f"CLASS org.apache.kafka.storage.internals.log.UnifiedLog\nMETHOD appendAsLeader({records}.MemoryRecords, "
+            "int, org.apache.kafka.storage.internals.log.AppendOrigin, org.apache.kafka.server.common.RequestLocal, "
+            f"org.apache.kafka.storage.internals.log.VerificationGuard{after_guard})\n") in rule
+    assert f"batch:{records}.RecordBatch = $1.batches().iterator().next()" in rule
     assert ("IF $3 == org.apache.kafka.storage.internals.log.AppendOrigin.CLIENT && batch.isTransactional() && "
             "$0.hasOngoingTransaction(batch.producerId(), batch.producerEpoch()) && arm.delete()") in rule
     assert "delay(15000L)" in rule
