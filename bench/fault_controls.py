@@ -41,8 +41,11 @@ def run(control: str, app: str, runs) -> dict:
     run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
     verdict_file = run_dir / "verdict.json"
     verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+    drain = json.loads((run_dir / "drain.json").read_text()) if (run_dir / "drain.json").exists() else {}
+    # a control whose stall no thread reached proves nothing: it does not count as passed
+    missed = drain.get("stalls_disarmed", [])
     row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code),
-           "status": verdict.get("status", "no verdict"),
+           "status": f"stall of step(s) {missed} not applied" if missed else verdict.get("status", "no verdict"),
            "anomalies": {k: v for k, v in verdict.get("anomalies", {}).items() if v}}
     print(f"{control}/{app}: {json.dumps(row)}", flush=True)
     return row
