@@ -64,7 +64,8 @@ def test_the_kinds_split_the_tokens_and_the_actions_between_them():
     assert drain.FAULT_GRACE_S == {"kill": 115.0, "stall": 115.0, "pause": 115.0, "broker-down": 30.0, "cut": 115.0,
                                    "broker-cut": 30.0, "upgrade": 45.0}
     assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "stall-armed", "stalled", "resumed", "broker-down",
-                          "broker-up", "link-cut", "link-healed", "broker-upgrading", "broker-upgraded", "upgrade"}
+                          "broker-up", "link-cut", "link-healed", "broker-upgrading", "broker-upgraded", "upgrade",
+                          "broker-resumed"}
 
 
 def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_applied_and_undone(with_freeze, tmp_path):
