@@ -56,6 +56,8 @@ ENDRULE
 
 
 LOG = "org.apache.kafka.storage.internals.log"
+# From this line on, a broker's log is the Java UnifiedLog whose append a broker stall stops at (``append_method``).
+BROKER_STALLS_SINCE = (4, 1)
 # A client's transactional batch whose transaction the partition already holds (what needed no verification).
 ONGOING = (f"$3 == {LOG}.AppendOrigin.CLIENT && batch.isTransactional() && "
            "$0.hasOngoingTransaction(batch.producerId(), batch.producerEpoch()) && ")

@@ -29,6 +29,7 @@ from kafka_soak.backends.kafka_releases import release_of
 from kafka_soak.faults.kind import MEMBER_LEFT_GRACE_S, RUNNING, Lane, Limits, ProgramError, ProgramState, Step, Target
 from kafka_soak.shared import stalls
 from kafka_soak.shared.rundir import EVENTS, append_jsonl, journal
+from kafka_soak.toolchain import stall_agent
 
 if TYPE_CHECKING:
     from kafka_soak.backends.registry import Backend
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # The end of a broker thread's stall: its lane draws the stall and, as for its outages, nothing after.
 BROKER_RESUMED = "broker-resumed"
-# From this release on, a broker's log is the Java UnifiedLog whose append a broker stall stops at.
-BROKER_STALLS_SINCE = (4, 1)
 # What the drain's end allows a stall still under way, beyond its own seconds, to end on its own.
 RESUME_GRACE_S = 5.0
 
@@ -84,9 +83,9 @@ def broker_problems(position: str, values: Mapping[str, Any]) -> list[str]:
         return [f"program: {position}: a stall of a broker needs backend 'local' (the run starts its brokers with the "
                 f"agent that stalls them; backend is {values['backend']!r})"]
     param, releases = broker_versions(values)
-    older = [r for r in releases if release_of(r) < BROKER_STALLS_SINCE]
+    older = [r for r in releases if release_of(r) < stall_agent.BROKER_STALLS_SINCE]
     if older:
-        since = ".".join(map(str, BROKER_STALLS_SINCE))
+        since = ".".join(map(str, stall_agent.BROKER_STALLS_SINCE))
         return [f"program: {position}: a stall of a broker needs Apache Kafka {since} or later (the method it stalls "
                 f"at is of the broker's Java log from {since} on); {param} has {', '.join(older)}"]
     return []
