@@ -29,7 +29,10 @@ TRANSIENT = {getattr(KafkaError, name) for name in (
     "_DESTROY_BROKER",
     # a partition's new leader whose high watermark has not caught up yet ("Leader high watermark is not caught up",
     # seen after a broker's upgrade moved the leaders)
-    "OFFSET_NOT_AVAILABLE") if hasattr(KafkaError, name)}
+    "OFFSET_NOT_AVAILABLE",
+    # a request that timed out in the client's queue before it was sent: the process was stopped (SIGSTOP, a program's
+    # pN) past its timeout while the request waited, as the fetch of an assignment's committed offsets once did
+    "_TIMED_OUT_QUEUE") if hasattr(KafkaError, name)}
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -73,4 +73,6 @@ def test_a_look_up_sent_to_a_broker_that_was_killed_meanwhile_is_retried():
         return 42
 
     assert end_offset() == 42 and len(calls) == 2
+    # a request that timed out in the client's queue while its process was paused (a program's pN): sent again
+    assert kafka_io.is_transient(KafkaException(KafkaError(KafkaError._TIMED_OUT_QUEUE)))
     assert not kafka_io.is_transient(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
