@@ -150,6 +150,15 @@ def small_frame(spark: SparkSession, rows: list[dict[str, Any]], schema: str) ->
     return spark.range(1).select(F.explode(parsed).alias("row")).select("row.*")
 
 
+GROWTH_SCHEMA = ("process STRING, pid LONG, resource STRING, unit STRING, per_hour DOUBLE, rise DOUBLE, rising BOOLEAN, "
+                 "samples INT, since DOUBLE, until DOUBLE, last DOUBLE, grows BOOLEAN, bound STRING")
+
+
+def growth(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    """The frame of suite ``resources``: ``shared.resources.growth``'s rows of the app's instances (``small_frame``)."""
+    return small_frame(spark, rows, GROWTH_SCHEMA)
+
+
 PROGRESS_SCHEMA = "partition INT, committed LONG, end LONG, unprocessed LONG, stalled BOOLEAN, since DOUBLE, owner STRING"
 
 

@@ -31,7 +31,7 @@ import verdict as verdicts
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_soak.shared import contracts, rundir
+from kafka_soak.shared import contracts, resources, rundir
 from kafka_soak.shared.verdicts import EXIT_CODES, SAMPLES, combine
 
 log = logging.getLogger("kafka_soak.validate")
@@ -256,14 +256,32 @@ def read_history(spark: SparkSession, bootstrap: str, subject: dict[str, Any],
     return history, {topic: parts for topic, parts in lows.items() if parts}
 
 
+def read_growth(run_dir: Path, bounds: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """How the run's processes grew (``resources.growth`` on the samples the run kept); none when the run has no
+    samples or the job was given no bounds (a checker run by hand on topics alone)."""
+    if not bounds:
+        return []
+    return resources.growth(rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES), bounds)
+
+
+def growth_of(rows: list[dict[str, Any]], owner: str | None, first: bool) -> list[dict[str, Any]]:
+    """The growth rows a subject's verdict counts: its ``owner``'s instances (``instance-N``, ``instance-N@<name>`` in a
+    matrix), and the brokers' with the ``first`` owner's, so that each counts once."""
+    if owner is None:
+        return []
+    return [r for r in rows if (r["process"].partition("@")[2] == owner if r["process"].startswith(resources.APP_PREFIX)
+                                else first)]
+
+
 def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any], history: dict[str, DataFrame],
           truncated: dict[str, dict[int, int]], health: dict[str, Any], owner: str | None,
-          out_dir: Path, positions: dict[int, tuple[int, int]], drain: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+          out_dir: Path, positions: dict[int, tuple[int, int]], drain: dict[str, Any],
+          growth: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
     """One subject's verdict (the app of the run, one version of a matrix, or one output of a team's app) from its
     ``history`` alone (``read_history``: the input its group committed, ``positions``), with the incidents of
-    ``owner``'s instances (``health_owner``) and its group's progress (the ``drain``'s stalls, the input past
-    ``positions``); writes its Data Docs under ``out_dir``. Returns the verdict and what the report's timeline
-    needs."""
+    ``owner``'s instances (``health_owner``), how they grew (``growth``: ``growth_of``'s rows) and its group's progress
+    (the ``drain``'s stalls, the input past ``positions``); writes its Data Docs under ``out_dir``. Returns the verdict
+    and what the report's timeline needs."""
     judging = contract(subject)
     with phase("read"):  # Spark reads the topics as it counts them into its cache
         counts = {role: df.count() for role, df in history.items()}
@@ -275,6 +293,7 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
         if owner is not None:
             mine = [i for i in health["incidents"] if i.get("subject", "") == owner]
             frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
+            frames["resources"] = anomalies.growth(spark, growth)
             if positions:  # a subject given by hand names no group: its progress is unknown
                 stalls = [s for s in drain.get("stalled", []) if s["group"] == subject.get("app_id")]
                 frames["progress"] = anomalies.progress(spark, positions, stalls)
@@ -309,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--backend", default="unknown")
     parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR)
+    parser.add_argument("--resource-growth", type=json.loads, default=None,
+                        help="param resource_growth's bounds, whole: judge how the app's instances grew "
+                        "(resources/samples.jsonl of --out-dir); none: not judged")
     args = parser.parse_args(argv)
     # The job's own progress at INFO; the libraries' (GX logs some 200 lines of its registry at INFO) from WARNING on.
     logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s")
@@ -327,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         inputs = read_input(spark, args).cache()
     truncated = {args.input_topic: lows} if lows else {}
     health, drain = read_health(args.out_dir), read_drain(args.out_dir)
+    growth = read_growth(args.out_dir, args.resource_growth)
+    owners = [health_owner(subject, args.subjects) for subject in args.subjects]
     matrix = len(args.subjects) > 1
     judged = {}
     positions: dict[str, dict[int, tuple[int, int]]] = {}  # per group: what the app committed of the input
@@ -339,8 +363,10 @@ def main(argv: list[str] | None = None) -> int:
                 positions[group] = kafka_topics.committed(args.bootstrap, group, args.input_topic) if group else {}
             history, gone = read_history(spark, args.bootstrap, subject,
                                          anomalies.processed(inputs, positions[group]))
-        judged[subject["name"]] = judge(spark, args, subject, history, {**truncated, **gone}, health,
-                                        health_owner(subject, args.subjects), out_dir, positions[group], drain)
+        owner = health_owner(subject, args.subjects)
+        first = owner is not None and owner == next(o for o in owners if o is not None)
+        judged[subject["name"]] = judge(spark, args, subject, history, {**truncated, **gone}, health, owner, out_dir,
+                                        positions[group], drain, growth_of(growth, owner, first))
         if matrix:
             rundir.write_json(out_dir / rundir.VERDICT, judged[subject["name"]][0])
     common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,

@@ -34,8 +34,9 @@ MAX_WORKER_VERSIONS = 4  # side by side on two cores, as streams_versions
 # reference: the suite's worker (commits the offsets it processed); example: what confluent-kafka's
 # examples/eos_transactions.py does (commits the consumer's position(), partition EOF on).
 WORKER_STYLES = ("reference", "example")
-# The faults the reference worker can plant (its --bug).
-BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate", "revoke-no-offsets")
+# The faults the reference worker can plant (its --bug); the Kafka Streams app's (its --bug) are STREAMS_BUGS'.
+BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate", "revoke-no-offsets", "leak")
+STREAMS_BUGS = ("none", "leak")  # leak: a state store iterator opened per record and never closed (id-assignment)
 # One mapped program_step task per step: Airflow maps at most [core] max_map_length (1024) task instances.
 MAX_STEPS = 1024
 MAX_PARTITIONS = 256  # of any topic of a run (param partitions, a profile's topics)
@@ -77,6 +78,20 @@ STREAMS_CONFIG_SCHEMA = {"type": "object", "maxProperties": 20,
                          "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}}
 GROUP_PROTOCOLS = ("classic", "consumer", "streams")
 STREAMS_PROTOCOL_SINCE = (4, 2)  # KIP-1071 generally available: Kafka Streams and brokers
+
+# Anomaly resource_growth's bounds, per resource of shared/resources.JUDGED (MB, threads, file descriptors): a healthy
+# JVM app fills its caches, JIT and pools in its first minutes, so the warm-up is long and the bounds are a leak's.
+GROWTH_DEFAULTS = {"warmup_s": 600, "per_hour": {"rss_mb": 200, "heap_mb": 100, "threads": 30, "fds": 100},
+                   "total": {"rss_mb": 100, "heap_mb": 50, "threads": 10, "fds": 50}, "brokers": False}
+GROWTH_BOUNDS_SCHEMA = {"type": "object", "additionalProperties": False,
+                        "properties": {r: {"type": "number", "minimum": 0} for r in ("rss_mb", "heap_mb", "threads", "fds")}}
+
+
+
+def growth_bounds(given: dict[str, Any]) -> dict[str, Any]:
+    """Param resource_growth whole, as the plan and the checker take it: what it leaves out keeps its default."""
+    return {**GROWTH_DEFAULTS, **given, **{k: {**GROWTH_DEFAULTS[k], **given.get(k, {})} for k in ("per_hour", "total")}}
+
 
 PARAMS: dict[str, Declared] = {
     "program": Declared("1 2 1", {
@@ -159,11 +174,13 @@ PARAMS: dict[str, Declared] = {
             "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
                 "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}(?![\s\S])"},
                 "streams_config": STREAMS_CONFIG_SCHEMA,
-                "quotas": {"type": "boolean"}}},
+                "quotas": {"type": "boolean"},
+                "bug": {"type": "string", "enum": list(STREAMS_BUGS)}}},
         "description": "app=streams: controls that run side by side with each version, on the same input "
                        "and program: each {name, streams_config (Kafka Streams settings of its own, e.g. "
                        "producer.transaction.timeout.ms), quotas (false: the run's {app_id} quotas skip "
-                       "it)}, with its own application id (<app_id>-<version>-<name>) and verdict."}),
+                       "it), bug (a bug switch of its own instead of the run's, e.g. none beside a run's leak)}, "
+                       "with its own application id (<app_id>-<version>-<name>) and verdict."}),
     "streams_config": Declared({}, reference=True, schema={
         **STREAMS_CONFIG_SCHEMA,
         "description": "app=streams: Kafka Streams settings of every version and control, applied after the "
@@ -257,7 +274,10 @@ PARAMS: dict[str, Declared] = {
                        "1,000,000 bytes Kafka's clients take by default."}),
     "bug": Declared("none", reference=True, schema={
         "type": "string", "enum": list(BUGS),
-        "description": "A bug switch of the reference app, to prove the checker catches it."}),
+        "description": "A bug switch of the reference app, to prove the checker catches it: the worker's "
+                       "skip-restore, stale-cache, drop, duplicate, revoke-no-offsets, and leak (it keeps 16 KB of "
+                       "every record it processes); the Kafka Streams app's leak (topology id-assignment: an iterator "
+                       "over its store opened per record and never closed)."}),
     "bug_every": Declared(1000, reference=True, schema={
         "type": "integer", "minimum": 1, "maximum": 100_000_000,
         "description": "The switches drop/duplicate act on every input id divisible by this."}),
@@ -308,6 +328,23 @@ PARAMS: dict[str, Declared] = {
         "description": "App-health incidents a run tolerates before anomaly app_health fails it: "
                        "instance exits nobody asked for plus error-level log events of the app "
                        "(stream thread deaths included)."}),
+    "sample_interval_s": Declared(5, {
+        "type": "number", "minimum": 1, "maximum": 60,
+        "description": "Seconds between two samples of what each process of the run uses (resident memory, CPU, "
+                       "threads, open file descriptors, a JVM's heap after its last collection), and of the run "
+                       "directory's and each broker's data size; kept in resources/ and drawn on the report "
+                       "(runtime=local: a container is not sampled)."}),
+    "resource_growth": Declared(GROWTH_DEFAULTS, schema={
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "warmup_s": {"type": "number", "minimum": 0, "maximum": MAX_RUN_S},
+            "per_hour": GROWTH_BOUNDS_SCHEMA, "total": GROWTH_BOUNDS_SCHEMA, "brokers": {"type": "boolean"}},
+        "description": "Anomaly resource_growth: an app instance whose resident memory (rss_mb), heap after GC "
+                       "(heap_mb), threads or open file descriptors (fds) keep rising over its life after warmup_s "
+                       "(the lowest sample of each quarter of it never below the last quarter's, the last above the "
+                       "first) faster than per_hour and by more than total fails the "
+                       "run; each restart is a life of its own. brokers: judge the brokers too (else only drawn). What is "
+                       "left out keeps its default."}),
     "drain_timeout_s": Declared(180, {
         "type": "integer", "minimum": 10, "maximum": 86_400,
         "description": "How long the drain waits for the app to catch up. Then the run is judged on "

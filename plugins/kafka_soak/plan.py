@@ -60,6 +60,8 @@ class Plan(TypedDict):
     restart_backoff_s: float
     seed: int
     health_allowance: int
+    sample_interval_s: float
+    resource_growth: dict[str, Any]  # whole: what the param left out has its default (params.growth_bounds)
     drain_timeout_s: int
     stall_timeout_s: int
     allow_backlog: bool

@@ -13,6 +13,7 @@ from kafka_soak.backends.registry import create
 from kafka_soak.clients import subjects
 from kafka_soak.faults import program as programs
 from kafka_soak.faults.kinds import upgrade
+from kafka_soak.infra import resource_sampler
 from kafka_soak.infra.cluster import Cluster, topic_prefix
 from kafka_soak.infra.connection import client_settings
 from kafka_soak.shared import rundir
@@ -59,7 +60,13 @@ def provision_cluster(run_dir: Path, plan: Plan, dag_id: str) -> dict[str, Any]:
         raise AttemptReleased(f"attempt {run_dir.name} was released and its Kafka data went with it (backend "
                               f"{plan['backend']}); clear the whole DAG run to run it again as a new attempt")
     rundir.reopen_app(run_dir)  # its teardowns ran before if this is a task cleared on its own: it runs again
-    cluster = backend.provision(subjects.topics(plan), topic_prefix(dag_id, run_dir.name), fixed=subjects.app_names(plan))
+    resource_sampler.start(run_dir, plan["sample_interval_s"])  # from the brokers' start on, until release
+    try:
+        cluster = backend.provision(subjects.topics(plan), topic_prefix(dag_id, run_dir.name),
+                                    fixed=subjects.app_names(plan))
+    except Exception:
+        resource_sampler.stop(run_dir)  # a failed setup's teardowns may not run: stop what it started
+        raise
     try:
         if plan.get("group_protocol", "classic") != "classic":
             require_group_protocol(cluster, plan["kafka_version"], plan["group_protocol"])
@@ -70,6 +77,7 @@ def provision_cluster(run_dir: Path, plan: Plan, dag_id: str) -> dict[str, Any]:
             log.info("the cluster finalized %s", cluster.features)
     except Exception:
         backend.release(cluster)  # a failed setup's teardowns may not run: give back what it made
+        resource_sampler.stop(run_dir)
         raise
     cluster.subjects = [s.as_dict() for s in subjects.build(plan, cluster.topics)]
     rundir.write_json(run_dir / rundir.CLUSTER, cluster.as_dict())

@@ -38,9 +38,11 @@ from kafka_soak.params import (
     PLACEHOLDERS,
     REFERENCE_ONLY,
     SHARED,
+    STREAMS_BUGS,
     STREAMS_PROTOCOL_SINCE,
     UNNAMED_APP_ID,
     WHERE_DEPLOYER_SETS,
+    growth_bounds,
 )
 from kafka_soak.plan import ParamsError, Plan
 
@@ -145,6 +147,8 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
                        "program_needs": sorted({kind.needs for kind, _ in programs.kinds_in(program) if kind.needs}),
                        "phases": phases, "rate": rate,
                        "crash_probability": float(values["crash_probability"]),
+                       "sample_interval_s": float(values["sample_interval_s"]),
+                       "resource_growth": growth_bounds(values["resource_growth"]),
                        "restart_backoff_s": float(values["restart_backoff_s"])})
 
 
@@ -449,9 +453,13 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["app"] == "worker" and values["standbys"] > 1:
         return [f"standbys: the reference worker keeps 0 or 1 standby replicas (got {values['standbys']}); "
                 "app=streams takes any number"]
-    if values["app"] == "streams" and values["bug"] != "none":
-        return [f"bug: {values['bug']!r} is a switch of the reference worker (app=worker); app=streams runs Kafka "
-                "Streams as released (leave bug at 'none')"]
+    if values["app"] == "streams" and values["bug"] not in STREAMS_BUGS:
+        return [f"bug: {values['bug']!r} is a switch of the reference worker (app=worker); the Kafka Streams app "
+                f"(app=streams) runs Kafka Streams as released, with bug switches {', '.join(STREAMS_BUGS)}"]
+    planted = sorted({values["bug"], *(v.get("bug", "none") for v in values["variants"])} - {"none"})
+    if values["app"] == "streams" and planted and values["topology"] != "id-assignment":
+        return [f"bug: the Kafka Streams app's {planted[0]!r} is in its id-assignment topology (got topology "
+                f"{values['topology']!r})"]
     if values["app"] == "worker" and (setting := next((name for name in STREAMS_ONLY if values[name]), "")):
         return [f"{setting}: is a setting of the Kafka Streams app (app=streams); the reference worker has no "
                 "such store"]

@@ -18,7 +18,7 @@ from kafka_soak.backends import broker_matrix, quota_meter, registry
 from kafka_soak.clients import health
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
-from kafka_soak.infra import connection
+from kafka_soak.infra import connection, resource_sampler
 from kafka_soak.infra.cluster import Cluster
 from kafka_soak.load.process import Load
 from kafka_soak.shared import rundir
@@ -75,10 +75,11 @@ def release_all(run_dir: Path, plan: Plan) -> None:
 
 
 def release(run_dir: Path, plan: Plan) -> None:
-    """Stop the Kafka this run started (or give back what it used of an external one). The run directory is kept,
-    with the secrets of a shared cluster's connection and those written into the app's command or environment masked
-    in every file (``connection.scrub``)."""
+    """Stop the run's resource sampler and the Kafka this run started (or give back what it used of an external one).
+    The run directory is kept, with the secrets of a shared cluster's connection and those written into the app's
+    command or environment masked in every file (``connection.scrub``)."""
     cluster = cluster_on_file(run_dir)
+    resource_sampler.stop(run_dir)
     registry.create(plan, run_dir).release(cluster)
     rundir.journal(run_dir, provision.RELEASED, backend=plan["backend"])
     secrets = connection.app_secrets(plan)

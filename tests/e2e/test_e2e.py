@@ -244,8 +244,8 @@ def test_the_workflow_self_join_rolls_executions_back_and_the_single_writer_does
     assert single["records"]["output"] == single["records"]["executions"] == records
     assert joined["status"] == "failed" and joined["anomalies"]["rolled_back"] > 0, joined
     assert set(single["anomalies"]) == set(joined["anomalies"]) == {"lost", "duplicated", "unexpected",
-                                                                    "rolled_back", "app_health", "stalled",
-                                                                    "unprocessed"}
+                                                                    "rolled_back", "app_health",
+                                                                    "resource_growth", "stalled", "unprocessed"}
     assert code == 1 and verdict["status"] == "failed"
     sample = verdict["samples"]["rolled_back"][0]
     assert sample["version"] == "ktable-self-join" and sample["first_rollback"].startswith("task t"), sample

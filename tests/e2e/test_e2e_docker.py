@@ -15,7 +15,7 @@ import sys
 
 import pytest
 from support.outside_apps import orders_py_profile
-from support.soak_runs import CHURN_AND_KILL, DAG_ID, SHORT, STALE_SHORT, last_alert, soak
+from support.soak_runs import CHURN_AND_KILL, DAG_ID, DOCKER_STALE, SHORT, last_alert, soak
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
 pytestmark = pytest.mark.xdist_group(name="docker")
@@ -70,7 +70,7 @@ def test_an_image_the_engine_cannot_get_is_refused_before_anything_starts(docker
 
 def test_kafka_streams_containers_on_a_broker_container_with_a_quota_pass_the_stale_state_scenario(
         docker_engine, kafka_image, streams_image, runs_dir):
-    """soak_stale_state_standby on Kafka Streams 4.3.1 (KAFKA-14624 fixed), shortened as in test_e2e, with everything
+    """soak_stale_state_standby on Kafka Streams 4.3.1 (KAFKA-14624 fixed), shortened (``DOCKER_STALE``), with everything
     in containers: backend=docker with a broker image built from the project's jars (the official image's
     conventions) and the app's instances as containers of its image. Tasks go back and forth between active and
     standby on three instances while load flows, and no stale value is read. Quotas are set and verified inside the
@@ -79,10 +79,10 @@ def test_kafka_streams_containers_on_a_broker_container_with_a_quota_pass_the_st
     dag_id = "soak_stale_state_standby"
     quota = {"client_id": f"{dag_id}-app-1-StreamThread-1-producer", "producer_byte_rate": 10_000_000}
     code, run_dir, verdict = soak(runs_dir, dag_id, backend="docker", kafka_image=kafka_image, quotas=[quota],
-                                  runtime="docker", **STALE_SHORT)
+                                  runtime="docker", **DOCKER_STALE)
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed", verdict["anomalies"]
-    assert verdict["records"]["input"] == verdict["records"]["output"] == STALE_SHORT["records"]
+    assert verdict["records"]["input"] == verdict["records"]["output"] == DOCKER_STALE["records"]
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["backend"] == "docker" and cluster["quotas"] == [
         {"client_id": quota["client_id"], "producer_byte_rate": 10_000_000.0, "previous": {}}]

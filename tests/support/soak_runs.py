@@ -27,6 +27,9 @@ SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "par
 # Kafka Streams instance that closes keeps its partitions for a session: 6 s (Kafka's minimum), not 45 s of drain.
 STALE_SHORT = {"interval_s": 15, "records": 9000, "keys": 600, "partitions": 12, "rate": 130,
                "session_timeout_ms": 6000}
+# soak_stale_state_standby on runtime and backend docker, where the containers are the point, not the stale reads: the
+# same ownership moves in 10 s steps, 4 000 records at 100 records/s through them.
+DOCKER_STALE = {**STALE_SHORT, "interval_s": 10, "records": 4000, "rate": 100}
 # soak_id_assignment_rebalance with the reference worker and its bug switches, on the original report's 2 partitions:
 # with "1 2 2" the second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
 WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, "interval_s": 8, "records": 27000,

@@ -78,16 +78,16 @@ def resolve(version: str = KAFKA_VERSION, timeout: float = 600.0, param: str = "
 
 def java_command(version: str, main_class: str, *args: str, heap: str = "256m",
                  properties: dict[str, str] | None = None, short_lived: bool = False,
-                 agent: str = "") -> list[str]:
+                 options: tuple[str, ...] = ()) -> list[str]:
     """``java`` running ``main_class`` of Kafka ``version`` with the project's logging configuration (both lines': each
     release's provider reads its own and ignores the other's). A
     ``short_lived`` JVM (a tool, which lives a second or two; the broker of a short run) compiles with C1 alone
     (``SHORT_LIVED_JIT``): C2's compilations would cost it more CPU than they save. Others keep the JVM's default.
-    ``agent``: a ``-javaagent:`` option (a broker the program stalls)."""
+    ``options``: this JVM's own (a broker's GC log, the agent of a broker the program stalls)."""
     system = {"log4j2.configurationFile": str(LOG_CONFIG), "log4j.configuration": LOG1_CONFIG.as_uri(),
               "kafka.soak.log.level": "INFO", **(properties or {})}
     return [java_executable(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true", NO_CONFIG_PROVIDERS,
-            *([SHORT_LIVED_JIT] if short_lived else []), *([agent] if agent else []),
+            *([SHORT_LIVED_JIT] if short_lived else []), *options,
             *(f"-D{k}={v}" for k, v in system.items()),
             "-cp", str(resolve(version) / "*"), main_class, *args]
 

@@ -37,7 +37,7 @@ from kafka_soak.infra.network import problem as network_problem
 from kafka_soak.infra.network import release as release_network
 from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.params import KAFKA_VERSION
-from kafka_soak.shared import java_client, rundir
+from kafka_soak.shared import java_client, resources, rundir
 from kafka_soak.shared.stalls import Stall, broker_dir
 from kafka_soak.toolchain import byteman, stall_agent
 
@@ -257,11 +257,12 @@ class LocalKafkaBackend:
     def start_node(self, layout: Layout, node: Node) -> None:
         release = self.node_release(layout, node)
         planned = [s for s in self.stalls if s.broker == node.node_id]
-        agent = stall_agent.java_options(byteman.agent_jar(), broker_dir(self.run_dir, node.node_id), planned,
-                                         release_of(release)) if planned else ""
+        agent = [stall_agent.java_options(byteman.agent_jar(), broker_dir(self.run_dir, node.node_id), planned,
+                                          release_of(release))] if planned else []
+        gc_log = resources.gc_option(self.run_dir)
         command = kafka_jars.java_command(release, "kafka.Kafka", str(self.config_file(node)),
                                           heap=BROKER_HEAP, properties=quota_meter.jmx_properties(node.jmx_port),
-                                          short_lived=self.short_lived, agent=agent)
+                                          short_lived=self.short_lived, options=(*agent, *([gc_log] if gc_log else [])))
         self.processes.start(node.name, self.on_host(node.node_id, command), self.log_file(node))
 
     def on_host(self, node_id: int, command: list[str]) -> list[str]:

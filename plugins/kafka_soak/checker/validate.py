@@ -62,11 +62,14 @@ MIN_SHUFFLE_PARTITIONS = 8
 REDACTION = r"(?i)secret|password|token|access[.]?key|" + kafka_io.SETTINGS_ENV
 
 
-def job_args(cluster: dict[str, Any], out_dir: str, expected_records: int | str) -> list[str]:
-    """validate_soak.py's arguments for the run's Kafka (``provision``'s output) and run directory."""
+def job_args(cluster: dict[str, Any], out_dir: str, expected_records: int | str,
+             growth: dict[str, Any] | None = None) -> list[str]:
+    """validate_soak.py's arguments for the run's Kafka (``provision``'s output) and run directory, and the bounds
+    the app's growth is judged by (the plan's ``resource_growth``; none: not judged)."""
     return ["--bootstrap", cluster["bootstrap_servers"], "--input-topic", cluster["topics"]["input"],
             "--subjects", json.dumps(subjects.judged(cluster)), "--backend", cluster["backend"],
-            "--expected-records", str(expected_records), "--out-dir", str(out_dir)]
+            "--expected-records", str(expected_records), "--out-dir", str(out_dir),
+            *(["--resource-growth", json.dumps(growth)] if growth else [])]
 
 
 class ValidateOperator(SparkSubmitOperator):
@@ -119,7 +122,8 @@ class ValidateOperator(SparkSubmitOperator):
     def submit(self, context: Any, cluster: dict[str, Any], out_dir: str) -> None:
         """One spark-submit of the checker on ``cluster``'s topics, its evidence into ``out_dir``."""
         self._hook = None  # the provider keeps its hook, built from these arguments, for the operator's life
-        self.application_args = job_args(cluster, out_dir, self.expected_records)
+        self.application_args = job_args(cluster, out_dir, self.expected_records,
+                                         (self.plan or {}).get("resource_growth"))
         master, given = self._get_hook()._connection["master"], self.properties_file
         if master.startswith("local"):
             self.env_vars = {**LOCAL_ENV, **(self.env_vars or {})}

@@ -41,7 +41,7 @@ from kafka_soak.infra.runtime.docker import DockerContainers
 from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.infra.runtime.registry import ProcessRecord
 from kafka_soak.infra.runtime.spawn import Restart
-from kafka_soak.shared import java_client, rundir, stalls
+from kafka_soak.shared import java_client, resources, rundir, stalls
 from kafka_soak.shared.rundir import journal
 from kafka_soak.toolchain import byteman, stall_agent
 
@@ -175,10 +175,12 @@ class Instances:
 
     def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
         """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line), and
-        Kafka's config providers off should the app be a JVM (any JVM reads ``JAVA_TOOL_OPTIONS``). An instance the
-        program stalls gets its stall directory, and a JVM app the agent that stalls it."""
+        Kafka's config providers off should the app be a JVM (any JVM reads ``JAVA_TOOL_OPTIONS``), with its collections
+        logged where the resource sampler reads its heap (a local process: a container has no run directory). An
+        instance the program stalls gets its stall directory, and a JVM app the agent that stalls it."""
         values = contract(self.cluster, subject, instance, step)
-        java_options = [java_client.NO_CONFIG_PROVIDERS]
+        gc_log = resources.gc_option(self.run_dir) if self.plan["runtime"] == "local" else None
+        java_options = [java_client.NO_CONFIG_PROVIDERS, *([gc_log] if gc_log else [])]
         planned = [s for s in self.stalls if s.instance == instance]
         stalling = {stalls.DIR_ENV: str(self.stall_dir(subject, instance))} if planned else {}
         if planned and self.app.stall == stalls.JVM:

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak.faults import kinds
-from kafka_soak.shared import rundir
+from kafka_soak.shared import resources, rundir
 
-# What a person may want to open, in the order the report lists it; logs/ and quotas/ are added file by file.
+# What a person may want to open, in the order the report lists it; logs/, quotas/ and resources/ are added file by
+# file.
 EVIDENCE_FILES = (rundir.VERDICT, f"{rundir.DATA_DOCS}/index.html", rundir.PARAMS, rundir.PROGRAM, rundir.STEPS,
                   rundir.EVENTS, rundir.CLUSTER, rundir.DRAIN, rundir.HEALTH, rundir.FAILURES, rundir.QUOTAS,
                   rundir.TIMELINE, rundir.GENERATOR, rundir.DAGS_TEST_LOG)
@@ -61,6 +62,8 @@ class RunEvidence:
     verdict: dict[str, Any] | None = None
     timeline: dict[str, Any] = field(default_factory=dict)
     health: dict[str, Any] = field(default_factory=dict)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # what each process used (shared/resources.py)
+    disk: list[dict[str, Any]] = field(default_factory=list)  # the run directory's and the brokers' sizes
 
     @classmethod
     def load(cls, run_dir: Path) -> RunEvidence:
@@ -74,7 +77,9 @@ class RunEvidence:
                    params=given.get("params", {}), plan=given.get("plan", {}), program=read(rundir.PROGRAM) or {},
                    steps=[steps[i] for i in sorted(steps)], events=rundir.read_jsonl(run_dir / rundir.EVENTS),
                    cluster=read(rundir.CLUSTER) or {}, verdict=read(rundir.VERDICT),
-                   timeline=read(rundir.TIMELINE) or {}, health=read(rundir.HEALTH) or {})
+                   timeline=read(rundir.TIMELINE) or {}, health=read(rundir.HEALTH) or {},
+                   samples=rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES),
+                   disk=rundir.read_jsonl(run_dir / resources.DIR / resources.DISK))
 
     @property
     def other_attempts(self) -> list[str]:
@@ -137,7 +142,7 @@ class RunEvidence:
     def files(self) -> list[str]:
         """Evidence files present in the run directory, relative to it (so links resolve wherever it is served)."""
         present = [name for name in EVIDENCE_FILES if (self.run_dir / name).is_file()]
-        for folder in ("logs", "quotas"):
+        for folder in ("logs", "quotas", resources.DIR):
             if (self.run_dir / folder).is_dir():
                 present += sorted(f"{folder}/{p.name}" for p in (self.run_dir / folder).iterdir() if p.is_file())
         return present

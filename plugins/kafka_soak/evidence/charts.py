@@ -13,8 +13,10 @@ from typing import Any
 import altair as alt
 
 from kafka_soak.evidence import LANES, STATE_COLORS, RunEvidence, instance_lane, lane_of
+from kafka_soak.shared import resources
 
 WIDTH = 900
+BUCKETS = 300  # points per process and resource, whatever the run's length (the page stays light for a night)
 HEALTH_COLORS = {"unexpected exit": "#b71c1c", "thread death": "#6a1b9a", "error": "#e65100",
                  "first exception": "#f9a825"}
 SERIES_COLORS = {"input produced": "#1565c0", "in flight (produced − committed)": "#6a1b9a", "lag sampled": "#ef6c00"}
@@ -137,8 +139,44 @@ def anomalies_chart(evidence: RunEvidence) -> alt.LayerChart:
         width=WIDTH, height=40 + 30 * lanes, title="Anomalies: when each record was produced or processed, and by whom")
 
 
+def resource_rows(evidence: RunEvidence, resource: str) -> list[dict[str, Any]]:
+    """One resource of every process life, each cut to ``BUCKETS`` points (``resources.downsampled``: each bucket's
+    low and high), so hours of samples draw as fast as minutes."""
+    rows = []
+    for (process, pid, _started), life in resources.lives(evidence.samples).items():
+        points = [(s["at"], float(s[resource])) for s in life if s.get(resource) is not None]
+        rows += [{"t": t * 1000, "low": low, "high": high, "process": process, "pid": pid}
+                 for t, low, high in resources.downsampled(points, BUCKETS)]
+    return rows
+
+
+def resources_chart(evidence: RunEvidence, resource: str) -> alt.LayerChart:
+    """What each process of the run used of ``resource`` over the run, a line per process (its high in each bucket)
+    over the band down to its low; a restarted process is a new life of the same colour."""
+    rows = resource_rows(evidence, resource)
+    color = alt.Color("process:N", legend=alt.Legend(title="process", orient="right", columns=1))
+    tooltip = [alt.Tooltip("t:T", format="%H:%M:%S"), "process:N", "pid:Q", "low:Q", "high:Q"]
+    base = alt.Chart(alt.Data(values=rows)).encode(x=_x(), color=color, detail="pid:N", tooltip=tooltip)
+    band = base.mark_area(opacity=0.2, clip=True).encode(y=alt.Y("low:Q", title=resources.LABELS[resource]), y2="high:Q")
+    line = base.mark_line(interpolate="step-after", clip=True).encode(y="high:Q")
+    return alt.layer(band, line, _steps_layer(evidence)).properties(
+        width=WIDTH, height=110, title=f"Resources: {resources.LABELS[resource]} of each process")
+
+
+def disk_chart(evidence: RunEvidence) -> alt.LayerChart:
+    """The run directory's size and each broker's data, in MB."""
+    rows = [{"t": d["at"] * 1000, "what": what.removesuffix("_mb").replace("_", " "), "mb": mb}
+            for d in evidence.disk for what, mb in d.items() if what != "at"]
+    lines = alt.Chart(alt.Data(values=rows)).mark_line(interpolate="step-after", clip=True).encode(
+        x=_x(), y=alt.Y("mb:Q", title="MB"), color=alt.Color("what:N", legend=alt.Legend(title=None, orient="right")),
+        tooltip=[alt.Tooltip("t:T", format="%H:%M:%S"), "what:N", "mb:Q"])
+    return alt.layer(lines, _steps_layer(evidence)).properties(
+        width=WIDTH, height=90, title="Disk: the run directory and each broker's data")
+
+
 def timeline_spec(evidence: RunEvidence) -> dict[str, Any]:
-    """The four panels stacked on one time axis, as a Vega-Lite spec."""
+    """The panels stacked on one time axis, as a Vega-Lite spec: the program, throughput, lag and anomalies, then
+    what the run's processes used."""
     start = evidence.started_at or evidence.ended_at
     domain = [(start - 2) * 1000, (evidence.ended_at + 2) * 1000]
     panels = [program_chart(evidence, domain)]
@@ -146,4 +184,8 @@ def timeline_spec(evidence: RunEvidence) -> dict[str, Any]:
         panels += [throughput_chart(evidence), lag_chart(evidence)]
     if evidence.timeline.get("anomalies"):
         panels.append(anomalies_chart(evidence))
+    panels += [resources_chart(evidence, resource) for resource in (*resources.JUDGED, "cpu")
+               if any(s.get(resource) is not None for s in evidence.samples)]
+    if evidence.disk:
+        panels.append(disk_chart(evidence))
     return alt.vconcat(*panels, spacing=18).resolve_scale(x="shared", color="independent", shape="independent").to_dict()

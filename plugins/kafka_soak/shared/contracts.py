@@ -12,10 +12,11 @@ from typing import Any
 
 # Every anomaly a verdict can name, in the order verdicts, reports and alerts list them.
 ANOMALIES = ("lost", "duplicated", "unexpected", "id_reuse", "stale_state", "reordered", "rolled_back",
-             "wrong_aggregate", "app_health", "stalled", "unprocessed")
-# The anomalies of the app rather than of one output: its instances' health, and its group's progress on the input
-# (a partition that stalled, input it never committed). Counted once per app: with the first output of a team's app.
-PER_APP = ("app_health", "stalled", "unprocessed")
+             "wrong_aggregate", "app_health", "resource_growth", "stalled", "unprocessed")
+# The anomalies of the app rather than of one output: its instances' health and what they kept using more of, and its
+# group's progress on the input (a partition that stalled, input it never committed). Counted once per app: with the
+# first output of a team's app.
+PER_APP = ("app_health", "resource_growth", "stalled", "unprocessed")
 # The headers the generator gives every input record of a team's app (ASCII decimal): its id and its place in its key's
 # sequence; and where a one-to-one output's id is: that header (Kafka Streams forwards it) or ``json:<path>`` in its value.
 ID_HEADER, SEQ_HEADER = "soak.id", "soak.seq"

@@ -35,8 +35,8 @@ def test_what_is_shipped_to_spark_imports_only_the_standard_library_and_confluen
     where nothing else of the project is, nor Airflow: each of its modules imports the standard library, confluent-kafka
     (the topics' offsets, which the driver reads) and the package itself, nothing else."""
     shared = ROOT / "plugins" / "kafka_soak" / "shared"
-    assert {p.stem for p in shared.glob("*.py")} == {"__init__", "contracts", "java_client", "offsets", "rundir",
-                                                        "stalls", "verdicts"}
+    assert {p.stem for p in shared.glob("*.py")} == {"__init__", "contracts", "java_client", "offsets", "resources",
+                                                        "rundir", "stalls", "verdicts"}
     assert imports_beyond(sorted(shared.glob("*.py")), ("confluent_kafka", "kafka_soak.shared")) == {}
 
 

@@ -183,8 +183,8 @@ def test_a_spark_cluster_master_gets_the_kafka_settings_on_no_command_line(maste
     assert job_modules == list(map(str, JOB_MODULES)) and not os.path.exists(shared), "made for the submit"
     zipped = {line.split()[1] for line in submitted if line.startswith("zipped: ")}
     assert zipped == {"kafka_soak/__init__.py", *(f"kafka_soak/shared/{m}.py" for m in
-                                                  ("__init__", "contracts", "java_client", "offsets", "rundir",
-                                                       "stalls", "verdicts"))}
+                                                  ("__init__", "contracts", "java_client", "offsets", "resources",
+                                                   "rundir", "stalls", "verdicts"))}
     assert args[args.index("--input-topic") + 1] == "soak.in" and args[args.index("--expected-records") + 1] == "6000"
     assert "env: set" in submitted
     if driver_env is None:

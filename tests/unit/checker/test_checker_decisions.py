@@ -71,7 +71,7 @@ def test_a_subject_declares_its_contract_or_has_its_reference_apps():
 def test_each_contract_is_its_record_its_spark_module_and_its_suites():
     """What docs/architecture.md ("Adding an output contract") says a contract is: its record names a Spark module the
     job finds and the validate task ships, with a reader and frames; each of its suites is in expectations/, and they
-    (with the app's own: app_health, progress) decide every anomaly it judges."""
+    (with the app's own: app_health, resources, progress) decide every anomaly it judges."""
     from kafka_soak.checker.validate import JOB_MODULES
 
     shipped = {path.name for path in JOB_MODULES}
@@ -79,6 +79,6 @@ def test_each_contract_is_its_record_its_spark_module_and_its_suites():
         module = validate_soak.MODULES[name]
         assert f"{contract.module}.py" in shipped and callable(module.read) and callable(module.subject_frames), name
         suites = [json.loads((SUITES / f"{suite}.json").read_text()) for suite in (*contract.suites, "app_health",
-                                                                                    "progress")]
+                                                                                    "resources", "progress")]
         decided = {(e.get("meta") or {}).get("anomaly") for suite in suites for e in suite["expectations"]}
         assert set(contract.judged) <= decided and set(contract.judged) <= set(contracts.ANOMALIES), name

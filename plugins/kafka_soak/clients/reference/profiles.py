@@ -152,20 +152,22 @@ def streams_members(values: dict[str, Any]) -> list[AppMember]:
     run_config = {**values["streams_config"],
                   **({"group.protocol": "streams"} if values["group_protocol"] == "streams" else {})}
 
-    def member_args(name: str, own: dict[str, Any] | None = None) -> list[str]:
-        """A member's own options: its workflow design, if any, and its Kafka Streams settings (the run's, then a
-        control's ``own``)."""
+    def member_args(name: str, own: dict[str, Any] | None = None, bug: str | None = None) -> list[str]:
+        """A member's own options: its workflow design, if any, its Kafka Streams settings (the run's, then a
+        control's ``own``), and a control's own bug switch (after the run's, which the app's options carry)."""
         settings = {**run_config, **(own or {})}
         return [*(["--design", literal(name), "--parallel-tasks", str(values["parallel_tasks"])] if name else []),
-                *(["--config", literal(config(settings))] if settings else [])]
+                *(["--config", literal(config(settings))] if settings else []),
+                *(["--bug", literal(bug)] if bug else [])]
 
     if len(designs) > 1:
         return [AppMember(d, versions[0], member_args(d), label=f"design {d}") for d in designs]
     if values["variants"]:
         return [member for version in versions for member in (
             AppMember(version, version, member_args(designs[0]), label=f"Kafka Streams {version}"),
-            *(AppMember(f"{version}-{v['name']}", version, member_args(designs[0], v.get("streams_config", {})),
-                     quoted=v.get("quotas", True), label=f"Kafka Streams {version} ({v['name']})")
+            *(AppMember(f"{version}-{v['name']}", version,
+                        member_args(designs[0], v.get("streams_config", {}), v.get("bug")),
+                        quoted=v.get("quotas", True), label=f"Kafka Streams {version} ({v['name']})")
               for v in values["variants"]))]
     if len(versions) > 1:
         return [AppMember(v, v, member_args(designs[0]), label=f"Kafka Streams {v}") for v in versions]

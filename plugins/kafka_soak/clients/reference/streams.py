@@ -99,7 +99,7 @@ def options(plan: Plan) -> list[str]:
               "max-warmup-replicas": plan["max_warmup_replicas"], "commit-interval-ms": plan["commit_interval_ms"],
               "partitions": plan["partitions"], "blob-bytes": plan["state_write_bytes"],
               "session-timeout-ms": plan["session_timeout_ms"], "topology": plan["topology"],
-              "write-buffer-bytes": plan["rocksdb_write_buffer_bytes"]}
+              "write-buffer-bytes": plan["rocksdb_write_buffer_bytes"], "bug": plan["bug"]}
     return [part for name, value in values.items() for part in (f"--{name}", str(value))]
 
 

@@ -28,7 +28,8 @@ assignment -> ids reused), ``stale-cache`` (restoration does not invalidate the 
 after standby -> active, KAFKA-14624), ``drop`` (the output of every Nth input id is not written -> lost),
 ``duplicate`` (the output of every Nth input id is written again in a second transaction -> duplicated),
 ``revoke-no-offsets`` (the ``on_revoke`` commit leaves the consumed offsets out of the transaction, so the
-partitions' next owner processes those records again -> duplicated).
+partitions' next owner processes those records again -> duplicated), ``leak`` (every record processed leaves
+``LEAK_BYTES`` behind that nothing frees -> resource_growth).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ log = logging.getLogger("kafka_soak.worker")
 BATCH = 500
 CRASH_EXIT_CODE = 86  # an injected crash (--crash-probability), told apart from a real failure by the health check
 REPORT_EVERY_S = 5.0
+LEAK_BYTES = 16 * 1024  # bug leak: left behind per record (at 100 records/s, about 5.6 GB an hour)
 # Transactional calls block until they succeed by default; a broker outage can leave one waiting forever.
 # Each call gets a deadline and is retried while the error is retriable. librdkafka's
 # send_offsets_to_transaction can ignore its deadline when the group coordinator was down
@@ -164,6 +166,7 @@ class Worker:
         self.pending: dict[int, int] = {}  # the open transaction's next offset per input partition
         self.pending_records = 0
         self.duplicates: list[tuple[str, bytes, int]] = []  # bug duplicate: outputs to write again after the commit
+        self.leaked: list[bytes] = []  # bug leak: what every record leaves behind
         self.txn_began: float | None = None
         self.abort_streak = AbortStreak()
         self.chaos = chaos(config.seed, config.instance, config.step, config.restart)
@@ -284,6 +287,8 @@ class Worker:
         self.producer.produce(cfg.output_topic, key=key, value=output, partition=p)
         if bug_hits(cfg, record["id"], "duplicate"):
             self.duplicates.append((key, output, p))
+        if cfg.bug == "leak":  # filled, not zeroed: memory the process really holds
+            self.leaked.append(record["id"].to_bytes(8, "big") * (LEAK_BYTES // 8))
         if cfg.crash_probability and self.chaos.random() < cfg.crash_probability:
             crash(record["id"], cfg.crash_probability)
 

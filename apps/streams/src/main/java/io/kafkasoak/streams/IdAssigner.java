@@ -20,6 +20,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>With {@code blobBytes} above 0 every record also writes a random string of that many bytes to an uncached
  * store of its own, as the quota reproduction's topology does: its changelog carries about blobBytes x records/s.
+ *
+ * <p>With {@code leakIterators} (bug switch {@code leak}) every record opens an iterator over the whole ids store and
+ * never closes it, the classic RocksDB leak: the store keeps each open iterator until it is closed, with what the
+ * iterator holds (RocksDB's native iterator, and with a cache the copy of the cached keys it iterates over).
  */
 final class IdAssigner implements Processor<String, String, String, String> {
     static final String IDS_STORE = "ids";
@@ -36,17 +40,19 @@ final class IdAssigner implements Processor<String, String, String, String> {
     private final int instance;
     private final String step;
     private final int blobBytes;
+    private final boolean leakIterators;
     private final java.util.Random random = new java.util.Random();
     private ProcessorContext<String, String> context;
     private KeyValueStore<String, String> ids;
     private KeyValueStore<String, Long> counter;
     private KeyValueStore<String, String> blobs;
 
-    IdAssigner(int partitions, int instance, String step, int blobBytes) {
+    IdAssigner(int partitions, int instance, String step, int blobBytes, boolean leakIterators) {
         this.partitions = partitions;
         this.instance = instance;
         this.step = step;
         this.blobBytes = blobBytes;
+        this.leakIterators = leakIterators;
     }
 
     @Override
@@ -65,6 +71,9 @@ final class IdAssigner implements Processor<String, String, String, String> {
         RecordMetadata where = context.recordMetadata().orElseThrow();
         int partition = where.partition();
 
+        if (leakIterators) {
+            ids.all();  // bug leak: never closed
+        }
         String stored = ids.get(key);
         long assigned;
         long storedSeq;

@@ -45,7 +45,7 @@ public final class SoakStreamsApp {
         Map.entry("commit-interval-ms", "100"), Map.entry("partitions", "1"), Map.entry("state-dir", "state"),
         Map.entry("blob-bytes", "0"), Map.entry("session-timeout-ms", "45000"), Map.entry("topology", "id-assignment"),
         Map.entry("design", WorkflowTopology.SELF_JOIN), Map.entry("parallel-tasks", "3"),
-        Map.entry("write-buffer-bytes", "0"), Map.entry("config", ""));
+        Map.entry("write-buffer-bytes", "0"), Map.entry("config", ""), Map.entry("bug", "none"));
     static final AtomicLong PROCESSED = new AtomicLong();
     static final AtomicLong BROKEN = new AtomicLong();
 
@@ -120,7 +120,12 @@ public final class SoakStreamsApp {
         topology.addSource("input", Serdes.String().deserializer(), Serdes.String().deserializer(),
             env("SOAK_INPUT_TOPIC"));
         int blobBytes = Integer.parseInt(options.get("blob-bytes"));
-        topology.addProcessor("assign", () -> new IdAssigner(partitions, instance, step, blobBytes), "input");
+        String bug = options.get("bug");
+        if (!"none".equals(bug) && !"leak".equals(bug)) {
+            throw new IllegalArgumentException("unknown bug " + bug + "; bugs: none, leak");
+        }
+        boolean leak = "leak".equals(bug);
+        topology.addProcessor("assign", () -> new IdAssigner(partitions, instance, step, blobBytes, leak), "input");
         topology.addStateStore(cached(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore(IdAssigner.IDS_STORE), Serdes.String(), Serdes.String()), cached), "assign");
         topology.addStateStore(cached(Stores.keyValueStoreBuilder(

@@ -1,0 +1,138 @@
+"""What the run's processes used over the run (``resources/`` of a run directory), and the verdict on growth.
+
+``infra/resource_sampler.py`` writes one line per process and sample into ``samples.jsonl`` (``Sample``) and the run
+directory's and each broker's data size into ``disk.jsonl``; the JVMs the run starts log their collections into
+``gc/<pid>.log`` (``gc_option``), from which a sample takes the heap in use after the last collection. The checker
+judges growth (``growth``), the report draws the samples (``downsampled``).
+
+A process life is one process: an instance restarted is a new life, judged on its own. Growth is judged after a
+warm-up: a life's samples after it are cut into quarters by time, and a resource *keeps rising* when its floor (each
+quarter's lowest sample: what a collection or a quiet moment leaves, where a leak shows and a saw-tooth does not) never
+falls from one quarter to the next and ends above where it began (a leak that grows with the load stops when the load
+does). It grows beyond its bounds when it keeps rising and both its rate (the Theil-Sen slope: the median of the slopes
+between pairs of samples, which spikes do not move) and its rise (the last quarter's floor above the first's) pass
+theirs. Standard library only: the Spark job imports it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+DIR = "resources"
+SAMPLES, DISK, GC = "samples.jsonl", "disk.jsonl", "gc"
+# resource -> unit; what the verdict judges on an app instance (CPU is drawn, not judged: it follows the load)
+JUDGED = {"rss_mb": "MB", "heap_mb": "MB", "threads": "threads", "fds": "file descriptors"}
+LABELS = {"rss_mb": "RSS", "heap_mb": "heap after GC", "threads": "threads", "fds": "open file descriptors",
+          "cpu": "CPU (cores)"}
+APP_PREFIX = "instance-"  # the process names of the app's instances (``Subject.process``)
+BROKER_PREFIX = "kafka-"
+MIN_SAMPLES = 8  # of a life after the warm-up: fewer cannot show a trend in four quarters
+MAX_PAIRS_POINTS = 240  # the slope is taken on at most this many evenly spread samples (pairs grow as the square)
+# A unified-logging line of a collection: "... GC(12) Pause Young (Normal) (G1 Evacuation Pause) 24M->8M(64M) 3.1ms"
+GC_LINE = re.compile(r"GC\(\d+\) .*?(\d+)([KMG])->(\d+)([KMG])\(\d+[KMG]\)")
+UNIT_MB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
+
+
+def gc_option(run_dir: Path) -> str | None:
+    """The JVM option that makes a JVM of the run log its collections where samples read them (``%p``: its pid), or
+    None where the path cannot be given to ``-Xlog`` (a colon separates its fields; a blank ends an option in
+    ``JAVA_TOOL_OPTIONS``): the heap is then not sampled, the rest is."""
+    path = run_dir / DIR / GC
+    if re.search(r"[\s:\"']", str(path)):
+        return None
+    path.mkdir(parents=True, exist_ok=True)
+    return f"-Xlog:gc:file={path}/%p.log:time"
+
+
+def heap_after_gc(lines: list[str]) -> float | None:
+    """The heap in use after the last collection these GC log lines show, in MB."""
+    for line in reversed(lines):
+        if match := GC_LINE.search(line):
+            return round(float(match.group(3)) * UNIT_MB[match.group(4)], 1)
+    return None
+
+
+def lives(samples: list[dict[str, Any]]) -> dict[tuple[str, int, float], list[dict[str, Any]]]:
+    """The samples of each process life (name, pid, start time), in time order."""
+    by_life: dict[tuple[str, int, float], list[dict[str, Any]]] = {}
+    for sample in sorted(samples, key=lambda s: s["at"]):
+        by_life.setdefault((sample["process"], sample["pid"], sample["started"]), []).append(sample)
+    return by_life
+
+
+def theil_sen(points: list[tuple[float, float]]) -> float:
+    """The median slope between pairs of points (per second), on at most ``MAX_PAIRS_POINTS`` of them."""
+    step = max(1, -(-len(points) // MAX_PAIRS_POINTS))
+    spread = points[::step]
+    return statistics.median((v2 - v1) / (t2 - t1) for (t1, v1), (t2, v2) in combinations(spread, 2) if t2 > t1)
+
+
+def trend(points: list[tuple[float, float]]) -> dict[str, Any] | None:
+    """A resource's course over a life after its warm-up: quarters' floors, whether it keeps rising, its rate per
+    hour and its rise; None with fewer than ``MIN_SAMPLES`` points."""
+    if len(points) < MIN_SAMPLES:
+        return None
+    start, end = points[0][0], points[-1][0]
+    quarter = (end - start) / 4 or 1.0
+    buckets: list[list[float]] = [[], [], [], []]
+    for t, v in points:
+        buckets[min(3, int((t - start) / quarter))].append(v)
+    if not all(buckets):
+        return None
+    floors = [min(b) for b in buckets]
+    return {"floors": floors, "rising": floors[3] > floors[0] and all(a <= b for a, b in itertools.pairwise(floors)),
+            "per_hour": theil_sen(points) * 3600, "rise": floors[3] - floors[0], "from": start, "until": end}
+
+
+def judged_process(name: str, brokers: bool) -> bool:
+    """Whether a process's growth is judged: the app's instances, and the brokers when the run asks."""
+    return name.startswith(APP_PREFIX) or (brokers and name.startswith(BROKER_PREFIX))
+
+
+def growth(samples: list[dict[str, Any]], bounds: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per judged process life and resource with a trend after the warm-up (``bounds``: the run's
+    ``resource_growth`` param): its rate, rise, whether it keeps rising and whether it ``grows`` beyond both bounds,
+    with the last sample that shows it."""
+    rows = []
+    for (process, pid, started), life in lives(samples).items():
+        if not judged_process(process, bounds.get("brokers", False)):
+            continue
+        warm = [s for s in life if s["at"] >= started + bounds["warmup_s"]]
+        for resource, unit in JUDGED.items():
+            points = [(s["at"], float(s[resource])) for s in warm if s.get(resource) is not None]
+            course = trend(points)
+            if course is None:
+                continue
+            per_hour_bound, rise_bound = bounds["per_hour"][resource], bounds["total"][resource]
+            rows.append({"process": process, "pid": pid, "resource": resource, "unit": unit,
+                         "per_hour": round(course["per_hour"], 2), "rise": round(course["rise"], 2),
+                         "rising": course["rising"], "samples": len(points), "since": course["from"],
+                         "until": course["until"], "last": points[-1][1],
+                         "grows": course["rising"] and course["per_hour"] > per_hour_bound
+                         and course["rise"] > rise_bound,
+                         "bound": f"{per_hour_bound:g} {unit}/h and {rise_bound:g} {unit} in all"})
+    return rows
+
+
+def describe(row: dict[str, Any]) -> str:
+    """A growth row in words, as the verdict's sample and the alert say it."""
+    return (f"{row['process']} (pid {row['pid']}): {LABELS[row['resource']]} rose {row['rise']:g} {row['unit']} at "
+            f"{row['per_hour']:g} {row['unit']}/h, never falling back over its life after the warm-up, to "
+            f"{row['last']:g} (bound {row['bound']})")
+
+
+def downsampled(points: list[tuple[float, float]], buckets: int) -> list[tuple[float, float, float]]:
+    """At most ``buckets`` (time, low, high) triples for a chart: each bucket's minimum and maximum, so a spike or a
+    leak's climb survives and hours of samples stay a few hundred points."""
+    if len(points) <= buckets:
+        return [(t, v, v) for t, v in points]
+    start, span = points[0][0], (points[-1][0] - points[0][0]) or 1.0
+    grouped: dict[int, list[tuple[float, float]]] = {}
+    for t, v in points:
+        grouped.setdefault(min(buckets - 1, int((t - start) / span * buckets)), []).append((t, v))
+    return [(group[0][0], min(v for _, v in group), max(v for _, v in group)) for _, group in sorted(grouped.items())]

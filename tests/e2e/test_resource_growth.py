@@ -1,0 +1,72 @@
+"""End to end: what the run's processes use over a run, and anomaly resource_growth. A planted leak (bug switch
+``leak``) is caught, with the resource, the instance, the rate and the sample that shows it; the same app without the
+switch over the same run passes: the worker's in a run of its own beside, the Kafka Streams app's as a control in the
+same run (param variants). Warm-up and bounds are shortened to a minute's run (the params' defaults are a night's).
+
+The leaks are far from the bounds either way: the worker keeps 16 KB a record (100 records/s: its resident memory
+rose 50 MB at 5.6 GB/h against bounds of 20 MB and 300 MB/h, the control's not at all); Kafka Streams keeps an open
+iterator a record (200 records/s: its heap after GC rose 20 MB at 2.4 GB/h against 10 MB and 200 MB/h, the control's
+stayed at 10 MB). A Kafka Streams JVM's resident memory grows for a minute on its own (heap, JIT, RocksDB), so its bound
+here is a leak's of a night."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from support.soak_runs import soak
+
+from kafka_soak.shared import resources
+
+# 100 records/s for 50 s; the instance sampled every second, judged from 10 s after its start
+LEAK_RUN = {"program": "1 0 0 0 0", "interval_s": 10, "records": 5000, "keys": 300, "partitions": 4,
+            "sample_interval_s": 1,
+            "resource_growth": {"warmup_s": 10, "per_hour": {"rss_mb": 300}, "total": {"rss_mb": 20}}}
+
+
+def leak_and_control(runs_dir: Path, **conf) -> tuple[tuple, tuple]:
+    """The run with bug switch leak and the same run without it, side by side."""
+    with ThreadPoolExecutor(2) as pool:
+        leak = pool.submit(soak, runs_dir / "leak", bug="leak", **conf)
+        control = pool.submit(soak, runs_dir / "control", **conf)
+        return leak.result(), control.result()
+
+
+def test_the_worker_s_planted_leak_is_caught_with_its_rate_and_the_worker_without_it_passes(runs_dir):
+    (code, run_dir, verdict), (control_code, control_dir, control) = leak_and_control(runs_dir, app="worker",
+                                                                                        **LEAK_RUN)
+    assert code == 1 and verdict["status"] == "failed", verdict["anomalies"]
+    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"resource_growth": 1}
+    [sample] = verdict["samples"]["resource_growth"]
+    assert (sample["process"], sample["resource"]) == ("instance-1", "rss_mb")
+    assert sample["per_hour"] > 1000 and sample["rise"] > 40, sample  # 16 KB a record at 100 records/s: 5.6 GB/h
+    assert control_code == 0 and control["status"] == "passed", control["anomalies"]
+    samples = [json.loads(line) for line in (control_dir / "resources" / "samples.jsonl").read_text().splitlines()]
+    sampled = {s["process"] for s in samples}
+    assert {"instance-1", "instance-1.supervisor", "kafka-1", "generator", "resource-sampler"} <= sampled, sampled
+    broker = [s for s in samples if s["process"] == "kafka-1"]
+    assert broker[-1]["heap_mb"] is not None and broker[-1]["threads"] > 20  # a JVM's heap from its GC log
+    report = (run_dir / "report.html").read_text()
+    assert "Resources: RSS of each process" in report and "resources/samples.jsonl" in report
+    assert resources.describe(sample).startswith("instance-1 (pid ")
+
+
+# 200 records/s for 50 s: an open iterator each; the control's heap flat after its first seconds
+STREAMS_LEAK_RUN = {**LEAK_RUN, "app": "streams", "records": 10_000, "bug": "leak",
+                    "variants": [{"name": "no-leak", "bug": "none"}],
+                    "resource_growth": {"warmup_s": 15, "per_hour": {"heap_mb": 200, "rss_mb": 2000},
+                                        "total": {"heap_mb": 10, "rss_mb": 300}}}
+
+
+def test_the_kafka_streams_app_s_leaked_iterators_are_caught_in_its_heap_beside_a_control_that_passes(runs_dir):
+    code, run_dir, verdict = soak(runs_dir, **STREAMS_LEAK_RUN)
+    table = {row["version"]: row for row in verdict["matrix"]}
+    leak, control = table["4.3.1"], table["4.3.1-no-leak"]
+    assert leak["status"] == "failed" and {k: v for k, v in leak["anomalies"].items() if v} == {"resource_growth": 1}
+    assert control["status"] == "passed", control["anomalies"]
+    [sample] = verdict["samples"]["resource_growth"]
+    assert (sample["process"], sample["resource"]) == ("instance-1@4.3.1", "heap_mb") and sample["rise"] > 10, sample
+    assert code == 1 and verdict["status"] == "failed"
+    logs = [p.read_text() for p in (run_dir / "logs").glob("*-app-*.log")]
+    assert sorted("bug=leak" in text for text in logs) == [False, True] and any("bug=none" in text for text in logs)
