@@ -73,6 +73,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=order)  # stable: a module keeps its own order
 
 
+@pytest.fixture(scope="session", autouse=True)
+def machine_locks(tmp_path_factory) -> None:
+    """The locks by which the session's workers share the machine (``support.machine_share``), in the directory they
+    all share: the session's base temporary directory, of which each pytest-xdist worker's is a folder."""
+    from support import machine_share
+
+    base = tmp_path_factory.getbasetemp()
+    machine_share.configure(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+
+
+@pytest.fixture(autouse=True)
+def machine_share_of_an_e2e_test(request):
+    """An end-to-end test holds a share of the machine while it runs (its DAG runs, scheduler, `make soak`), so none
+    goes on while the known-bug runs hold the machine alone."""
+    if TESTS / "e2e" not in request.node.path.parents:
+        yield
+        return
+    from support import machine_share
+
+    with machine_share.share():
+        yield
+
+
 @pytest.fixture(scope="session")
 def runs_dir(tmp_path_factory) -> Path:
     """Every run of the test session writes its evidence here, not into the project's runs/."""
@@ -135,7 +158,9 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     have applied their whole programs, so its load (a cluster of each broker release) never eats their margins: a
     stall waits on its thread, not on the clock. It ends about when the others' drains and checks do. Each run has its
     own Airflow database and runs directory; the Kafka Streams versions are built first, so no Maven build competes
-    with a program. The tests that read them share the pytest-xdist group ``known-bugs``."""
+    with a program, and the runs hold the machine alone (``machine_share.alone``): no other worker's run goes on beside
+    them. The tests that read them share the pytest-xdist group ``known-bugs``."""
+    from support import machine_share
     from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario
@@ -171,7 +196,7 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
 
     later = {dag_id for dag_id, params in scenarios.items()
              if {"stall", "broker-upgrade"} & {kind.name for kind, _ in programs.kinds_in(str(params["program"]).split())}}
-    with ThreadPoolExecutor(len(scenarios)) as pool:
+    with machine_share.alone(), ThreadPoolExecutor(len(scenarios)) as pool:
         futures = {dag_id: pool.submit(run, dag_id) for dag_id in scenarios if dag_id not in later}
         programs_applied(futures)
         futures.update({dag_id: pool.submit(run, dag_id) for dag_id in sorted(later)})
