@@ -158,9 +158,18 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     have applied their whole programs, so its load (a cluster of each broker release) never eats their margins: a
     stall waits on its thread, not on the clock. It ends about when the others' drains and checks do. Each run has its
     own Airflow database and runs directory; the Kafka Streams versions are built first, so no Maven build competes
-    with a program, and the runs hold the machine alone (``machine_share.alone``): no other worker's run goes on beside
-    them. The tests that read them share the pytest-xdist group ``known-bugs``."""
+    with a program, and the builds and runs hold the machine alone (``machine_share.alone``): no other worker's run
+    goes on beside them. The tests that read them share the pytest-xdist group ``known-bugs``."""
     from support import machine_share
+
+    # Asked for first thing: the fixture is its worker's first work (the third largest group of tests, on the third of
+    # three workers), so it rarely waits for another worker's run to end; the builds hold the machine too.
+    with machine_share.alone():
+        return run_known_bugs(tmp_path_factory)
+
+
+def run_known_bugs(tmp_path_factory) -> dict[str, SimpleNamespace]:
+    """``known_bug_runs``' builds and runs."""
     from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario
@@ -172,12 +181,6 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     scenarios = {path.stem: load_scenario(path)["params"]
                  for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))
                  if path.stem not in ONLY_IN_MAKE_BUGS}
-    for version in sorted({v for params in scenarios.values() if params["app"] == "streams"
-                           for v in params.get("streams_versions") or [params["streams_version"]]}):
-        streams.build(version)
-    for version in sorted({v for params in scenarios.values() for v in params.get("kafka_versions", [])}):
-        kafka_jars.resolve(version)
-
     # Made here, not in the threads: the first mktemp of a session makes its base directory, and three at once make three.
     places = {dag_id: (tmp_path_factory.mktemp(dag_id), tmp_path_factory.mktemp(f"{dag_id}-airflow")) for dag_id in scenarios}
 
@@ -194,9 +197,15 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
                                                 places[dag_id][0].glob(f"{dag_id}/*/{rundir.STEPS}")):
                 time.sleep(1)
 
+    for version in sorted({v for params in scenarios.values() if params["app"] == "streams"
+                           for v in params.get("streams_versions") or [params["streams_version"]]}):
+        streams.build(version)
+    for version in sorted({v for params in scenarios.values() for v in params.get("kafka_versions", [])}):
+        kafka_jars.resolve(version)
+
     later = {dag_id for dag_id, params in scenarios.items()
              if {"stall", "broker-upgrade"} & {kind.name for kind, _ in programs.kinds_in(str(params["program"]).split())}}
-    with machine_share.alone(), ThreadPoolExecutor(len(scenarios)) as pool:
+    with ThreadPoolExecutor(len(scenarios)) as pool:
         futures = {dag_id: pool.submit(run, dag_id) for dag_id in scenarios if dag_id not in later}
         programs_applied(futures)
         futures.update({dag_id: pool.submit(run, dag_id) for dag_id in sorted(later)})
