@@ -170,7 +170,7 @@ def sized_conf(expected_records: int, archive: SharedArchive | None) -> dict[str
     """What depends on the run's size: the shuffle partitions, and the driver JVM's options (C1 alone for a run of up
     to ``SHORT_JOB_RECORDS``, and its class-data ``archive``). Conf given to the operator takes precedence."""
     options = [*([SHORT_LIVED_JIT] if expected_records <= SHORT_JOB_RECORDS else []),
-               *([archive.java_option()] if archive else [])]
+               *([option] if archive and (option := archive.java_option()) else [])]
     return {"spark.sql.shuffle.partitions": str(shuffle_partitions(expected_records)),
             **({"spark.driver.extraJavaOptions": " ".join(options)} if options else {})}
 

@@ -237,6 +237,29 @@ def test_the_checker_s_driver_compiles_a_small_run_with_c1_alone_and_shares_its_
     assert driver_archive("yarn", spark_kafka.resolve()) is None, "a cluster's driver runs elsewhere: no archive"
 
 
+def test_one_checker_dumps_the_class_data_archive_and_those_starting_meanwhile_run_without_it(monkeypatch, tmp_path):
+    """A machine's first checkers start together (the known-bug runs): one dumps the archive, the others neither dump
+    nor map it; a claim whose process died is taken over; keeping the archive gives the claim back."""
+    import subprocess
+
+    from kafka_soak.checker.class_data import SharedArchive
+
+    monkeypatch.setattr("kafka_soak.checker.class_data.archives_dir", lambda: tmp_path)
+    archive = SharedArchive.of("spark-driver", [tmp_path / "jars"])
+    assert archive.java_option() == f"-XX:ArchiveClassesAtExit={archive.staging} -Xlog:cds=off"
+    assert archive.claim.read_text() == str(os.getpid())
+    archive.claim.write_text(str(os.getppid()))  # another checker's, still running
+    assert archive.java_option() == ""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    archive.claim.write_text(str(dead.pid))  # a checker killed before it kept what it dumped
+    assert archive.java_option().startswith("-XX:ArchiveClassesAtExit=")
+    archive.staging.write_bytes(b"an archive")
+    archive.keep()
+    assert archive.path.read_bytes() == b"an archive" and not archive.claim.exists()
+    assert archive.java_option() == f"-XX:SharedArchiveFile={archive.path}"
+
+
 def test_the_checker_s_shuffle_partitions_grow_with_the_run_past_a_floor():
     """Sized so a task's share of the sort fits a default driver (RECORDS_PER_SHUFFLE_PARTITION each), never fewer than
     the floor that keeps both cores busy on a small run."""
