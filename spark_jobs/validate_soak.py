@@ -19,7 +19,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -276,7 +276,7 @@ def growth_of(rows: list[dict[str, Any]], owner: str | None, first: bool) -> lis
 def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any], history: dict[str, DataFrame],
           truncated: dict[str, dict[int, int]], health: dict[str, Any], owner: str | None,
           out_dir: Path, positions: dict[int, tuple[int, int]], drain: dict[str, Any],
-          growth: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+          growth: Sequence[dict[str, Any]] = ()) -> tuple[dict[str, Any], Any]:
     """One subject's verdict (the app of the run, one version of a matrix, or one output of a team's app) from its
     ``history`` alone (``read_history``: the input its group committed, ``positions``), with the incidents of
     ``owner``'s instances (``health_owner``), how they grew (``growth``: ``growth_of``'s rows) and its group's progress
@@ -293,7 +293,7 @@ def judge(spark: SparkSession, args: argparse.Namespace, subject: dict[str, Any]
         if owner is not None:
             mine = [i for i in health["incidents"] if i.get("subject", "") == owner]
             frames["app_health"] = anomalies.incidents(spark, {"incidents": mine})
-            frames["resources"] = anomalies.growth(spark, growth)
+            frames["resources"] = anomalies.growth(spark, list(growth))
             if positions:  # a subject given by hand names no group: its progress is unknown
                 stalls = [s for s in drain.get("stalled", []) if s["group"] == subject.get("app_id")]
                 frames["progress"] = anomalies.progress(spark, positions, stalls)

@@ -60,7 +60,7 @@ PRIVATE_HOME = pytest.StashKey[Path]()
 # expensive first. So no worker draws a five-minute run while the other has nothing left to do.
 LAYERS = ("e2e", "component", "unit")
 LONG_FIRST = ("test_known_bugs.py", "test_scheduler_runs.py", "test_e2e.py", "test_own_app.py", "test_e2e_docker.py",
-              "test_report.py", "test_alerts_soak.py", "test_deadline_scheduler.py")
+              "test_resource_growth.py", "test_report.py", "test_alerts_soak.py", "test_deadline_scheduler.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -71,29 +71,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LAYERS.index(layer), rank.get(item.path.name, len(rank))
 
     items.sort(key=order)  # stable: a module keeps its own order
-
-
-@pytest.fixture(scope="session", autouse=True)
-def machine_locks(tmp_path_factory) -> None:
-    """The locks by which the session's workers share the machine (``support.machine_share``), in the directory they
-    all share: the session's base temporary directory, of which each pytest-xdist worker's is a folder."""
-    from support import machine_share
-
-    base = tmp_path_factory.getbasetemp()
-    machine_share.configure(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
-
-
-@pytest.fixture(autouse=True)
-def machine_share_of_an_e2e_test(request):
-    """An end-to-end test holds a share of the machine while it runs (its DAG runs, scheduler, `make soak`), so none
-    goes on while the known-bug runs hold the machine alone."""
-    if TESTS / "e2e" not in request.node.path.parents:
-        yield
-        return
-    from support import machine_share
-
-    with machine_share.share():
-        yield
 
 
 @pytest.fixture(scope="session")
@@ -158,18 +135,7 @@ def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     have applied their whole programs, so its load (a cluster of each broker release) never eats their margins: a
     stall waits on its thread, not on the clock. It ends about when the others' drains and checks do. Each run has its
     own Airflow database and runs directory; the Kafka Streams versions are built first, so no Maven build competes
-    with a program, and the builds and runs hold the machine alone (``machine_share.alone``): no other worker's run
-    goes on beside them. The tests that read them share the pytest-xdist group ``known-bugs``."""
-    from support import machine_share
-
-    # Asked for first thing: the fixture is its worker's first work (the third largest group of tests, on the third of
-    # three workers), so it rarely waits for another worker's run to end; the builds hold the machine too.
-    with machine_share.alone():
-        return run_known_bugs(tmp_path_factory)
-
-
-def run_known_bugs(tmp_path_factory) -> dict[str, SimpleNamespace]:
-    """``known_bug_runs``' builds and runs."""
+    with a program. The tests that read them share the pytest-xdist group ``known-bugs``."""
     from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario
@@ -181,6 +147,12 @@ def run_known_bugs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     scenarios = {path.stem: load_scenario(path)["params"]
                  for path in sorted((ROOT / "dags" / "scenarios").glob("bug_kafka_*.yaml"))
                  if path.stem not in ONLY_IN_MAKE_BUGS}
+    for version in sorted({v for params in scenarios.values() if params["app"] == "streams"
+                           for v in params.get("streams_versions") or [params["streams_version"]]}):
+        streams.build(version)
+    for version in sorted({v for params in scenarios.values() for v in params.get("kafka_versions", [])}):
+        kafka_jars.resolve(version)
+
     # Made here, not in the threads: the first mktemp of a session makes its base directory, and three at once make three.
     places = {dag_id: (tmp_path_factory.mktemp(dag_id), tmp_path_factory.mktemp(f"{dag_id}-airflow")) for dag_id in scenarios}
 
@@ -196,12 +168,6 @@ def run_known_bugs(tmp_path_factory) -> dict[str, SimpleNamespace]:
             while not future.done() and not any(len(path.read_text().splitlines()) >= steps for path in
                                                 places[dag_id][0].glob(f"{dag_id}/*/{rundir.STEPS}")):
                 time.sleep(1)
-
-    for version in sorted({v for params in scenarios.values() if params["app"] == "streams"
-                           for v in params.get("streams_versions") or [params["streams_version"]]}):
-        streams.build(version)
-    for version in sorted({v for params in scenarios.values() for v in params.get("kafka_versions", [])}):
-        kafka_jars.resolve(version)
 
     later = {dag_id for dag_id, params in scenarios.items()
              if {"stall", "broker-upgrade"} & {kind.name for kind, _ in programs.kinds_in(str(params["program"]).split())}}

@@ -58,7 +58,7 @@ def test_each_anomaly_is_counted_exactly(spark, tmp_path):
     outcome = verdict.decide(results, {}, judged)
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "id_reuse": 1, "stale_state": 1,
-                                    "reordered": 1, "app_health": 1, "stalled": 1, "unprocessed": 2}
+                                    "reordered": 1, "app_health": 1, "resource_growth": 0, "stalled": 1, "unprocessed": 2}
     assert outcome["samples"]["stalled"] == [{"partition": 1, "committed": 3, "end": 5, "since": 12.5, "owner": "app-2"}]
     assert outcome["samples"]["unprocessed"] == [{"partition": 1, "committed": 3, "end": 5, "unprocessed": 2}]
     assert outcome["samples"]["app_health"] == [{k: crash[k] for k in ("kind", "instance", "what", "log")}]
@@ -163,7 +163,7 @@ def test_the_workflow_contract_counts_rolled_back_executions_and_judges_only_its
     outcome = verdict.decide(validate_soak.run_suites(frames, SUITES, tmp_path / "docs", {"expected_records": 4},
                                                       judged), {}, judged)
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 0, "rolled_back": 3, "app_health": 0,
-                                    "stalled": 0, "unprocessed": 0}
+                                    "resource_growth": 0, "stalled": 0, "unprocessed": 0}
     assert outcome["status"] == "failed"
     assert sorted(s["id"] for s in outcome["samples"]["rolled_back"]) == [1, 2, 4]
     assert {e["anomaly"] for e in outcome["expectations"]} == {None, "lost", "duplicated", "unexpected", "rolled_back"}
@@ -200,7 +200,7 @@ def test_a_one_to_one_output_is_judged_record_by_record_by_its_header_or_json_id
                                                validate_soak.health_owner(subject, [subject]), tmp_path, {}, {})
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 1, "duplicated": 1, "unexpected": 1, "reordered": 1, "app_health": 0,
-                                    "stalled": 0, "unprocessed": 0}
+                                    "resource_growth": 0, "stalled": 0, "unprocessed": 0}
     assert outcome["samples"] == {
         "lost": [{"id": 2, "key": "k0", "seq": 2}], "duplicated": [{"id": 4, "key": "k0", "seq": 3, "outputs": 2}],
         "unexpected": [{"id": 99, "key": None, "topic_partition": 0, "topic_offset": 4}],  # GX leaves out seq: null
@@ -286,10 +286,11 @@ def test_the_outputs_of_a_team_app_are_judged_each_by_its_contract_and_its_app_h
     outcome = verdicts.combine(judged)
     assert outcome["status"] == "failed"
     assert outcome["anomalies"] == {"lost": 0, "duplicated": 0, "unexpected": 0, "reordered": 0, "wrong_aggregate": 3,
-                                    "app_health": 1, "stalled": 0, "unprocessed": 0}
+                                    "app_health": 1, "resource_growth": 0, "stalled": 0, "unprocessed": 0}
     assert [(m["label"], m["status"], m["anomalies"]) for m in outcome["matrix"]] == [
         ("orders-enriched (one-to-one)", "failed", {"lost": 0, "duplicated": 0, "unexpected": 0, "reordered": 0,
-                                                    "app_health": 1, "stalled": 0, "unprocessed": 0}),
+                                                    "app_health": 1, "resource_growth": 0, "stalled": 0,
+                                                    "unprocessed": 0}),
         ("orders-count (aggregate count)", "failed", {"wrong_aggregate": 3})]
     assert sorted(outcome["samples"]["wrong_aggregate"], key=lambda s: s["key"]) == [
         {"version": "orders-count", "key": "k0", "expected": "4", "found": "5", "inputs": 4},

@@ -33,7 +33,7 @@ def test_a_version_is_built_once_and_reused(tmp_path, monkeypatch):
     assert command[command.index("io.kafkasoak.streams.SoakStreamsApp") + 1:] == [
         "--threads", "4", "--standbys", "1", "--cache-max-bytes", str(10 * 12 * 2 * 128), "--acceptable-recovery-lag",
         "0", "--max-warmup-replicas", "1", "--commit-interval-ms", "100", "--partitions", "12", "--blob-bytes", "0",
-        "--session-timeout-ms", "6000", "--topology", "workflow", "--write-buffer-bytes", "0",
+        "--session-timeout-ms", "6000", "--topology", "workflow", "--write-buffer-bytes", "0", "--bug", "none",
         "--state-dir", str(tmp_path / "state" / "instance-2"),
         "--design", "single-writer", "--parallel-tasks", "5"]
 

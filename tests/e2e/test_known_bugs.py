@@ -18,9 +18,8 @@ delays is an app's start, its join and its processing, and a commit can only com
   lands 10 to 11 s after the transaction began, 9 s before the 20 s stall ends.
 The three clocked runs go at once (``conftest.known_bug_runs``, after building their Kafka Streams versions), and
 KAFKA-20785's and KAFKA-19690's once they have applied their programs, so that their clusters never load the machine
-inside the others' margins; together they take about one run's time and a half, four to six minutes. Meanwhile they
-hold the machine alone: the other pytest-xdist workers' runs wait (``support.machine_share``). The tests that read them
-share one pytest-xdist group. KAFKA-16692's scenario is measured by ``make bugs`` only
+inside the others' margins; together they take about one run's time and a half, four to six minutes. The tests that
+read them share one pytest-xdist group. KAFKA-16692's scenario is measured by ``make bugs`` only
 (``conftest.ONLY_IN_MAKE_BUGS``).
 """
 

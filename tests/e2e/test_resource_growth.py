@@ -1,7 +1,8 @@
 """End to end: what the run's processes use over a run, and anomaly resource_growth. A planted leak (bug switch
 ``leak``) is caught, with the resource, the instance, the rate and the sample that shows it; the same app without the
 switch over the same run passes: the worker's in a run of its own beside, the Kafka Streams app's as a control in the
-same run (param variants). Warm-up and bounds are shortened to a minute's run (the params' defaults are a night's).
+same run (param variants). The three runs go side by side (``leak_runs``), so they cost about one run's time. Warm-up
+and bounds are shortened to a minute's run (the params' defaults are a night's).
 
 The leaks are far from the bounds either way: the worker keeps 16 KB a record (100 records/s: its resident memory
 rose 50 MB at 5.6 GB/h against bounds of 20 MB and 300 MB/h, the control's not at all); Kafka Streams keeps an open
@@ -14,28 +15,39 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from support.soak_runs import soak
 
 from kafka_soak.shared import resources
+
+pytestmark = pytest.mark.xdist_group(name="resource-growth")
 
 # 100 records/s for 50 s; the instance sampled every second, judged from 10 s after its start
 LEAK_RUN = {"program": "1 0 0 0 0", "interval_s": 10, "records": 5000, "keys": 300, "partitions": 4,
             "sample_interval_s": 1,
             "resource_growth": {"warmup_s": 10, "per_hour": {"rss_mb": 300}, "total": {"rss_mb": 20}}}
+# 200 records/s for 50 s: an open iterator each; the control's heap flat after its first seconds
+STREAMS_LEAK_RUN = {**LEAK_RUN, "app": "streams", "records": 10_000, "bug": "leak",
+                    "variants": [{"name": "no-leak", "bug": "none"}],
+                    "resource_growth": {"warmup_s": 15, "per_hour": {"heap_mb": 200, "rss_mb": 2000},
+                                        "total": {"heap_mb": 10, "rss_mb": 300}}}
 
 
-def leak_and_control(runs_dir: Path, **conf) -> tuple[tuple, tuple]:
-    """The run with bug switch leak and the same run without it, side by side."""
-    with ThreadPoolExecutor(2) as pool:
-        leak = pool.submit(soak, runs_dir / "leak", bug="leak", **conf)
-        control = pool.submit(soak, runs_dir / "control", **conf)
-        return leak.result(), control.result()
+@pytest.fixture(scope="module")
+def leak_runs(runs_dir: Path) -> SimpleNamespace:
+    """The worker with bug switch leak, the same worker without it, and the Kafka Streams app with it beside its control
+    (one run), each in a runs directory of its own, side by side."""
+    with ThreadPoolExecutor(3) as pool:
+        worker = pool.submit(soak, runs_dir / "worker-leak", app="worker", bug="leak", **LEAK_RUN)
+        control = pool.submit(soak, runs_dir / "worker-control", app="worker", **LEAK_RUN)
+        streams = pool.submit(soak, runs_dir / "streams-leak", **STREAMS_LEAK_RUN)
+        return SimpleNamespace(worker=worker.result(), control=control.result(), streams=streams.result())
 
 
-def test_the_worker_s_planted_leak_is_caught_with_its_rate_and_the_worker_without_it_passes(runs_dir):
-    (code, run_dir, verdict), (control_code, control_dir, control) = leak_and_control(runs_dir, app="worker",
-                                                                                        **LEAK_RUN)
+def test_the_worker_s_planted_leak_is_caught_with_its_rate_and_the_worker_without_it_passes(leak_runs):
+    (code, run_dir, verdict), (control_code, control_dir, control) = leak_runs.worker, leak_runs.control
     assert code == 1 and verdict["status"] == "failed", verdict["anomalies"]
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"resource_growth": 1}
     [sample] = verdict["samples"]["resource_growth"]
@@ -52,15 +64,8 @@ def test_the_worker_s_planted_leak_is_caught_with_its_rate_and_the_worker_withou
     assert resources.describe(sample).startswith("instance-1 (pid ")
 
 
-# 200 records/s for 50 s: an open iterator each; the control's heap flat after its first seconds
-STREAMS_LEAK_RUN = {**LEAK_RUN, "app": "streams", "records": 10_000, "bug": "leak",
-                    "variants": [{"name": "no-leak", "bug": "none"}],
-                    "resource_growth": {"warmup_s": 15, "per_hour": {"heap_mb": 200, "rss_mb": 2000},
-                                        "total": {"heap_mb": 10, "rss_mb": 300}}}
-
-
-def test_the_kafka_streams_app_s_leaked_iterators_are_caught_in_its_heap_beside_a_control_that_passes(runs_dir):
-    code, run_dir, verdict = soak(runs_dir, **STREAMS_LEAK_RUN)
+def test_the_kafka_streams_app_s_leaked_iterators_are_caught_in_its_heap_beside_a_control_that_passes(leak_runs):
+    code, run_dir, verdict = leak_runs.streams
     table = {row["version"]: row for row in verdict["matrix"]}
     leak, control = table["4.3.1"], table["4.3.1-no-leak"]
     assert leak["status"] == "failed" and {k: v for k, v in leak["anomalies"].items() if v} == {"resource_growth": 1}

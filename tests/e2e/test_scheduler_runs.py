@@ -193,7 +193,7 @@ def test_a_run_cleared_during_its_drain_on_a_shared_cluster_leaves_nothing_on_it
             assert group_of(first).startswith(f"{EXTERNAL_DAG}-app-"), "the run's own group on a shared cluster"
             assert held == {"topics": set(json.loads((first / rundir.CLUSTER).read_text())["topics"].values()),
                             "groups": {group_of(first)}, "quotas": {"consumer_byte_rate"}}, held
-            assert reaper.leftovers(first) == ["instance-1"]
+            assert reaper.leftovers(first) == ["instance-1", "resource-sampler"]
 
             assert api.post(f"/api/v2/dags/{EXTERNAL_DAG}/dagRuns/{run_id}/clear", json={"dry_run": False}).is_success
             stack.wait_for("attempt 2 drains", lambda: draining(api, run_id, second), 300)

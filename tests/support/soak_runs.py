@@ -16,7 +16,6 @@ import psutil
 from kafka_soak.cli import as_owner
 from kafka_soak.clients.reference import worker
 from kafka_soak.factory import ONLY_ENV
-from support import machine_share
 from support.checks import live_processes
 
 DAG_ID = "soak_eos_id_assignment"
@@ -99,18 +98,17 @@ def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | 
     runs_dir.mkdir(parents=True, exist_ok=True)
     earlier = run_dirs(runs_dir / dag_id)
     output = runs_dir / f".{dag_id}.dags-test.log"  # a file, not a pipe: nobody reads it while ``during`` runs
-    with machine_share.share():  # a fixture's runs hold one too (an e2e test's own runs hold its test's)
-        with output.open("w") as out:
-            proc = subprocess.Popen(["airflow", "dags", "test", dag_id, "-c", json.dumps(conf)], env=env,
-                                    stdout=out, stderr=subprocess.STDOUT)
-        try:
-            if during is not None:
-                during(new_run_dir(runs_dir / dag_id, earlier))
-            proc.wait(timeout=900)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    with output.open("w") as out:
+        proc = subprocess.Popen(["airflow", "dags", "test", dag_id, "-c", json.dumps(conf)], env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        if during is not None:
+            during(new_run_dir(runs_dir / dag_id, earlier))
+        proc.wait(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     run_dir = (runs_dir / dag_id / "latest").resolve()
     output.replace(run_dir / "dags-test.log")
     verdict_path = run_dir / "verdict.json"
