@@ -34,9 +34,9 @@ MAX_WORKER_VERSIONS = 4  # side by side on two cores, as streams_versions
 # reference: the suite's worker (commits the offsets it processed); example: what confluent-kafka's
 # examples/eos_transactions.py does (commits the consumer's position(), partition EOF on).
 WORKER_STYLES = ("reference", "example")
-# The faults the reference worker can plant (its --bug); the Kafka Streams app's (its --bug) are STREAMS_BUGS'.
+# The faults the reference worker can plant (its --bug); those of the Kafka Streams app (its --bug): STREAMS_BUGS.
 BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate", "revoke-no-offsets", "leak")
-STREAMS_BUGS = ("none", "leak")  # leak: a state store iterator opened per record and never closed (id-assignment)
+STREAMS_BUGS = ("none", "leak")  # leak: an iterator over a state store opened per record, never closed (id-assignment)
 # One mapped program_step task per step: Airflow maps at most [core] max_map_length (1024) task instances.
 MAX_STEPS = 1024
 MAX_PARTITIONS = 256  # of any topic of a run (param partitions, a profile's topics)
@@ -85,7 +85,6 @@ GROWTH_DEFAULTS = {"warmup_s": 600, "per_hour": {"rss_mb": 200, "heap_mb": 100, 
                    "total": {"rss_mb": 100, "heap_mb": 50, "threads": 10, "fds": 50}, "brokers": False}
 GROWTH_BOUNDS_SCHEMA = {"type": "object", "additionalProperties": False,
                         "properties": {r: {"type": "number", "minimum": 0} for r in ("rss_mb", "heap_mb", "threads", "fds")}}
-
 
 
 def growth_bounds(given: dict[str, Any]) -> dict[str, Any]:

@@ -47,11 +47,19 @@ def tree(record_pid: int, started: float) -> list[psutil.Process]:
     """The process a record names, if it is still that one (same start time), and its descendants."""
     try:
         root = psutil.Process(record_pid)
-        if abs(root.create_time() - started) > 1.0 or root.status() == psutil.STATUS_ZOMBIE:
+        if abs(root.create_time() - started) > 1.0 or not running(root):
             return []  # another process on a recycled PID, or one that ended and holds nothing any more
-        return [root, *(c for c in root.children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE)]
+        return [root, *filter(running, root.children(recursive=True))]
     except psutil.Error:
         return []
+
+
+def running(proc: psutil.Process) -> bool:
+    """Not ended: a zombie holds nothing, and a child may end while its tree is listed."""
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 class Sampler:
