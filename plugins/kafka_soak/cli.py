@@ -174,8 +174,9 @@ def report_verdict(run_dir: Path, dags_test_code: int) -> int:
             print(f"  {label:<{width}}{row['status'].upper():<14}"
                   + "".join(f"{row['anomalies'].get(n, 0):>16}" for n in names))
     else:
+        width = max(map(len, verdict["anomalies"]), default=0)
         for name, count in verdict["anomalies"].items():
-            print(f"  {name:<12} {count}")
+            print(f"  {name:<{width}} {count}")
     for reason in verdict.get("inconclusive_reasons", []):
         print(f"  inconclusive: {reason}")
     for name, rows in verdict.get("samples", {}).items():
