@@ -6,7 +6,8 @@ Each sample is one process tree (a team's app may be a script that starts its JV
 file descriptors summed over it, CPU in cores since the last sample, and the heap after the last collection of a JVM
 in it (from the GC log the run's JVMs write, ``resources.gc_option``). psutil reads what the kernel keeps; nothing is
 attached to a JVM. The run directory's size and each broker's data size are taken every ``DISK_EVERY`` samples.
-Light to import (the standard library, psutil and the registry): it runs for the whole run beside the app.
+Light to import (the standard library, psutil and the local runtime, no Airflow): it runs for the whole run beside
+the app.
 """
 
 from __future__ import annotations
