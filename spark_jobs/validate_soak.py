@@ -351,10 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     health, drain = read_health(args.out_dir), read_drain(args.out_dir)
     growth = read_growth(args.out_dir, args.resource_growth)
     owners = [health_owner(subject, args.subjects) for subject in args.subjects]
+    first_owner = next((o for o in owners if o is not None), None)  # whose verdict counts the brokers' growth
     matrix = len(args.subjects) > 1
     judged = {}
     positions: dict[str, dict[int, tuple[int, int]]] = {}  # per group: what the app committed of the input
-    for subject in args.subjects:
+    for subject, owner in zip(args.subjects, owners, strict=True):
         out_dir = args.out_dir / rundir.SUBJECTS / subject["name"] if matrix else args.out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         group = subject.get("app_id", "")  # none: a subject given by hand, judged on the whole input
@@ -363,10 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                 positions[group] = kafka_topics.committed(args.bootstrap, group, args.input_topic) if group else {}
             history, gone = read_history(spark, args.bootstrap, subject,
                                          anomalies.processed(inputs, positions[group]))
-        owner = health_owner(subject, args.subjects)
-        first = owner is not None and owner == next(o for o in owners if o is not None)
         judged[subject["name"]] = judge(spark, args, subject, history, {**truncated, **gone}, health, owner, out_dir,
-                                        positions[group], drain, growth_of(growth, owner, first))
+                                        positions[group], drain, growth_of(growth, owner, owner == first_owner))
         if matrix:
             rundir.write_json(out_dir / rundir.VERDICT, judged[subject["name"]][0])
     common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,

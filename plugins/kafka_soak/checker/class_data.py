@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from kafka_soak.backends.kafka_jars import java_executable
 from kafka_soak.toolchain import maven
 
@@ -86,11 +88,6 @@ def alive(claim: Path) -> bool:
     """Whether the process a claim names still runs."""
     try:
         pid = claim.read_text().strip()
-        if not pid:
-            return True  # made this moment: its process is writing its PID
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError, FileNotFoundError):
+    except FileNotFoundError:
         return False
-    except PermissionError:  # another user's: alive
-        return True
-    return True
+    return not pid or pid.isdigit() and psutil.pid_exists(int(pid))  # no PID yet: its process is writing it

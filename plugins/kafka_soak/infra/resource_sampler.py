@@ -44,15 +44,24 @@ def stop(run_dir: Path) -> None:
     LocalProcesses(run_dir).stop(NAME, timeout=10)
 
 
-def tree(record_pid: int, started: float) -> list[psutil.Process]:
-    """The process a record names, if it is still that one (same start time), and its descendants."""
+def tree(record_pid: int, started: float, children_of: dict[int, list[int]] | None) -> list[psutil.Process]:
+    """The process a record names, if it is still that one (same start time), and its descendants from
+    ``children_of`` (the machine's processes by parent, listed once a sample); None: the process alone."""
     try:
         root = psutil.Process(record_pid)
         if abs(root.create_time() - started) > 1.0 or not running(root):
             return []  # another process on a recycled PID, or one that ended and holds nothing any more
-        return [root, *filter(running, root.children(recursive=True))]
     except psutil.Error:
         return []
+    procs, pending = [root], list((children_of or {}).get(record_pid, ()))
+    while pending:
+        pid = pending.pop()
+        pending.extend(children_of.get(pid, ()))
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.Error:  # ended since the listing
+            continue
+    return list(filter(running, procs))
 
 
 def running(proc: psutil.Process) -> bool:
@@ -76,27 +85,32 @@ class Sampler:
         self.count = 0
 
     def records(self) -> list[ProcessRecord]:
-        names = sorted(p.stem for p in self.registry.path.glob("*.json"))
-        return [r for name in names if (r := self.registry.record(name)) is not None and r.container is None]
+        """The run's local processes (a container's record is skipped: its processes are not this machine's to read)."""
+        return [r for name in self.registry.names(containers=False) if (r := self.registry.record(name)) is not None]
 
     def sample_once(self, now: float) -> None:
+        children_of: dict[int, list[int]] = {}  # one listing of the machine's processes for every tree of the sample
+        for proc in psutil.process_iter(["ppid"]):
+            children_of.setdefault(proc.info["ppid"], []).append(proc.pid)
         lines = []
         for record in self.records():
-            lines.append(self.sample(record.name, record.pid, record.create_time, now))
+            lines.append(self.sample(record.name, record.pid, record.create_time, now, children_of))
             if record.supervisor:
                 try:
                     started = psutil.Process(record.supervisor).create_time()
                 except psutil.Error:
                     continue
-                lines.append(self.sample(record.name + SUPERVISOR, record.supervisor, started, now, children=False))
+                lines.append(self.sample(record.name + SUPERVISOR, record.supervisor, started, now, None))
         for line in filter(None, lines):
             rundir.append_jsonl(self.out / resources.SAMPLES, line)
         if self.count % DISK_EVERY == 0:
             rundir.append_jsonl(self.out / resources.DISK, {"at": now, **self.disk()})
         self.count += 1
 
-    def sample(self, name: str, pid: int, started: float, now: float, children: bool = True) -> dict[str, Any] | None:
-        procs = tree(pid, started) if children else tree(pid, started)[:1]
+    def sample(self, name: str, pid: int, started: float, now: float,
+               children_of: dict[int, list[int]] | None) -> dict[str, Any] | None:
+        """One process's tree (``tree``), summed; None when it is gone."""
+        procs = tree(pid, started, children_of)
         totals = {"rss": 0, "threads": 0, "fds": 0, "cpu": 0.0}
         for proc in procs:
             try:
