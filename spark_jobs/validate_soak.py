@@ -257,11 +257,13 @@ def read_history(spark: SparkSession, bootstrap: str, subject: dict[str, Any],
 
 
 def read_growth(run_dir: Path, bounds: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """How the run's processes grew (``resources.growth`` on the samples the run kept); none when the run has no
-    samples or the job was given no bounds (a checker run by hand on topics alone)."""
+    """How the run's processes grew (``resources.growth`` on the samples the run kept, each life until the suite asked
+    it to stop); none when the run has no samples or the job was given no bounds (a checker run by hand on topics
+    alone)."""
     if not bounds:
         return []
-    return resources.growth(rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES), bounds)
+    return resources.growth(rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES), bounds,
+                            resources.ends(rundir.read_jsonl(run_dir / rundir.EVENTS)))
 
 
 def growth_of(rows: list[dict[str, Any]], owner: str | None, first: bool) -> list[dict[str, Any]]:

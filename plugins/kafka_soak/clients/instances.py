@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -258,9 +259,10 @@ class Instances:
             log.info("%s already stopped", subject.label(instance))
             return None
         record = self.runtime.record(name)
+        asked = time.time()  # the end of the process's running life: what it does after is its shutdown
         code = self.runtime.stop(name, timeout) if how == "stop" else self.runtime.kill(name)
         journal(self.run_dir, how, instance=instance, subject=subject.name, exit_code=code,
-                pid=record.pid if record else None)
+                pid=record.pid if record else None, asked=round(asked, 3))
         return code
 
     def pause(self, instance: int) -> bool:

@@ -5,8 +5,10 @@ directory's and each broker's data size into ``disk.jsonl``; the JVMs the run st
 ``gc/<pid>.log`` (``gc_option``), from which a sample takes the heap in use after the last collection. The checker
 judges growth (``growth``), the report draws the samples (``downsampled``).
 
-A process life is one process: an instance restarted is a new life, judged on its own. Growth is judged after a
-warm-up: a life's samples after it are cut into quarters by time, and a resource *keeps rising* when its floor (each
+A process life is one process: an instance restarted is a new life, judged on its own. Its running time ends when the
+suite asked it to stop or killed it (``asked`` of its ``stop`` or ``kill`` event): a process shutting down gives its
+memory back, which is no sign of health. Growth is judged after a warm-up: a life's samples after it are cut into
+quarters by time, and a resource *keeps rising* when its floor (each
 quarter's lowest sample: what a collection or a quiet moment leaves, where a leak shows and a saw-tooth does not) never
 falls from one quarter to the next and ends above where it began (a leak that grows with the load stops when the load
 does). It grows beyond its bounds when it keeps rising and both its rate (the Theil-Sen slope: the median of the slopes
@@ -89,20 +91,32 @@ def trend(points: list[tuple[float, float]]) -> dict[str, Any] | None:
             "per_hour": theil_sen(points) * 3600, "rise": floors[3] - floors[0], "from": start, "until": end}
 
 
+def ends(events: list[dict[str, Any]]) -> dict[int, list[float]]:
+    """When the suite asked each process (by pid) to stop or killed it, from the run's events (``stop``/``kill``
+    events with ``asked``; a pid the machine gave out again has one time per life)."""
+    asked: dict[int, list[float]] = {}
+    for event in events:
+        if event.get("event") in ("stop", "kill") and event.get("pid") is not None and "asked" in event:
+            asked.setdefault(event["pid"], []).append(event["asked"])
+    return asked
+
+
 def judged_process(name: str, brokers: bool) -> bool:
     """Whether a process's growth is judged: the app's instances, and the brokers when the run asks."""
     return name.startswith(APP_PREFIX) or (brokers and name.startswith(BROKER_PREFIX))
 
 
-def growth(samples: list[dict[str, Any]], bounds: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per judged process life and resource with a trend after the warm-up (``bounds``: the run's
-    ``resource_growth`` param): its rate, rise, whether it keeps rising and whether it ``grows`` beyond both bounds,
-    with the last sample that shows it."""
+def growth(samples: list[dict[str, Any]], bounds: dict[str, Any],
+           asked: dict[int, list[float]] | None = None) -> list[dict[str, Any]]:
+    """One row per judged process life and resource with a trend over its running time after the warm-up (``bounds``:
+    the run's ``resource_growth`` param; ``asked``: ``ends``): its rate, rise, whether it keeps rising and whether it
+    ``grows`` beyond both bounds, with the last sample that shows it."""
     rows = []
     for (process, pid, started), life in lives(samples).items():
         if not judged_process(process, bounds.get("brokers", False)):
             continue
-        warm = [s for s in life if s["at"] >= started + bounds["warmup_s"]]
+        end = min((t for t in (asked or {}).get(pid, []) if t >= started), default=float("inf"))
+        warm = [s for s in life if started + bounds["warmup_s"] <= s["at"] < end]
         for resource, unit in JUDGED.items():
             points = [(s["at"], float(s[resource])) for s in warm if s.get(resource) is not None]
             course = trend(points)

@@ -53,6 +53,24 @@ def test_each_life_is_judged_on_its_own_and_the_brokers_only_when_asked():
         [("kafka-1", "rss_mb", True)]
 
 
+def test_a_life_is_judged_until_the_suite_asked_it_to_stop_not_over_its_shutdown():
+    # a leak to 112 MB whose last sample, taken while the process shut down, fell to 42 (seen in a run: a Python
+    # worker gives its memory back as it exits)
+    leak = life("instance-1", 7, 0.0, [20 + 0.5 * i for i in range(131)] + [42.0])
+    events = [{"event": "start", "pid": 7, "t": 0.0}, {"event": "stop", "pid": 7, "asked": 652.0, "t": 656.0},
+              {"event": "kill", "pid": 8, "asked": 10.0, "t": 10.2}]
+    asked = resources.ends(events)
+    assert asked == {7: [652.0], 8: [10.0]}
+    [row] = [r for r in resources.growth(leak, BOUNDS, asked) if r["resource"] == "rss_mb"]
+    assert row["grows"] and row["until"] == 650.0 and row["last"] == 20 + 0.5 * 130
+    [unended] = [r for r in resources.growth(leak, BOUNDS) if r["resource"] == "rss_mb"]
+    assert not unended["rising"]  # what the shutdown's sample alone would have made of it
+    # the same pid given out again to a later life: that life ends at its own request
+    reused = life("instance-1", 7, 1000.0, [20 + 0.5 * i for i in range(40)])
+    later = [r for r in resources.growth(leak + reused, BOUNDS, {7: [652.0, 1150.0]}) if r["resource"] == "rss_mb"]
+    assert [(r["since"], r["until"]) for r in later] == [(60.0, 650.0), (1060.0, 1145.0)]
+
+
 def test_a_life_too_short_after_its_warm_up_is_not_judged():
     assert resources.growth(life("instance-1", 1, 0.0, [100 + i for i in range(19)]), BOUNDS) == []
 
