@@ -39,6 +39,8 @@ BUGS = ("none", "skip-restore", "stale-cache", "drop", "duplicate", "revoke-no-o
 STREAMS_BUGS = ("none", "leak")  # leak: an iterator over a state store opened per record, never closed (id-assignment)
 # One mapped program_step task per step: Airflow maps at most [core] max_map_length (1024) task instances.
 MAX_STEPS = 1024
+# The fault kinds a random program draws from (param random_program; faults.kinds.DRAWN, which a unit test holds equal).
+RANDOM_FAULTS = ("toggle", "kill", "stall", "pause", "broker", "network")
 MAX_PARTITIONS = 256  # of any topic of a run (param partitions, a profile's topics)
 APPS = ("worker", "streams")
 TOPOLOGIES = ("id-assignment", "workflow", "aggregate", "repartition")
@@ -319,9 +321,25 @@ PARAMS: dict[str, Declared] = {
         "description": "restart=on-failure: the first backoff; it doubles with each consecutive "
                        "failure up to 30 s and starts over after 30 s of running."}),
     "seed": Declared(0, {
-        "type": "integer", "minimum": 0, "maximum": 2**63 - 1,
+        "type": ["integer", "null"], "minimum": 0, "maximum": 2**63 - 1,
         "description": "Seed of the random program, the payloads and the reference worker's crash draws "
-                       "(crash_probability; new for each instance, step and restart)."}),
+                       "(crash_probability; new for each instance, step and restart). null: drawn for each run "
+                       "(a nightly soak's program differs every night), kept in its plan: trigger with it to "
+                       "replay the run."}),
+    "random_program": Declared({}, {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "faults": {"type": "array", "uniqueItems": True, "maxItems": len(RANDOM_FAULTS),
+                       "items": {"type": "string", "enum": list(RANDOM_FAULTS)}},
+            "every": {"type": "integer", "minimum": 2, "maximum": MAX_STEPS},
+            "steps": {"type": "integer", "minimum": 1, "maximum": MAX_STEPS}},
+        "description": "The random program of an empty `program`. {}: toggles of random instances, two per "
+                       "instance. faults: the kinds it draws from (toggle: a graceful restart, kill: kill -9 and "
+                       "a restart, pause, stall: record processing stalled for half a step, broker: one down, "
+                       "network: an instance or a broker cut), each fault lasting one step: every instance "
+                       "starts, then a fault every `every` steps (default 2), the kinds taking turns in an order "
+                       "drawn each round. steps: the program's length (default: the load's duration at `rate`, "
+                       "else each kind twice)."}),
     "health_allowance": Declared(0, {
         "type": "integer", "minimum": 0, "maximum": 1_000_000,
         "description": "App-health incidents a run tolerates before anomaly app_health fails it: "

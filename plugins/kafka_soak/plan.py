@@ -58,7 +58,8 @@ class Plan(TypedDict):
     restart: str
     session_timeout_ms: int
     restart_backoff_s: float
-    seed: int
+    seed: int  # a null param's drawn for the run
+    random_program: dict[str, Any]
     health_allowance: int
     sample_interval_s: float
     resource_growth: dict[str, Any]  # whole: what the param left out has its default (params.growth_bounds)

@@ -33,6 +33,7 @@ from kafka_soak.params import (
     DEPLOYER_ONLY,
     MAX_RATE,
     MAX_RUN_S,
+    MAX_STEPS,
     PARAM_SCHEMAS,
     PARAMS,
     PLACEHOLDERS,
@@ -98,9 +99,15 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
     raw = values["program"]
     source = "given"
     program: list[str] = []
+    if values["seed"] is None:  # drawn for this run (its scope: its DAG and attempt), kept in the plan for a replay
+        values["seed"] = int(scope, 16) if scope else 0
     if raw in ("", [], None):
-        program = programs.random_program(values["seed"], values["instances"])
+        errors.extend(random_program_errors(values))
+        program = random_program(values)
         source = f"random(seed={values['seed']})"
+    elif values["random_program"]:
+        errors.append("random_program: shapes the random program of an empty program; this run gives its program "
+                      f"({raw!r}): leave one of them out")
     else:
         try:
             for releases in start_releases(values):  # each cluster of a broker version matrix starts on its own
@@ -150,6 +157,25 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
                        "sample_interval_s": float(values["sample_interval_s"]),
                        "resource_growth": growth_bounds(values["resource_growth"]),
                        "restart_backoff_s": float(values["restart_backoff_s"])})
+
+
+def random_program(values: dict[str, Any]) -> list[str]:
+    """The program of an empty ``program``, drawn from ``seed`` as param ``random_program`` asks: with faults, as long
+    as the load (``records`` at ``rate``) unless it says how long."""
+    shape = values["random_program"]
+    faults, interval = shape.get("faults", []), float(values["interval_s"])
+    steps = shape.get("steps") or (min(MAX_STEPS, math.ceil(values["records"] / values["rate"] / interval))
+                                   if faults and values["rate"] else None)
+    return programs.random_program(values["seed"], values["instances"], steps, values["brokers"], faults,
+                                   shape.get("every", 2), interval)
+
+
+def random_program_errors(values: dict[str, Any]) -> list[str]:
+    """A kind asked of the random program that the run has nothing to draw it on."""
+    if "broker" in values["random_program"].get("faults", []) and values["brokers"] < 2:
+        return [f"random_program: faults: 'broker' takes one broker of two or more down; this run has "
+                f"{values['brokers']} (param brokers)"]
+    return []
 
 
 def start_releases(values: dict[str, Any]) -> list[Releases]:

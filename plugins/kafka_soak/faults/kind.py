@@ -55,6 +55,10 @@ class ProgramState:
     releases: dict[int, str] = field(default_factory=dict)  # broker -> the Apache Kafka release it was moved to
     versions: dict[int, str] = field(default_factory=dict)  # instance -> the app version it was moved to
 
+    def running(self) -> list[int]:
+        """The instances running at this point, in order."""
+        return sorted(n for n, s in self.instances.items() if s == "running")
+
     def instance(self, n: int) -> str:
         return self.instances.get(n, "stopped")
 
@@ -157,6 +161,9 @@ class FaultKind(Protocol):
     needs: ClassVar[str]  # the backend capability its steps need ("": any backend)
     needs_why: ClassVar[str]  # what its steps do that needs it, as a refusal says
     # A kind may also name the runtimes (param runtime) its steps work on, as ``runtimes``: a tuple; absent: any.
+    # A kind a random program can draw (param random_program) has ``draw(rng, state, limits, step_s) -> list[str]``:
+    # the tokens of one fault of its kind on consecutive steps of ``step_s`` seconds, the last of which undoes it, drawn
+    # for ``state`` (which it does not advance), or none when nothing can take one at that point.
     # And it may have ``conclude(instances) -> dict[str, list[int]]``: what the drain does once the app caught up or
     # the drain ended (the stall kind disarms what no thread took), which drain.json adds to what ``restore`` did.
     # The seconds the drain waits beyond drain_timeout_s after a step of each action, for what the fault leaves the

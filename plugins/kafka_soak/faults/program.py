@@ -25,6 +25,7 @@ impossible transition (``r2`` while 2 runs) is refused before the run, naming th
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from kafka_soak.faults import kinds
 from kafka_soak.faults.kind import FaultKind, Limits, ProgramError, ProgramState, Releases, Step
@@ -56,10 +57,10 @@ def parse(program: str | list[int | str], instances: int, brokers: int = 1,
 
 
 def run(program: list[str], t0: float = 0.0, interval_s: float = 0.0,
-        limits: Limits | None = None) -> tuple[list[Step], ProgramState]:
+        limits: Limits | None = None, state: ProgramState | None = None) -> tuple[list[Step], ProgramState]:
     """Each step with the action that leads to its desired state, firing at ``t0 + i * interval_s``, and the state
-    the program leaves; checked against ``limits`` (none: the tokens alone)."""
-    state, limits = ProgramState(), limits or Limits()
+    the program leaves; checked against ``limits`` (none: the tokens alone), from ``state`` (none: nothing runs)."""
+    state, limits = state or ProgramState(), limits or Limits()
     listed = allowed(limits.instances or 1, limits.brokers or 1)
     result = []
     for i, token in enumerate(program):
@@ -91,10 +92,30 @@ def kinds_in(program: list[str]) -> list[tuple[FaultKind, list[str]]]:
             if any(s.action in kind.actions for s in steps)]
 
 
-def random_program(seed: int, instances: int, length: int | None = None) -> list[str]:
-    """A seeded program of ``length`` toggles (default: two per instance) that can be replayed from the seed."""
+def random_program(seed: int, instances: int, length: int | None = None, brokers: int = 1,
+                   faults: Sequence[str] = (), every: int = 1, step_s: float = 10.0) -> list[str]:
+    """A seeded program that can be replayed from the seed, ``length`` steps of ``step_s`` seconds long.
+
+    Without ``faults``: toggles of random instances (default length: two per instance). With them (names of
+    ``kinds.DRAWN``): every instance starts, then a fault every ``every`` steps, each undone before the next; the kinds
+    take turns in an order shuffled each round, so that each comes as often as the others whatever the seed (default
+    length: each kind twice). A kind that nothing can take at its turn (no broker to spare) leaves its turn quiet."""
     rng = random.Random(seed)
-    return [str(rng.randint(1, instances)) for _ in range(length or 2 * instances)]
+    if not faults:
+        return [str(rng.randint(1, instances)) for _ in range(length or 2 * instances)]
+    limits = Limits(instances, brokers)
+    total = length or instances + 2 * len(faults) * every
+    program = [str(n) for n in range(1, instances + 1)]
+    state = run(program, limits=limits)[1]
+    turns: list[str] = []
+    while len(program) < total:
+        turns = turns or rng.sample(list(faults), len(faults))
+        tokens = kinds.DRAWN[turns.pop()].draw(rng, state, limits, step_s)
+        if len(program) + len(tokens) > total:
+            break
+        state = run(tokens, limits=limits, state=state)[1]
+        program += tokens + ["0"] * (every - len(tokens))
+    return (program + ["0"] * total)[:total]
 
 
 def render(program: list[str]) -> str:

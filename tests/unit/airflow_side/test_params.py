@@ -1,3 +1,4 @@
+import re
 import types
 import typing
 
@@ -34,6 +35,28 @@ def test_empty_program_becomes_a_stored_random_program():
     plan = run_plan.check({"program": "", "seed": 3})
     assert plan["program_source"] == "random(seed=3)"
     assert plan["program"] == run_plan.check({"program": [], "seed": 3})["program"]
+
+
+def test_a_null_seed_is_drawn_for_the_run_and_a_random_program_with_faults_spans_the_load():
+    shape = {"faults": ["kill", "pause"], "every": 4}
+    conf = {"program": "", "seed": None, "random_program": shape, "records": 60_000, "rate": 100, "interval_s": 10}
+    plan = run_plan.check(conf, scope="00c0ffee")
+    assert plan["seed"] == 0xC0FFEE and plan["program_source"] == f"random(seed={0xC0FFEE})"
+    assert len(plan["program"]) == 60 and plan["program_s"] == 600  # 600 s of load at 100 records/s
+    assert plan["program"] != run_plan.check(conf, scope="00c0ffef")["program"]  # another run, another night
+    assert run_plan.check({**conf, "seed": 0xC0FFEE}, scope="0badcafe")["program"] == plan["program"]  # a replay
+    assert len(run_plan.check({**conf, "random_program": {**shape, "steps": 9}})["program"]) == 9
+
+
+@pytest.mark.parametrize("conf, message", [
+    ({"program": "", "random_program": {"faults": ["broker"]}},
+     "random_program: faults: 'broker' takes one broker of two or more down; this run has 1 (param brokers)"),
+    ({"program": "1 2", "random_program": {"faults": ["kill"]}},
+     "random_program: shapes the random program of an empty program; this run gives its program ('1 2')"),
+])
+def test_a_random_program_the_run_cannot_draw_is_refused_by_name(conf, message):
+    with pytest.raises(ParamsError, match=re.escape(message)):
+        run_plan.check(conf)
 
 
 def test_every_problem_is_named():

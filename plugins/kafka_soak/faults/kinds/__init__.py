@@ -15,6 +15,11 @@ KINDS: tuple[FaultKind, ...] = (toggle.KIND, kill.KIND, stall.KIND, pause.KIND, 
                                 upgrade.BROKERS, upgrade.APP)
 
 
+# The kinds a random program can draw (param random_program's faults), by name: those with ``draw``. A rolling upgrade
+# is not drawn: it goes one way, to a release a run names.
+DRAWN: dict[str, FaultKind] = {kind.name: kind for kind in KINDS if hasattr(kind, "draw")}
+
+
 def matching(token: str) -> tuple[FaultKind, re.Match[str]] | None:
     """The kind whose tokens ``token`` is, with what it read of it."""
     return next(((kind, match) for kind in KINDS if (match := kind.pattern.match(token))), None)

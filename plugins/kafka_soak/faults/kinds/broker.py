@@ -5,6 +5,7 @@ run started can (capability ``broker_faults``)."""
 from __future__ import annotations
 
 import logging
+import random
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,12 @@ class Broker:
                                f"(it could not rejoin the controller quorum); heal it first (nb{n}+)")
         (state.brokers_down.add if down else state.brokers_down.discard)(n)
         return Target("broker-down" if down else "broker-up", broker=n)
+
+    def draw(self, rng: random.Random, state: ProgramState, limits: Limits, step_s: float) -> list[str]:
+        """One broker of two or more down for a step while the others serve, when all of them serve."""
+        brokers = limits.brokers or 1
+        up = [n for n in range(1, brokers + 1) if n not in state.brokers_down and f"broker {n}" not in state.cut]
+        return [f"b{(n := rng.choice(up))}-", f"b{n}+"] if brokers >= 2 and len(up) == brokers else []
 
     def describe(self, target: Target) -> str:
         return f"broker {target.broker} {'down' if target.action == 'broker-down' else 'up'}"

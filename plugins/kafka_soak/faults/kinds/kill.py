@@ -3,6 +3,7 @@ left open, as a crashed or OOM-killed process."""
 
 from __future__ import annotations
 
+import random
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,11 @@ class Kill:
         state.require(n, "kill", ("running", "paused"), position)
         state.set_instance(n, "stopped")
         return Target("kill", instance=n)
+
+    def draw(self, rng: random.Random, state: ProgramState, limits: Limits, step_s: float) -> list[str]:
+        """A running instance killed, and started again a step later."""
+        running = state.running()
+        return [f"k{(n := rng.choice(running))}", str(n)] if running else []
 
     def describe(self, target: Target) -> str:
         return f"kill -9 instance {target.instance}"

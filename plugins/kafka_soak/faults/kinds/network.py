@@ -11,6 +11,7 @@ can (capability ``network_faults``), with instances on runtime ``local``. The dr
 from __future__ import annotations
 
 import logging
+import random
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,18 @@ class Network:
         (state.cut.add if cut else state.cut.discard)(host)
         action = ("broker-" if of_broker else "") + ("cut" if cut else "heal")
         return Target(action, broker=n) if of_broker else Target(action, instance=n)
+
+    def draw(self, rng: random.Random, state: ProgramState, limits: Limits, step_s: float) -> list[str]:
+        """For a step, a running instance cut from every broker or, with two brokers or more, a broker cut from the
+        others (one or the other at even odds where both can be)."""
+        hosts = [f"n{n}" for n in state.running() if f"instance {n}" not in state.cut]
+        if (limits.brokers or 1) >= 2 and not state.cut and not state.brokers_down:
+            hosts += [f"nb{n}" for n in range(1, (limits.brokers or 1) + 1)]
+        if not hosts:
+            return []
+        instances, brokers = [h for h in hosts if not h.startswith("nb")], [h for h in hosts if h.startswith("nb")]
+        host = rng.choice(rng.choice([group for group in (instances, brokers) if group]))
+        return [f"{host}-", f"{host}+"]
 
     def describe(self, target: Target) -> str:
         if target.broker:

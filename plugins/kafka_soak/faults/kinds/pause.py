@@ -4,6 +4,7 @@ paused): a process that stops answering without dying, as in a long GC pause or 
 from __future__ import annotations
 
 import logging
+import random
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,11 @@ class Pause:
         state.require(n, action, (needed,), position)
         state.set_instance(n, after)
         return Target(action, instance=n)
+
+    def draw(self, rng: random.Random, state: ProgramState, limits: Limits, step_s: float) -> list[str]:
+        """A running instance paused for a step."""
+        running = state.running()
+        return [f"p{(n := rng.choice(running))}", f"r{n}"] if running else []
 
     def describe(self, target: Target) -> str:
         return f"{target.action} instance {target.instance}"

@@ -17,6 +17,7 @@ the append, while the broker serves everything else (the coordinator's markers i
 from __future__ import annotations
 
 import logging
+import random
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -126,6 +127,11 @@ class Stall:
                                f"{', '.join(stalls.POINTS)}, or a JVM app's method as package.Class#method")
         state.require(n, "stall", ("running",), position)
         return Target("stall", instance=n, detail=f"at {point} for {seconds} s")
+
+    def draw(self, rng: random.Random, state: ProgramState, limits: Limits, step_s: float) -> list[str]:
+        """The record processing of a running instance stalled for half a step (it ends by itself)."""
+        running = state.running()
+        return [f"s{rng.choice(running)}@process:{max(1, int(step_s / 2))}"] if running else []
 
     def describe(self, target: Target) -> str:
         if target.broker:

@@ -3,6 +3,7 @@ step that does nothing (time for the app to settle)."""
 
 from __future__ import annotations
 
+import random
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,11 @@ class Toggle:
         action = "start" if state.instance(n) == "stopped" else "stop"
         state.set_instance(n, "running" if action == "start" else "stopped")
         return Target(action, instance=n)
+
+    def draw(self, rng: random.Random, state: ProgramState, limits: Limits, step_s: float) -> list[str]:
+        """A rolling restart of one running instance: stopped gracefully, started again a step later."""
+        running = state.running()
+        return [str(n := rng.choice(running)), str(n)] if running else []
 
     def describe(self, target: Target) -> str:
         return "no-op" if target.action == "noop" else f"{target.action} instance {target.instance}"
