@@ -55,6 +55,7 @@ bench: setup
 	$(PY) bench/dag_start.py --size $(SIZE)
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/run_processes.py --size $(SIZE)
+	$(PY) bench/report_night.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # How often the seed scenarios catch Kafka Streams 3.4.0 and pass the newest release (quick: 5 matrix runs per

@@ -371,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         if matrix:
             rundir.write_json(out_dir / rundir.VERDICT, judged[subject["name"]][0])
     common = {"backend": {"name": args.backend}, "quotas": read_quota_usage(args.out_dir), "health": health,
+              "growth": [{k: r[k] for k in resources.GROWTH_FIELDS} for r in growth],
               "validated_at": time.time(), "validation_seconds": round(time.monotonic() - started, 1)}
     outcomes = {name: v for name, (v, _) in judged.items()}
     outcome = {**(combine(outcomes) if matrix else next(iter(outcomes.values()))), **common}

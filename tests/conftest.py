@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import psutil
 import pytest
 from support import ROOT
+from support.browser import headless_chromium
 from support.checks import SECRET
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(ROOT / "plugins"))
 # The Spark job's own modules, as spark-submit puts them on its path (validate.shipped_modules); what they share with
@@ -391,18 +391,6 @@ def served(evidence, tmp_path_factory):
 @pytest.fixture(scope="session")
 def browser():
     """Headless Chromium, offline: no background network, no driver download (the driver path is given)."""
-    os.environ["SE_OFFLINE"] = "true"
-    from selenium import webdriver
-
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
-    assert not missing, f"{missing} missing: `make test` installs Debian's chromium and chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1280,2400"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
-    driver.set_page_load_timeout(60)
+    driver = headless_chromium()
     yield driver
     driver.quit()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_soak.evidence.pages import TEMPLATES
-from kafka_soak.shared import rundir
+from kafka_soak.shared import resources, rundir
 from kafka_soak.shared.contracts import ANOMALIES
 from kafka_soak.shared.rundir import REPORT, read_json
 
@@ -33,6 +33,7 @@ class RunSummary:
     app: str = ""  # "worker", "Kafka Streams 4.3.1", "Kafka Streams matrix", or the user's own
     matrix: list[dict[str, Any]] = field(default_factory=list)  # a version matrix: version x status x anomalies
     has_report: bool = False
+    growth: dict[str, dict[str, Any]] = field(default_factory=dict)  # per resource, the app instance that rose fastest
 
 
 def run_row(run_dir: Path, root: Path) -> RunSummary | None:
@@ -48,7 +49,7 @@ def run_row(run_dir: Path, root: Path) -> RunSummary | None:
                       status=verdict.get("status", "no verdict"), records=verdict.get("records", {}),
                       anomalies=verdict.get("anomalies", {}), program=program.get("program", ""),
                       app=app_label(given.get("plan", {})), matrix=verdict.get("matrix", []),
-                      has_report=(run_dir / REPORT).is_file())
+                      has_report=(run_dir / REPORT).is_file(), growth=resources.steepest(verdict.get("growth", [])))
 
 
 def app_label(plan: dict[str, Any]) -> str:
@@ -105,7 +106,8 @@ def scenarios(root: Path, only: set[str] | None = None) -> dict[str, list[RunSum
 
 def render_history(root: Path, link_prefix: str = "", only: set[str] | None = None) -> str:
     return TEMPLATES.get_template("history.html.j2").render(scenarios=scenarios(root, only), anomalies=ANOMALIES,
-                                                            prefix=link_prefix, report=REPORT, root=root, rates=rates)
+                                                            prefix=link_prefix, report=REPORT, root=root, rates=rates,
+                                                            labels=resources.LABELS)
 
 
 def write_history(root: Path | None = None) -> Path:

@@ -3,7 +3,7 @@
 ``infra/resource_sampler.py`` writes one line per process and sample into ``samples.jsonl`` (``Sample``) and the run
 directory's and each broker's data size into ``disk.jsonl``; the JVMs the run starts log their collections into
 ``gc/<pid>.log`` (``gc_option``), from which a sample takes the heap in use after the last collection. The checker
-judges growth (``growth``), the report draws the samples (``downsampled``).
+judges growth (``growth``), the report draws the samples (``bucketed``, ``downsampled``).
 
 A process life is one process: an instance restarted is a new life, judged on its own. Its running time ends when the
 suite asked it to stop or killed it (``asked`` of its ``stop`` or ``kill`` event): a process shutting down gives its
@@ -21,9 +21,10 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
+from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 DIR = "resources"
 SAMPLES, DISK, GC = "samples.jsonl", "disk.jsonl", "gc"
@@ -38,6 +39,10 @@ MAX_PAIRS_POINTS = 240  # the slope is taken on at most this many evenly spread 
 # A unified-logging line of a collection: "... GC(12) Pause Young (Normal) (G1 Evacuation Pause) 24M->8M(64M) 3.1ms"
 GC_LINE = re.compile(r"GC\(\d+\) .*?(\d+)([KMG])->(\d+)([KMG])\(\d+[KMG]\)")
 UNIT_MB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
+DRAWN = (*JUDGED, "cpu")  # what the report draws of each process
+# What the verdict keeps of each judged life's trend (``growth``'s rows), for the history page's growth per night
+GROWTH_FIELDS = ("process", "pid", "resource", "unit", "per_hour", "rise", "rising", "grows")
+Item = TypeVar("Item")
 
 
 def gc_option(run_dir: Path) -> str | None:
@@ -133,6 +138,15 @@ def growth(samples: list[dict[str, Any]], bounds: dict[str, Any],
     return rows
 
 
+def steepest(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per resource, the row of the app instance that rose fastest (a run's growth in one line of the history)."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["process"].startswith(APP_PREFIX) and row["per_hour"] > found.get(row["resource"], {"per_hour": 0})["per_hour"]:
+            found[row["resource"]] = row
+    return {resource: found[resource] for resource in JUDGED if resource in found}
+
+
 def describe(row: dict[str, Any]) -> str:
     """A growth row in words, as the verdict's sample and the alert say it."""
     return (f"{row['process']} (pid {row['pid']}): {LABELS[row['resource']]} rose {row['rise']:g} {row['unit']} at "
@@ -140,13 +154,20 @@ def describe(row: dict[str, Any]) -> str:
             f"{row['last']:g} (bound {row['bound']})")
 
 
+def bucketed(items: list[Item], at: Callable[[Item], float], buckets: int) -> list[list[Item]]:
+    """Time-ordered ``items`` (``at``: an item's time) in at most ``buckets`` groups, each of an equal share of their
+    time span (each item alone where they are that few), in order."""
+    if len(items) <= buckets:
+        return [[item] for item in items]
+    start, span = at(items[0]), (at(items[-1]) - at(items[0])) or 1.0
+    grouped: dict[int, list[Item]] = {}
+    for item in items:
+        grouped.setdefault(min(buckets - 1, int((at(item) - start) / span * buckets)), []).append(item)
+    return [grouped[i] for i in sorted(grouped)]
+
+
 def downsampled(points: list[tuple[float, float]], buckets: int) -> list[tuple[float, float, float]]:
     """At most ``buckets`` (time, low, high) triples for a chart: each bucket's minimum and maximum, so a spike or a
     leak's climb survives and hours of samples stay a few hundred points."""
-    if len(points) <= buckets:
-        return [(t, v, v) for t, v in points]
-    start, span = points[0][0], (points[-1][0] - points[0][0]) or 1.0
-    grouped: dict[int, list[tuple[float, float]]] = {}
-    for t, v in points:
-        grouped.setdefault(min(buckets - 1, int((t - start) / span * buckets)), []).append((t, v))
-    return [(group[0][0], min(v for _, v in group), max(v for _, v in group)) for _, group in sorted(grouped.items())]
+    return [(group[0][0], min(v for _, v in group), max(v for _, v in group))
+            for group in bucketed(points, lambda point: point[0], buckets)]

@@ -10,7 +10,7 @@ from support.task_context import DAG, RUN, context
 
 from kafka_soak import run_plan
 from kafka_soak.evidence import RunEvidence, history
-from kafka_soak.shared import rundir
+from kafka_soak.shared import resources, rundir
 
 
 def test_run_ids_that_sanitize_alike_get_directories_of_their_own(root):
@@ -119,6 +119,29 @@ def test_the_history_counts_each_app_s_reproduction_rate_over_its_runs(root):
                      "worker": (1, 0, 0, 0, 1)}
     page = history.render_history(root)
     assert '<tr data-app="Kafka Streams 4.3.1"><td><b>Kafka Streams 4.3.1</b></td><td class="num">3</td>' in page
+
+
+def test_the_history_shows_each_night_s_growth_by_its_fastest_instance(root):
+    """A row per night with, per resource, the app instance that rose fastest (a broker's growth is Kafka's: left out);
+    a growth past its bounds stands out."""
+    nights = {"night-1": [("instance-1", "rss_mb", 12.5, False), ("instance-2", "rss_mb", 30.0, False),
+                          ("kafka-1", "rss_mb", 900.0, False), ("instance-2", "heap_mb", -4.0, False)],
+              "night-2": [("instance-3", "rss_mb", 5650.7, True), ("instance-1", "threads", 2.0, False)]}
+    for n, (name, rows) in enumerate(nights.items()):
+        run_dir = root / DAG / name
+        run_dir.mkdir(parents=True)
+        rundir.write_json(run_dir / "params.json", {"dag_id": DAG, "run_id": name})
+        rundir.write_json(run_dir / "program.json", {"t0": 1000.0 + n})
+        rundir.write_json(run_dir / "verdict.json", {"status": "passed", "anomalies": {}, "records": {}, "growth": [
+            {"process": p, "pid": 7, "resource": r, "unit": resources.JUDGED[r], "per_hour": rate, "rise": 1.0,
+             "rising": True, "grows": grows} for p, r, rate, grows in rows]})
+    runs = {r.run_id: r for r in history.scenarios(root)[DAG]}
+    assert {k: (v["process"], v["per_hour"]) for k, v in runs["night-1"].growth.items()} == {
+        "rss_mb": ("instance-2", 30.0)}
+    assert list(runs["night-2"].growth) == ["rss_mb", "threads"]
+    page = history.render_history(root)
+    assert "RSS +30 MB/h" in page and 'class="bad" title="instance-3 (pid 7): rose 1.0 MB at 5650.7 MB/h">RSS +5650.7 MB/h' \
+        in page and "threads +2 threads/h" in page
 
 
 def test_the_next_run_stops_what_an_ended_run_left_running_and_leaves_a_live_one_alone(root):
