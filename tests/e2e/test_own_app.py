@@ -30,8 +30,13 @@ def streams_app(*faults: str, versions: tuple[str, ...] = ()) -> dict:
     order 77 counted twice), built on each Kafka Streams release of ``versions`` side by side."""
     return {"name": "orders-streams", "group_id": "orders-streams",
             "command": orders_streams_command(*faults, versions=versions), "versions": list(versions),
-            # a 6 s session: a Kafka Streams instance that closes or dies keeps its tasks for a session
-            "client_properties": {"processing.guarantee": "exactly_once_v2", "session.timeout.ms": 6000},
+            # a 6 s session: a Kafka Streams instance that closes or dies keeps its tasks for a session. A 60 s
+            # transaction timeout (Kafka Streams' own under exactly-once is 10 s): a broker down for a step of 8 s and
+            # its restart (up to 5 s on a busy machine) must not outlive it, or the coordinator that took over aborts
+            # a commit held meanwhile, which a 4.3.1 broker answers as KAFKA-20785 (a stream thread dead of
+            # InvalidTxnStateException, seen once in a `make test`)
+            "client_properties": {"processing.guarantee": "exactly_once_v2", "session.timeout.ms": 6000,
+                                  "producer.transaction.timeout.ms": 60000},
             "inputs": [ORDERS], "outputs": STREAMS_OUTPUTS}
 
 
