@@ -176,12 +176,13 @@ PARAMS: dict[str, Declared] = {
                 "name": {"type": "string", "pattern": r"^[a-z][a-z0-9-]{0,19}(?![\s\S])"},
                 "streams_config": STREAMS_CONFIG_SCHEMA,
                 "quotas": {"type": "boolean"},
-                "bug": {"type": "string", "enum": list(STREAMS_BUGS)}}},
-        "description": "app=streams: controls that run side by side with each version, on the same input "
-                       "and program: each {name, streams_config (Kafka Streams settings of its own, e.g. "
-                       "producer.transaction.timeout.ms), quotas (false: the run's {app_id} quotas skip "
-                       "it), bug (a bug switch of its own instead of the run's, e.g. none beside a run's leak)}, "
-                       "with its own application id (<app_id>-<version>-<name>) and verdict."}),
+                "bug": {"type": "string", "enum": list(BUGS)}}},
+        "description": "Controls of the reference app that run side by side with it (app=streams: with each "
+                       "version), on the same input and program: each {name, streams_config (app=streams: Kafka "
+                       "Streams settings of its own, e.g. producer.transaction.timeout.ms), quotas (false: the "
+                       "run's {app_id} quotas skip it), bug (a bug switch of its own instead of the run's, e.g. "
+                       "none beside a run's leak)}, with its own application id (<app_id>-<version>-<name>, the "
+                       "worker's <app_id>-<name>) and verdict."}),
     "streams_config": Declared({}, reference=True, schema={
         **STREAMS_CONFIG_SCHEMA,
         "description": "app=streams: Kafka Streams settings of every version and control, applied after the "

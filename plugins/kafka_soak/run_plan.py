@@ -406,10 +406,12 @@ def streams_app_errors(values: dict[str, Any]) -> list[str]:
 
 
 def variant_errors(values: dict[str, Any]) -> list[str]:
-    """Controls run beside each version of the Kafka Streams reference app, with settings of their own."""
-    if values["app"] != "streams" or values["app_command"]:
-        return ["variants: run beside the Kafka Streams reference app (set app to 'streams' and leave app_command "
-                "empty)"]
+    """Controls run beside the reference app (each version of the Kafka Streams app), with settings of their own: the
+    worker's, a bug switch alone."""
+    if values["app_command"]:
+        return ["variants: run beside a reference app (leave app_command empty)"]
+    if values["app"] == "worker":
+        return worker_variant_errors(values)
     if len(values["workflow_designs"]) > 1:
         return ["variants: a run compares either designs of the workflow engine or variants, not both"]
     names = [v["name"] for v in values["variants"]]
@@ -417,6 +419,17 @@ def variant_errors(values: dict[str, Any]) -> list[str]:
     for variant in values["variants"]:
         errors.extend(streams_config_errors(f"variants: {variant['name']}: streams_config", variant.get("streams_config", {})))
     return errors
+
+
+def worker_variant_errors(values: dict[str, Any]) -> list[str]:
+    """The worker's controls differ from it by their bug switch alone, on the worker the run starts."""
+    if values["worker_versions"]:
+        return ["variants: a run of the worker compares either confluent-kafka releases (worker_versions) or "
+                "variants, not both"]
+    names = [v["name"] for v in values["variants"]]
+    errors = [f"variants: {names} names a variant twice"] if len(set(names)) != len(names) else []
+    return errors + [f"variants: {v['name']}: streams_config is the Kafka Streams app's (app=streams); the worker's "
+                     "variants differ by their bug switch" for v in values["variants"] if v.get("streams_config")]
 
 
 # The first confluent-kafka release whose librdkafka has the consumer group protocol (KIP-848) generally available.
@@ -479,8 +492,9 @@ def app_errors(values: dict[str, Any]) -> list[str]:
     if values["app"] == "worker" and values["standbys"] > 1:
         return [f"standbys: the reference worker keeps 0 or 1 standby replicas (got {values['standbys']}); "
                 "app=streams takes any number"]
-    if values["app"] == "streams" and values["bug"] not in STREAMS_BUGS:
-        return [f"bug: {values['bug']!r} is a switch of the reference worker (app=worker); the Kafka Streams app "
+    given = [("bug", values["bug"]), *((f"variants: {v['name']}: bug", v["bug"]) for v in values["variants"] if "bug" in v)]
+    if values["app"] == "streams" and (wrong := next(((w, b) for w, b in given if b not in STREAMS_BUGS), None)):
+        return [f"{wrong[0]}: {wrong[1]!r} is a switch of the reference worker (app=worker); the Kafka Streams app "
                 f"(app=streams) runs Kafka Streams as released, with bug switches {', '.join(STREAMS_BUGS)}"]
     planted = sorted({values["bug"], *(v.get("bug", "none") for v in values["variants"])} - {"none"})
     if values["app"] == "streams" and planted and values["topology"] != "id-assignment":

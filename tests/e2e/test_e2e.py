@@ -120,37 +120,6 @@ def test_the_drop_switch_loses_exactly_the_records_it_drops(alerted_runs):
     assert all("group_protocol=consumer)" in log for log in logs)
 
 
-def test_a_version_matrix_catches_kafka_streams_3_4_0_and_passes_the_newest(runs_dir):
-    """KAFKA-14172 as released: soak_id_assignment_rebalance runs the Kafka Streams app built against 3.4.0 (the bug)
-    and 4.3.1 (the fix) side by side, same input, same program. No bug switch: 3.4.0 hands out ids twice after its
-    standby becomes active again; 4.3.1 passes. The report, the alert and the history page carry the table.
-
-    The scenario's own defaults (a run takes about 3.5 minutes): of the two seed scenarios, the one with the best
-    measured rates, 3.4.0 caught and 4.3.1 passed in every run of `make reproduction` (docs/scenarios.md)."""
-    dag_id, records = "soak_id_assignment_rebalance", 63_000
-    code, run_dir, verdict = soak(runs_dir, dag_id, streams_versions=["3.4.0", "4.3.1"])
-    table = {row["version"]: row for row in verdict["matrix"]}
-    assert table["4.3.1"]["status"] == "passed", table
-    assert table["3.4.0"]["status"] == "failed" and table["3.4.0"]["anomalies"]["id_reuse"] > 0, table
-    # 3.4.0 may log errors of its own besides (app_health); its data anomalies are the seeds' bug alone
-    assert {k for k, v in table["3.4.0"]["anomalies"].items() if v} - {"app_health"} <= {"stale_state", "id_reuse"}
-    assert code == 1 and verdict["status"] == "failed"
-    assert table["3.4.0"]["records"]["output"] == table["4.3.1"]["records"]["output"] == records
-    assert table["4.3.1"]["records"]["distinct_assigned_ids"] == records
-    for version in table:
-        assert json.loads((run_dir / "subjects" / version / "verdict.json").read_text())["status"] == \
-            table[version]["status"]
-        assert (run_dir / "subjects" / version / "data_docs" / "index.html").exists()
-    assert "Kafka Streams 3.4.0" in (run_dir / "logs" / f"{dag_id}-app-3.4.0-1.0.log").read_text()
-    report = (run_dir / "report.html").read_text()
-    assert 'id="matrix"' in report and 'data-version="3.4.0"' in report and 'data-version="4.3.1"' in report
-    details = last_alert(runs_dir)["details"]
-    assert "Kafka Streams 4.3.1: passed" in details
-    assert any(d.startswith("Kafka Streams 3.4.0: failed (id_reuse=") for d in details), details
-    history = (runs_dir / "history.html").read_text()
-    assert "Kafka Streams 3.4.0, 4.3.1" in history and 'class="version found" data-version="3.4.0"' in history
-
-
 def test_stale_cache_bug_is_caught_and_the_alert_quotes_an_assertion(runs_dir):
     code, run_dir, verdict = soak(runs_dir, "soak_stale_state_standby", app="worker", bug="stale-cache",
                                   **STALE_SHORT)

@@ -119,6 +119,12 @@ def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2
     details = last_alert(run.runs_dir)["details"]
     assert "Kafka Streams 4.2.2: counts: passed" in details, details
     assert any(d.startswith("Kafka Streams 4.2.1: counts: failed (wrong_aggregate=") for d in details), details
+    # the version matrix's table in the report and in the history page, where a release that failed stands out
+    report = (run.run_dir / "report.html").read_text()
+    assert 'id="matrix"' in report and all(f'data-version="{t}@{v}"' in report for t in TABLES for v in ("4.2.1", "4.2.2"))
+    history = (run.runs_dir / "history.html").read_text()
+    assert 'class="version found" data-version="counts@4.2.1"' in history
+    assert 'class="version" data-version="counts@4.2.2"' in history
 
 
 def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offsets_on_3_9_0(known_bug_runs):

@@ -1,8 +1,8 @@
 """End to end: what the run's processes use over a run, and anomaly resource_growth. A planted leak (bug switch
 ``leak``) is caught, with the resource, the instance, the rate and the sample that shows it; the same app without the
-switch over the same run passes: the worker's in a run of its own beside, the Kafka Streams app's as a control in the
-same run (param variants). The three runs go side by side (``leak_runs``), so they cost about one run's time. Warm-up
-and bounds are shortened to a minute's run (the params' defaults are a night's).
+switch, beside it in the same run (param variants: same input, program and machine), passes. The worker's run and the
+Kafka Streams app's go side by side (``leak_runs``), so they cost about one run's time. Warm-up and bounds are
+shortened to a minute's run (the params' defaults are a night's).
 
 The leaks are far from the bounds either way: the worker keeps 16 KB a record (100 records/s: its resident memory rose
 50 MB at 5.6 GB/h against bounds of 20 MB and 300 MB/h, the control's not at all; a life is judged until the suite
@@ -27,54 +27,59 @@ from kafka_soak.shared import resources
 
 pytestmark = pytest.mark.xdist_group(name="resource-growth")
 
-# 100 records/s for 50 s; the instance sampled every second, judged from 10 s after its start
+# 100 records/s for 50 s: the worker keeps 16 KB of each; its control beside it; each sampled every second, judged from
+# 10 s after its start
 LEAK_RUN = {"program": "1 0 0 0 0", "interval_s": 10, "records": 5000, "keys": 300, "partitions": 4,
-            "sample_interval_s": 1,
+            "sample_interval_s": 1, "bug": "leak", "variants": [{"name": "no-leak", "bug": "none"}],
             "resource_growth": {"warmup_s": 10, "per_hour": {"rss_mb": 300}, "total": {"rss_mb": 20}}}
 # 200 records/s for 50 s over 1 500 keys: an open iterator each; the control's heap flat after its first seconds
-STREAMS_LEAK_RUN = {**LEAK_RUN, "app": "streams", "records": 10_000, "keys": 1500, "bug": "leak",
-                    "variants": [{"name": "no-leak", "bug": "none"}],
+STREAMS_LEAK_RUN = {**LEAK_RUN, "app": "streams", "records": 10_000, "keys": 1500,
                     "resource_growth": {"warmup_s": 15, "per_hour": {"heap_mb": 200, "rss_mb": 2000},
                                         "total": {"heap_mb": 10, "rss_mb": 300}}}
 
 
 @pytest.fixture(scope="module")
 def leak_runs(runs_dir: Path) -> SimpleNamespace:
-    """The worker with bug switch leak, the same worker without it, and the Kafka Streams app with it beside its control
-    (one run), each in a runs directory of its own, side by side."""
-    with ThreadPoolExecutor(3) as pool:
-        worker = pool.submit(soak, runs_dir / "worker-leak", app="worker", bug="leak", **LEAK_RUN)
-        control = pool.submit(soak, runs_dir / "worker-control", app="worker", **LEAK_RUN)
+    """The worker with bug switch leak beside its control, and the Kafka Streams app with it beside its control, each
+    run in a runs directory of its own, side by side."""
+    with ThreadPoolExecutor(2) as pool:
+        worker = pool.submit(soak, runs_dir / "worker-leak", app="worker", **LEAK_RUN)
         streams = pool.submit(soak, runs_dir / "streams-leak", **STREAMS_LEAK_RUN)
-        return SimpleNamespace(worker=worker.result(), control=control.result(), streams=streams.result())
+        return SimpleNamespace(worker=worker.result(), streams=streams.result())
+
+
+def caught_beside_control(run: tuple, leak: str, control: str) -> dict:
+    """The run failed on the leak's growth alone; its control passed; the leak's one growth sample."""
+    code, run_dir, verdict = run
+    table = {row["version"]: row for row in verdict["matrix"]}
+    assert table[leak]["status"] == "failed", table[leak]["anomalies"]
+    assert {k: v for k, v in table[leak]["anomalies"].items() if v} == {"resource_growth": 1}
+    assert table[control]["status"] == "passed", table[control]["anomalies"]
+    assert code == 1 and verdict["status"] == "failed"
+    [sample] = verdict["samples"]["resource_growth"]
+    return sample
 
 
 def test_the_worker_s_planted_leak_is_caught_with_its_rate_and_the_worker_without_it_passes(leak_runs):
-    (code, run_dir, verdict), (control_code, control_dir, control) = leak_runs.worker, leak_runs.control
-    assert code == 1 and verdict["status"] == "failed", verdict["anomalies"]
-    assert {k: v for k, v in verdict["anomalies"].items() if v} == {"resource_growth": 1}
-    [sample] = verdict["samples"]["resource_growth"]
-    assert (sample["process"], sample["resource"]) == ("instance-1", "rss_mb")
+    sample = caught_beside_control(leak_runs.worker, "worker", "worker-no-leak")
+    assert (sample["process"], sample["resource"]) == ("instance-1@worker", "rss_mb")
     assert sample["per_hour"] > 1000 and sample["rise"] > 40, sample  # 16 KB a record at 100 records/s: 5.6 GB/h
-    assert control_code == 0 and control["status"] == "passed", control["anomalies"]
-    samples = [json.loads(line) for line in (control_dir / "resources" / "samples.jsonl").read_text().splitlines()]
+    _, run_dir, verdict = leak_runs.worker
+    samples = [json.loads(line) for line in (run_dir / "resources" / "samples.jsonl").read_text().splitlines()]
     sampled = {s["process"] for s in samples}
-    assert {"instance-1", "instance-1.supervisor", "kafka-1", "generator", "resource-sampler"} <= sampled, sampled
+    assert {"instance-1@worker-no-leak", "instance-1@worker-no-leak.supervisor", "kafka-1", "generator",
+            "resource-sampler"} <= sampled, sampled
     broker = [s for s in samples if s["process"] == "kafka-1"]
     assert broker[-1]["heap_mb"] is not None and broker[-1]["threads"] > 20  # a JVM's heap from its GC log
+    control = [g for g in verdict["growth"] if g["process"] == "instance-1@worker-no-leak" and g["resource"] == "rss_mb"]
+    assert control and not control[0]["grows"], verdict["growth"]  # judged, and within its bounds
     report = (run_dir / "report.html").read_text()
     assert "Resources: RSS of each process" in report and "resources/samples.jsonl" in report
-    assert resources.describe(sample).startswith("instance-1 (pid ")
+    assert resources.describe(sample).startswith("instance-1@worker (pid ")
 
 
 def test_the_kafka_streams_app_s_leaked_iterators_are_caught_in_its_heap_beside_a_control_that_passes(leak_runs):
-    code, run_dir, verdict = leak_runs.streams
-    table = {row["version"]: row for row in verdict["matrix"]}
-    leak, control = table["4.3.1"], table["4.3.1-no-leak"]
-    assert leak["status"] == "failed" and {k: v for k, v in leak["anomalies"].items() if v} == {"resource_growth": 1}
-    assert control["status"] == "passed", control["anomalies"]
-    [sample] = verdict["samples"]["resource_growth"]
+    sample = caught_beside_control(leak_runs.streams, "4.3.1", "4.3.1-no-leak")
     assert (sample["process"], sample["resource"]) == ("instance-1@4.3.1", "heap_mb") and sample["rise"] > 10, sample
-    assert code == 1 and verdict["status"] == "failed"
-    logs = [p.read_text() for p in (run_dir / "logs").glob("*-app-*.log")]
+    logs = [p.read_text() for p in (leak_runs.streams[1] / "logs").glob("*-app-*.log")]
     assert sorted("bug=leak" in text for text in logs) == [False, True] and any("bug=none" in text for text in logs)

@@ -276,8 +276,28 @@ def test_streams_settings_and_a_rebalance_protocol_that_cannot_run_are_refused(c
     assert fragment in str(err.value)
 
 
+def test_the_worker_runs_beside_its_controls_each_with_its_own_bug_switch():
+    from kafka_soak.clients import subjects
+
+    plan = run_plan.check({"app": "worker", "bug": "leak", "program": "1 0",
+                           "variants": [{"name": "no-leak", "bug": "none"}, {"name": "plain", "quotas": False}]})
+    members = plan["app_profile"]["members"]
+    assert [(m["name"], m["args"], m["quoted"], m["label"]) for m in members] == [
+        ("worker", [], True, "worker"), ("worker-no-leak", ["--bug", "none"], True, "worker (no-leak)"),
+        ("worker-plain", ["--bug", "none"], False, "worker (plain)")]
+    assert subjects.matrix(plan) == ["worker", "worker-no-leak", "worker-plain"]
+    command = plan["app_profile"]["command"]
+    assert command[command.index("--bug") + 1] == "leak"  # the run's, which a control's own comes after
+
+
 @pytest.mark.parametrize("conf, fragment", [
-    ({"app": "worker", "variants": [{"name": "x"}]}, "variants: run beside the Kafka Streams reference app"),
+    ({"app_command": ["./app"], "variants": [{"name": "x"}]}, "variants: run beside a reference app (leave "),
+    ({"app": "worker", "variants": [{"name": "x", "streams_config": {"linger.ms": 5}}]},
+     "variants: x: streams_config is the Kafka Streams app's (app=streams); the worker's variants differ by their bug"),
+    ({"app": "worker", "worker_versions": ["2.13.2", "2.14.0"], "variants": [{"name": "x"}]},
+     "variants: a run of the worker compares either confluent-kafka releases (worker_versions) or variants"),
+    ({"app": "streams", "variants": [{"name": "x", "bug": "drop"}]},
+     "variants: x: bug: 'drop' is a switch of the reference worker (app=worker)"),
     ({"app": "streams", "variants": [{"name": "x"}, {"name": "x"}]}, "variants: ['x', 'x'] names a variant twice"),
     ({"app": "streams", "variants": [{"name": "x", "streams_config": {"application.id": "other"}}]},
      "variants: x: streams_config 'application.id' is the run's to set"),

@@ -78,11 +78,17 @@ def worker(values: dict[str, Any], group_id: str) -> Profile:
                             values["app_image"] or IMAGE if docker else "",
                             title=title + (f" on confluent-kafka {', '.join(versions)}" if versions else ""),
                             leaves_group=True, clients=["", "-producer"], build="worker" if versions else "",
-                            members=worker_members(versions), stall=stalls.CONTRACT, **image_source(values))
+                            members=worker_members(versions, values["variants"]), stall=stalls.CONTRACT,
+                            **image_source(values))
 
 
-def worker_members(versions: list[str]) -> list[AppMember]:
-    """The worker's confluent-kafka releases a run compares, each its own member; the one worker otherwise."""
+def worker_members(versions: list[str], variants: list[dict[str, Any]]) -> list[AppMember]:
+    """The worker's confluent-kafka releases a run compares, each its own member; or the worker beside its controls
+    (param variants: each with its own bug switch, after the run's on its command line); the one worker otherwise."""
+    if variants:
+        return [AppMember("worker", label="worker"),
+                *(AppMember(f"worker-{v['name']}", args=["--bug", literal(v.get("bug", "none"))],
+                            quoted=v.get("quotas", True), label=f"worker ({v['name']})") for v in variants)]
     if len(versions) > 1:
         return [AppMember(v, v, label=f"confluent-kafka {v}") for v in versions]
     return [AppMember(label=f"confluent-kafka {versions[0]}" if versions else THE_APP,
