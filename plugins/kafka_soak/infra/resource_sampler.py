@@ -28,7 +28,6 @@ from kafka_soak.shared import resources, rundir
 
 NAME = "resource-sampler"
 DISK_EVERY = 6  # samples between two measures of the run directory's size (a walk of its files)
-SUPERVISOR = ".supervisor"  # a supervisor's samples are named after its process's name and this
 
 
 def start(run_dir: Path, interval_s: float) -> None:
@@ -100,7 +99,7 @@ class Sampler:
                     started = psutil.Process(record.supervisor).create_time()
                 except psutil.Error:
                     continue
-                lines.append(self.sample(record.name + SUPERVISOR, record.supervisor, started, now, None))
+                lines.append(self.sample(record.name + resources.SUPERVISOR, record.supervisor, started, now, None))
         for line in filter(None, lines):
             rundir.append_jsonl(self.out / resources.SAMPLES, line)
         if self.count % DISK_EVERY == 0:

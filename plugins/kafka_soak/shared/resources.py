@@ -34,6 +34,7 @@ LABELS = {"rss_mb": "RSS", "heap_mb": "heap after GC", "threads": "threads", "fd
           "cpu": "CPU (cores)"}
 APP_PREFIX = "instance-"  # the process names of the app's instances (``Subject.process``)
 BROKER_PREFIX = "kafka-"
+SUPERVISOR = ".supervisor"  # a supervisor's samples are named after its process's name and this: the suite's, not the app's
 MIN_SAMPLES = 8  # of a life after the warm-up: fewer cannot show a trend in four quarters
 MAX_PAIRS_POINTS = 240  # the slope is taken on at most this many evenly spread samples (pairs grow as the square)
 # A unified-logging line of a collection: "... GC(12) Pause Young (Normal) (G1 Evacuation Pause) 24M->8M(64M) 3.1ms"
@@ -107,8 +108,9 @@ def ends(events: list[dict[str, Any]]) -> dict[int, list[float]]:
 
 
 def judged_process(name: str, brokers: bool) -> bool:
-    """Whether a process's growth is judged: the app's instances, and the brokers when the run asks."""
-    return name.startswith(APP_PREFIX) or (brokers and name.startswith(BROKER_PREFIX))
+    """Whether a process's growth is judged: the app's instances, and the brokers when the run asks (not the suite's
+    supervisors of either)."""
+    return not name.endswith(SUPERVISOR) and (name.startswith(APP_PREFIX) or (brokers and name.startswith(BROKER_PREFIX)))
 
 
 def growth(samples: list[dict[str, Any]], bounds: dict[str, Any],

@@ -48,6 +48,7 @@ def test_each_life_is_judged_on_its_own_and_the_brokers_only_when_asked():
     rows = resources.growth(restarted + broker, BOUNDS)
     assert {(r["process"], r["pid"]) for r in rows} == {("instance-1", 10), ("instance-1", 11)}
     assert all(r["since"] >= {10: 60.0, 11: 360.0}[r["pid"]] for r in rows)
+    assert resources.growth(life("instance-1.supervisor", 12, 0.0, leak), BOUNDS) == []  # the suite's, not the app's
     judged = resources.growth(broker, {**BOUNDS, "brokers": True})
     assert [(r["process"], r["resource"], r["grows"]) for r in judged if r["resource"] == "rss_mb"] == \
         [("kafka-1", "rss_mb", True)]
