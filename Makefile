@@ -56,6 +56,7 @@ bench: setup
 	$(PY) bench/overhead.py --size $(SIZE)
 	$(PY) bench/run_processes.py --size $(SIZE)
 	$(PY) bench/report_night.py --size $(SIZE)
+	$(PY) bench/sampler_cost.py --size $(SIZE)
 	$(PY) bench/report.py
 
 # How often the seed scenarios catch Kafka Streams 3.4.0 and pass the newest release (quick: 5 matrix runs per

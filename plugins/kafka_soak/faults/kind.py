@@ -162,8 +162,8 @@ class FaultKind(Protocol):
     needs_why: ClassVar[str]  # what its steps do that needs it, as a refusal says
     # A kind may also name the runtimes (param runtime) its steps work on, as ``runtimes``: a tuple; absent: any.
     # A kind a random program can draw (param random_program) has ``draw(rng, state, limits, step_s) -> list[str]``:
-    # the tokens of one fault of its kind on consecutive steps of ``step_s`` seconds, the last of which undoes it, drawn
-    # for ``state`` (which it does not advance), or none when nothing can take one at that point.
+    # the tokens of one fault of its kind on consecutive steps of ``step_s`` seconds, the last of which undoes it (a
+    # stall ends by itself), drawn for ``state`` (which it does not advance), or none when nothing can take one then.
     # And it may have ``conclude(instances) -> dict[str, list[int]]``: what the drain does once the app caught up or
     # the drain ended (the stall kind disarms what no thread took), which drain.json adds to what ``restore`` did.
     # The seconds the drain waits beyond drain_timeout_s after a step of each action, for what the fault leaves the
