@@ -266,7 +266,7 @@ def test_the_checker_s_shuffle_partitions_grow_with_the_run_past_a_floor():
     from kafka_soak.checker.validate import shuffle_partitions
 
     assert [shuffle_partitions(n) for n in (0, 6_000, 1_000_000, 2_000_000, 2_000_001, 10_000_000)] == \
-        [8, 8, 8, 8, 9, 40]
+        [2, 2, 4, 8, 9, 40]
 
 
 def provisioned(plan: dict) -> Cluster:
