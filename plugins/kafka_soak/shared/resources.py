@@ -8,12 +8,12 @@ judges growth (``growth``), the report draws the samples (``bucketed``, ``downsa
 A process life is one process: an instance restarted is a new life, judged on its own. Its running time ends when the
 suite asked it to stop or killed it (``asked`` of its ``stop`` or ``kill`` event): a process shutting down gives its
 memory back, which is no sign of health. Growth is judged after a warm-up: a life's samples after it are cut into
-quarters by time, and a resource *keeps rising* when its floor (each
-quarter's lowest sample: what a collection or a quiet moment leaves, where a leak shows and a saw-tooth does not) never
-falls from one quarter to the next and ends above where it began (a leak that grows with the load stops when the load
-does). It grows beyond its bounds when it keeps rising and both its rate (the Theil-Sen slope: the median of the slopes
-between pairs of samples, which spikes do not move) and its rise (the last quarter's floor above the first's) pass
-theirs. Standard library only: the Spark job imports it.
+quarters by time, and a resource *keeps rising* when its floor (each quarter's lowest sample: what a collection or a
+quiet moment leaves, where a leak shows and a saw-tooth does not) never falls from one quarter to the next and ends
+above where it began (a leak that grows with the load stops when the load does). It grows beyond its bounds when it
+keeps rising and both its rate (the Theil-Sen slope: the median of the slopes between pairs of samples, which spikes
+do not move) and its rise (the last quarter's floor above the first's) pass theirs. Standard library only: the Spark
+job imports it.
 """
 
 from __future__ import annotations
