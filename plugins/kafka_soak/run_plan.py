@@ -410,26 +410,22 @@ def variant_errors(values: dict[str, Any]) -> list[str]:
     worker's, a bug switch alone."""
     if values["app_command"]:
         return ["variants: run beside a reference app (leave app_command empty)"]
-    if values["app"] == "worker":
-        return worker_variant_errors(values)
-    if len(values["workflow_designs"]) > 1:
+    worker = values["app"] == "worker"
+    if worker and values["worker_versions"]:
+        return ["variants: a run of the worker compares either confluent-kafka releases (worker_versions) or "
+                "variants, not both"]
+    if not worker and len(values["workflow_designs"]) > 1:
         return ["variants: a run compares either designs of the workflow engine or variants, not both"]
     names = [v["name"] for v in values["variants"]]
     errors = [f"variants: {names} names a variant twice"] if len(set(names)) != len(names) else []
     for variant in values["variants"]:
-        errors.extend(streams_config_errors(f"variants: {variant['name']}: streams_config", variant.get("streams_config", {})))
+        where, config = f"variants: {variant['name']}: streams_config", variant.get("streams_config", {})
+        if worker:
+            errors += [f"{where} is the Kafka Streams app's (app=streams); the worker's variants differ by their bug "
+                       "switch"] if config else []
+        else:
+            errors.extend(streams_config_errors(where, config))
     return errors
-
-
-def worker_variant_errors(values: dict[str, Any]) -> list[str]:
-    """The worker's controls differ from it by their bug switch alone, on the worker the run starts."""
-    if values["worker_versions"]:
-        return ["variants: a run of the worker compares either confluent-kafka releases (worker_versions) or "
-                "variants, not both"]
-    names = [v["name"] for v in values["variants"]]
-    errors = [f"variants: {names} names a variant twice"] if len(set(names)) != len(names) else []
-    return errors + [f"variants: {v['name']}: streams_config is the Kafka Streams app's (app=streams); the worker's "
-                     "variants differ by their bug switch" for v in values["variants"] if v.get("streams_config")]
 
 
 # The first confluent-kafka release whose librdkafka has the consumer group protocol (KIP-848) generally available.
