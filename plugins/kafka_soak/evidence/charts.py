@@ -113,11 +113,11 @@ def bucket_s(evidence: RunEvidence) -> int:
     return max(1, math.ceil((evidence.ended_at - (evidence.started_at or evidence.ended_at)) / BUCKETS))
 
 
-def bucketed(rows: list[dict[str, Any]], width: int, key: str) -> dict[tuple[int, Any], int]:
-    """The records of per-second ``rows`` (``t``, ``n``) summed per bucket of ``width`` seconds and ``key``."""
+def summed(rows: list[dict[str, Any]], width: int, key: str | None = None) -> dict[tuple[int, Any], int]:
+    """The records of per-second ``rows`` (``t``, ``n``) summed per bucket of ``width`` seconds (and per ``key``)."""
     sums: dict[tuple[int, Any], int] = {}
     for r in rows:
-        at = (r["t"] // width * width, r.get(key))
+        at = (r["t"] // width * width, r.get(key) if key else None)
         sums[at] = sums.get(at, 0) + r["n"]
     return sums
 
@@ -127,9 +127,9 @@ def throughput_chart(evidence: RunEvidence, data: Datasets) -> alt.LayerChart:
     (averaged over ``bucket_s``)."""
     width = bucket_s(evidence)
     produced = [{"t": t * 1000, "n": round(n / width, 1), "series": "input produced"}
-                for (t, _), n in bucketed(evidence.timeline.get("produced", []), width, "series").items()]
+                for (t, _), n in summed(evidence.timeline.get("produced", []), width).items()]
     committed = [{"t": t * 1000, "n": round(n / width, 1), "instance": f"instance {'?' if i is None else i}"}
-                 for (t, i), n in bucketed(evidence.timeline.get("committed", []), width, "instance").items()]
+                 for (t, i), n in summed(evidence.timeline.get("committed", []), width, "instance").items()]
     # ?: a team's app does not say which instance wrote
     y = alt.Y("n:Q", title="records/s")
     area = alt.Chart(data.named("committed", committed)).mark_area(opacity=0.55, interpolate="step-after").encode(
@@ -154,7 +154,8 @@ def lag_chart(evidence: RunEvidence, data: Datasets) -> alt.LayerChart:
     running = itertools.accumulate(per_second[t] for t in sorted(per_second))
     series, width, highest = "in flight (produced − committed)", bucket_s(evidence), {}
     for t, n in zip(sorted(per_second), running, strict=True):
-        highest[t // width * width] = max(highest.get(t // width * width, 0), n)
+        at = t // width * width
+        highest[at] = max(highest.get(at, 0), n)
     rows = [{"t": t * 1000, "lag": n, "series": series} for t, n in highest.items()]
     rows += [{"t": s["t"] * 1000, "lag": s["lag"], "series": "lag sampled"} for s in evidence.lag_samples()]
     color = alt.Color("series:N", scale=alt.Scale(domain=[series, "lag sampled"],
