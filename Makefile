@@ -157,6 +157,9 @@ test-deps:
 # Both write each module's bytecode at install, as pip does by default and uv only when asked: a process started
 # with PYTHONDONTWRITEBYTECODE (set on some machines) would otherwise compile Airflow, Spark's and GX's Python
 # at every start (2.1 s of each `airflow dags test`'s 7.9 s).
+# Then uv's cache keeps only what the install used: where the index answers each revalidation with a new response, uv
+# keeps another copy of every source distribution it built (pyspark's: 1.4 GiB) at each install, and the installs of
+# fresh clones filled the disk (56 of them, 49 GiB, in a day).
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==0.13.9
@@ -164,6 +167,7 @@ $(VENV)/.installed: requirements.txt
 		$${PIP_FIND_LINKS:+--find-links "$$PIP_FIND_LINKS"} -r requirements.txt || \
 		{ echo "uv could not install requirements.txt; installing with pip"; \
 		$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt; }
+	$(VENV)/bin/uv cache prune --quiet || echo "uv could not prune its cache (see: uv cache dir)"
 	touch $@
 
 $(AIRFLOW_HOME)/airflow.db: $(VENV)/.installed

@@ -41,9 +41,9 @@ def streams_app(*faults: str, versions: tuple[str, ...] = ()) -> dict:
 
 
 def private_files(run_dir: Path) -> list[Path]:
-    """The properties files of a run's instances still on disk (each is removed when its instance ends); named after
-    the run, so another test's live instances are not counted."""
-    return list(Path(tempfile.gettempdir()).glob(f"soak-{run_dir.name}-*.properties"))
+    """The private directories of a run's instances still on disk (their properties files and temporary files; each
+    is removed when its instance ends); named after the run, so another test's live instances are not counted."""
+    return list(Path(tempfile.gettempdir()).glob(f"soak-{run_dir.name}-*"))
 
 
 def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_its_output_value(runs_dir):
@@ -60,7 +60,7 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
     logs = {p.name: p.read_text() for p in (run_dir / "logs").glob("orders-py-*.log")}
     assert set(logs) == {"orders-py-1.0.log", "orders-py-2.1.log", "orders-py-1.3.log"}
     assert "orders-enricher orders-py-1: orders -> orders-enriched" in logs["orders-py-1.0.log"]
-    assert not private_files(run_dir), "every instance's properties file is removed when the instance ends"
+    assert not private_files(run_dir), "every instance's private directory is removed when the instance ends"
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
     assert [s["token"] for s in steps] == ["1", "2", "k1", "1"] and steps[2]["running_after"] == [2]
 
@@ -93,7 +93,7 @@ def test_an_app_that_stops_making_progress_is_stalled_and_judged_on_what_it_comm
     suite's back: no program step paused it, so the drain has nothing to resume). The drain times out, the run is
     still judged: the partition stalled, the records past the group's committed offset are unprocessed, and the ones
     before it are each in the output once (none lost)."""
-    # a group of its own: the churn test's check for leftover properties files (soak-orders-py-*) runs beside it
+    # a group of its own: the churn test's check for leftover private directories runs beside it
     hangs = {**orders_py_profile(hang_at=600), "group_id": "orders-py-hangs"}
     code, run_dir, verdict = soak(runs_dir, app_profile=hangs, program="1", interval_s=5,
                                   records=1500, keys=100, partitions=1, drain_timeout_s=15)

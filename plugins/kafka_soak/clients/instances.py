@@ -22,6 +22,7 @@ import glob
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -149,45 +150,54 @@ class Instances:
                     **java_client.java_settings(self.client_settings or {})}
         return java_client.properties(settings)
 
-    def write_properties(self, subject: Subject, instance: int) -> Path:
-        """The properties file of one start of a profile's app: readable by this user only and outside the run
-        directory (it may hold the cluster's credentials), named after the run (so a leak points at its run); its
-        supervisor removes it when the instance ends."""
-        fd, path = tempfile.mkstemp(prefix=f"{self.properties_prefix}{subject.app_id[:APP_ID_CHARS]}-{instance}-",
-                                    suffix=".properties")  # mode 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(self.properties(subject, instance))
-        return Path(path)
+    def private_dir(self, subject: Subject, instance: int) -> Path:
+        """A directory of one start of a local instance, readable by this user only, outside the run directory and
+        named after the run (so a leak points at its run), which its supervisor removes when the instance ends for
+        good: its properties file (which may hold the cluster's credentials) and its temporary files (``TMPDIR``, a
+        JVM's ``java.io.tmpdir``). A JVM extracts native libraries there, RocksDB's 15 MB at each start of a Kafka
+        Streams app, and deletes them only when it exits cleanly: each kill -9 left one in the machine's /tmp."""
+        return Path(tempfile.mkdtemp(prefix=f"{self.private_prefix}{subject.app_id[:APP_ID_CHARS]}-{instance}-"))
 
-    def remove_properties_files(self) -> None:
-        """Remove the properties files of the run's instances that are still on disk once none runs: each
-        instance's supervisor removes its own when the instance ends, but a supervisor killed with SIGKILL cannot, and
-        the file may hold the cluster's password."""
-        for path in Path(tempfile.gettempdir()).glob(f"{glob.escape(self.properties_prefix)}*.properties"):
-            path.unlink(missing_ok=True)
+    def write_properties(self, subject: Subject, instance: int, private: Path) -> Path:
+        """The properties file of one start of a profile's app, in the start's private directory."""
+        path = private / "app.properties"
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as fh:
+            fh.write(self.properties(subject, instance))
+        return path
+
+    def remove_private_dirs(self) -> None:
+        """Remove the private directories of the run's instances still on disk once none runs: each instance's
+        supervisor removes its own when the instance ends, but a supervisor killed with SIGKILL cannot, and the
+        directory may hold the cluster's password."""
+        for path in Path(tempfile.gettempdir()).glob(f"{glob.escape(self.private_prefix)}*"):
+            shutil.rmtree(path, ignore_errors=True)
             log.warning("removed %s, left by an instance whose supervisor did not end cleanly", path)
 
     @property
-    def properties_prefix(self) -> str:
-        """What the names of this run directory's properties files start with: its name, and a digest of its path (a
+    def private_prefix(self) -> str:
+        """What the names of this run directory's private directories start with: its name, and a digest of its path (a
         member of a broker version matrix is named after its release alone)."""
         digest = hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:8]
         return f"soak-{self.run_dir.name[:RUN_NAME_CHARS]}-{digest}-"
 
-    def environment(self, subject: Subject, instance: int, step: int | str) -> dict[str, str]:
+    def environment(self, subject: Subject, instance: int, step: int | str, temp_dir: Path | None = None
+                    ) -> dict[str, str]:
         """The contract as ``SOAK_*`` variables, plus the client's security settings (never on a command line), and
         Kafka's config providers off should the app be a JVM (any JVM reads ``JAVA_TOOL_OPTIONS``), with its collections
-        logged where the resource sampler reads its heap (a local process: a container has no run directory). An
-        instance the program stalls gets its stall directory, and a JVM app the agent that stalls it."""
+        logged where the resource sampler reads its heap (a local process: a container has no run directory). A local
+        start's temporary files go to ``temp_dir`` (its private directory). An instance the program stalls gets its
+        stall directory, and a JVM app the agent that stalls it."""
         values = contract(self.cluster, subject, instance, step)
         gc_log = resources.gc_option(self.run_dir) if self.plan["runtime"] == "local" else None
-        java_options = [java_client.NO_CONFIG_PROVIDERS, *([gc_log] if gc_log else [])]
+        temp = {"TMPDIR": str(temp_dir)} if temp_dir else {}
+        java_options = [java_client.NO_CONFIG_PROVIDERS, *([gc_log] if gc_log else []),
+                        *([f"-Djava.io.tmpdir={temp_dir}"] if temp_dir and java_client.is_option(str(temp_dir)) else [])]
         planned = [s for s in self.stalls if s.instance == instance]
         stalling = {stalls.DIR_ENV: str(self.stall_dir(subject, instance))} if planned else {}
         if planned and self.app.stall == stalls.JVM:
             java_options.append(stall_agent.java_options(byteman.agent_jar(), self.stall_dir(subject, instance),
                                                          planned))
-        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env, **stalling,
+        return {**{f"SOAK_{k.upper()}": v for k, v in values.items()}, **self.client_env, **stalling, **temp,
                 "JAVA_TOOL_OPTIONS": " ".join(java_options)}
 
     def stall_dir(self, subject: Subject, instance: int) -> Path:
@@ -227,20 +237,21 @@ class Instances:
         if self.plan["runtime"] == "docker":
             properties_file = Path(CONTAINER_PROPERTIES)
             files = {CONTAINER_PROPERTIES: self.properties(subject, instance)}
-        elif self.app.takes_properties:
-            private = properties_file = self.write_properties(subject, instance)
+        else:
+            private = self.private_dir(subject, instance)
+            properties_file = self.write_properties(subject, instance, private) if self.app.takes_properties else None
         command = self.command(subject, instance, step, properties_file)
         network = RunNetwork.load(self.run_dir)  # a run whose program cuts links: the instance's host is its own
         command = network.enter(instance_host(instance), command) if network else command
         try:
             with rundir.starting(self.run_dir, subject.label(instance)):
                 record = self.runtime.start(name, command, log_path,
-                                            step=str(step), extra_env=self.environment(subject, instance, step),
+                                            step=str(step), extra_env=self.environment(subject, instance, step, private),
                                             image=self.image(subject, instance), restart=restart, remove_after=private,
                                             files=files)
         except BaseException:
             if private is not None:
-                private.unlink(missing_ok=True)
+                shutil.rmtree(private, ignore_errors=True)
             raise
         journal(self.run_dir, "start", instance=instance, subject=subject.name, step=str(step), log=log_path.name,
                 pid=record.pid)
@@ -312,7 +323,7 @@ class Instances:
                 except Exception as kill_error:
                     log.error("could not kill %s either: %s", name, kill_error)
         self.runtime.clean_up()
-        self.remove_properties_files()
+        self.remove_private_dirs()
         if errors:
             raise RuntimeError("could not stop " + "; ".join(f"{name}: {exc}" for name, exc in errors.items())
                                + " (killed instead)")

@@ -40,6 +40,12 @@ LOGIN_MODULES = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModu
                  "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule"}
 
 
+def is_option(value: str) -> bool:
+    """Whether ``value`` can be one option of ``JAVA_TOOL_OPTIONS``, which the JVM splits at blanks and whose quotes
+    are its own."""
+    return not any(c.isspace() or c in "\"'" for c in value)
+
+
 def given_settings() -> dict[str, Any]:
     """The settings this process was given (librdkafka names; none for a plain cluster)."""
     return json.loads(os.environ.get(SETTINGS_ENV) or "{}")

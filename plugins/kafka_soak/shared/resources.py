@@ -26,6 +26,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kafka_soak.shared import java_client
+
 DIR = "resources"
 SAMPLES, DISK, GC = "samples.jsonl", "disk.jsonl", "gc"
 # resource -> unit; what the verdict judges on an app instance (CPU is drawn, not judged: it follows the load)
@@ -51,7 +53,7 @@ def gc_option(run_dir: Path) -> str | None:
     None where the path cannot be given to ``-Xlog`` (a colon separates its fields; a blank ends an option in
     ``JAVA_TOOL_OPTIONS``): the heap is then not sampled, the rest is."""
     path = run_dir / DIR / GC
-    if re.search(r"[\s:\"']", str(path)):
+    if ":" in str(path) or not java_client.is_option(str(path)):
         return None
     path.mkdir(parents=True, exist_ok=True)
     return f"-Xlog:gc:file={path}/%p.log:time"

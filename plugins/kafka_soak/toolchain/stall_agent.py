@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_soak.shared import stalls
+from kafka_soak.shared import java_client, stalls
 
 PRODUCER = "org.apache.kafka.clients.producer.KafkaProducer"
 SEND = "send(org.apache.kafka.clients.producer.ProducerRecord, org.apache.kafka.clients.producer.Callback)"
@@ -119,7 +119,7 @@ def check(jar: Path, runs: Path) -> None:
     """The agent's jar and the runs directory go into ``JAVA_TOOL_OPTIONS`` (split at blanks) and the rules' string
     literals: refuse a path that neither can hold."""
     for what, path in (("the Byteman agent's jar", jar), ("the runs directory (SOAK_RUNS_DIR)", runs)):
-        if any(c.isspace() or c in '"\\' for c in str(path)):
+        if not java_client.is_option(str(path)) or "\\" in str(path):
             raise StallAgentError(f"program: a stall of a JVM app loads the suite's Java agent through "
                                   f"JAVA_TOOL_OPTIONS, which cannot take {what} at {str(path)!r} (a blank, a quote or "
                                   "a backslash in its path); move it to a path without them")

@@ -88,10 +88,16 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
     assert lines["enable.idempotence"] == "true" and lines["processing.guarantee"] == "exactly_once_v2"
     assert lines["bootstrap.servers"] == "127.0.0.1:1" and lines["security.protocol"] == "SASL_SSL"
     assert "sasl.jaas.config" in lines and lines["state.dir"] == str(tmp_path / "state" / "instance-2")
-    # a properties file whose supervisor was killed (SIGKILL: it could not remove it) goes once no instance runs
-    left = instances.write_properties(subject, 2)
-    assert left.name.startswith(f"soak-{tmp_path.name}-") and oct(left.stat().st_mode & 0o777) == "0o600"
-    assert len(left.name) < 255 and instances.stop_all() == {} and not left.exists()
+    # a start's private directory holds its properties file and is where its temporary files go, a JVM's too (RocksDB
+    # extracts its native library there); one whose supervisor was killed (SIGKILL: it could not remove it) goes once
+    # no instance runs
+    private = instances.private_dir(subject, 2)
+    left = instances.write_properties(subject, 2, private)
+    assert private.name.startswith(f"soak-{tmp_path.name}-") and len(private.name) < 255
+    assert oct(private.stat().st_mode & 0o777) == "0o700" and oct(left.stat().st_mode & 0o777) == "0o600"
+    env = instances.environment(subject, 2, 5, private)
+    assert env["TMPDIR"] == str(private) and f"-Djava.io.tmpdir={private}" in env["JAVA_TOOL_OPTIONS"].split()
+    assert instances.stop_all() == {} and not private.exists()
 
 
 def test_a_profile_with_versions_runs_each_version_side_by_side_on_one_input(tmp_path):

@@ -191,17 +191,18 @@ def wait_for(condition, timeout=20.0):
         time.sleep(0.05)
 
 
-def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_and_its_private_file(processes,
-                                                                                                  tmp_path):
+def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_and_its_private_dir(processes,
+                                                                                                 tmp_path):
     from kafka_soak.infra.runtime.spawn import Restart
 
-    runs, private = tmp_path / "runs", tmp_path / "app.properties"
-    private.write_text("sasl.jaas.config=...\n")
+    runs, private = tmp_path / "runs", tmp_path / "private"
+    private.mkdir()
+    (private / "app.properties").write_text("sasl.jaas.config=...\n")
     first = processes.start("worker-1", [*FLAKY, str(runs)], tmp_path / "w.log",
                             restart=Restart(0.2, {"instance": 1, "subject": "", "step": "0", "log": "w.log"}),
                             remove_after=private)
     wait_for(lambda: runs.exists() and runs.read_text() == "3" and processes.process("worker-1") is not None)
-    assert private.exists(), "a restarted instance still finds its private file"
+    assert (private / "app.properties").exists(), "a restarted instance still finds its private directory"
     record = processes.record("worker-1")
     assert record.pid != first.pid, "the registry follows the restarted process"
     events = journal_events(tmp_path)
@@ -213,7 +214,7 @@ def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_
     assert [e["code"] for e in processes.registry.exits()] == [3, 3]
     assert processes.stop("worker-1", timeout=10) is not None
     assert not processes.is_alive("worker-1") and processes.supervisor("worker-1") is None
-    assert not private.exists(), "the supervisor removes the instance's private file once the instance has ended"
+    assert not private.exists(), "the supervisor removes the instance's private directory once the instance has ended"
     output = (tmp_path / "w.log").read_text()
     assert "restarting in 0.2 s" in output
     assert [line for line in output.splitlines() if line.startswith("SOAK_RESTART")] == [
@@ -235,7 +236,12 @@ def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):
 def test_the_suite_s_own_kill_is_not_restarted(processes, tmp_path):
     from kafka_soak.infra.runtime.spawn import Restart
 
-    processes.start("worker-3", SLEEPER, tmp_path / "w.log", restart=Restart(0.1, {"instance": 3, "log": "w.log"}))
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "librocksdbjni1.so").write_bytes(b"\0")  # what a JVM killed with -9 leaves of its temporary files
+    processes.start("worker-3", SLEEPER, tmp_path / "w.log", restart=Restart(0.1, {"instance": 3, "log": "w.log"}),
+                    remove_after=private)
     assert processes.kill("worker-3") == -9
     assert not processes.is_alive("worker-3")
+    assert not private.exists(), "what the killed process left in its private directory goes with it"
     assert not [e for e in journal_events(tmp_path) if e["event"] in ("exit", "restart")]

@@ -25,9 +25,9 @@ class Runtime(Protocol):
               restart: Restart | None = None, remove_after: Path | None = None,
               files: dict[str, str] | None = None) -> ProcessRecord:
         """``image``: the container image, where the runtime runs containers (default: its own); ``restart``: the
-        restart policy of a process that exits by itself (None: it stays down). A private file of this start (an app's
-        properties file): a local process's is written beforehand and ``remove_after`` is removed once the instance
-        has ended; a container gets ``files`` (path inside it: content) put into it before it starts."""
+        restart policy of a process that exits by itself (None: it stays down). A local process's private
+        directory of this start (its properties file, its temporary files) is made beforehand and ``remove_after`` is
+        removed once the instance has ended; a container gets ``files`` (path inside it: content) put into it before it starts."""
 
     def stop(self, name: str, timeout: float = 30.0) -> int | None: ...
 

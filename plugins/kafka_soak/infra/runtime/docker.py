@@ -78,8 +78,8 @@ class DockerContainers:
         runtime's; ``image_param`` chose both), running ``command``, with ``files`` (path inside the container:
         content, e.g. the app's properties file) put into it before it starts: they live in the container only and go
         with it. No restart
-        policy here yet (param ``restart`` is refused for this runtime before a run starts), and no file of the host
-        to remove."""
+        policy here yet (param ``restart`` is refused for this runtime before a run starts), and no directory of
+        the host to remove."""
         if restart is not None or remove_after is not None:
             raise ValueError("runtime 'docker' has no restart policy (param restart is for runtime 'local') and takes "
                              "its private files inside the container (files)")

@@ -105,7 +105,7 @@ class LocalProcesses:
         """``image`` and ``files`` are for containers; a local process runs ``command`` as it is, restarted by its
         supervisor under ``restart``; the supervisor removes ``remove_after`` when it ends."""
         if files:
-            raise ValueError("runtime 'local' puts no files into a process: write them and name them in remove_after")
+            raise ValueError("runtime 'local' puts no files into a process: write them into a directory named in remove_after")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         policy = ["--restart", json.dumps({"backoff_s": restart.backoff_s, "journal": {**restart.journal, "name": name}})
                   ] if restart else []

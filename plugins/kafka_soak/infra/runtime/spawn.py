@@ -18,14 +18,15 @@ run's journal, and the registry's record points at the new process, which finds 
 ``SOAK_RESTART`` (0 for the first start, as Kubernetes' restartCount). SIGUSR1 tells the supervisor that the suite
 ends the instance (a stop, a kill): whatever the command's exit, it is not restarted.
 
-With ``--remove PATH`` the supervisor removes a private file of the instance (a profile's properties file, which may
-hold the cluster's credentials) once the instance has ended for good: restarts still find it.
+With ``--remove PATH`` the supervisor removes the instance's private directory (a profile's properties file, which may
+hold the cluster's credentials; its temporary files) once the instance has ended for good: restarts still find it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,12 +67,12 @@ def launch(log_path: str, command: list[str], restarts: int = 0) -> subprocess.P
 
 def supervise(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None,
               remove: str | None = None) -> None:
-    """``follow`` the command, then remove the instance's private file ``remove``, whatever ended it."""
+    """``follow`` the command, then remove the instance's private directory ``remove``, whatever ended it."""
     try:
         follow(name, log_path, exits_path, command, restart)
     finally:
         if remove:
-            Path(remove).unlink(missing_ok=True)
+            shutil.rmtree(remove, ignore_errors=True)
 
 
 def follow(name: str, log_path: str, exits_path: str, command: list[str], restart: Restart | None) -> None:
