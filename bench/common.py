@@ -160,10 +160,11 @@ def figures_table(figures: list[dict[str, Any]]) -> str:
 
 
 def write_results(name: str, title: str, size: str, figures: list[dict[str, Any]], body: str,
-                  extra: dict[str, Any] | None = None) -> None:
-    """``bench/results/<name>.json`` and the section ``bench/results/<name>.md``."""
+                  extra: dict[str, Any] | None = None, cmd: str | None = None) -> None:
+    """``bench/results/<name>.json`` and the section ``bench/results/<name>.md``; ``cmd``: the command that gave them,
+    where it is not the benchmark's ``--size`` form."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    cmd = command(name, size)
+    cmd = cmd or command(name, size)
     data = {"benchmark": name, "size": size, "command": cmd, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                           time.gmtime()),
             "machine": machine(), "figures": figures, **(extra or {})}

@@ -1,0 +1,238 @@
+"""A night's soak on this machine, and what must hold of it: a pass on every record, and the suite's own processes,
+evidence and report holding their size from the first hour to the second.
+
+    python bench/night_soak.py --size large   # make soak SCENARIO=soak_nightly: 2 hours at 1 000 records/s
+    python bench/night_soak.py --size quick   # the same scenario for 20 minutes (1 200 000 records)
+    python bench/night_soak.py --from RUN_DIR --watched FILE   # the figures of a soak started by hand, FILE from:
+    python bench/night_soak.py --watch PID --out FILE          # PID: the soak's `python -m kafka_soak.cli soak`
+
+The run samples its own processes (``resources/samples.jsonl``: the apps, the brokers, the generator, the sampler,
+every supervisor) and its disk (``resources/disk.jsonl``). What it cannot sample is the process that runs it: the
+CLI, ``airflow dags test`` (the DAG's tasks, their deferred steps' triggers) and what they start (Kafka's tools,
+spark-submit); this benchmark samples that tree every 30 s beside the run. The suite's processes are those two
+sets less the apps and the brokers (the verdict's ``resource_growth`` judges the apps; a broker's growth is
+Kafka's). A process is compared with itself: the most it held in the second hour of load against the most in the
+first (each life that lived through both). Writes ``bench/results/night_soak.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import common
+import psutil
+from support.browser import CHARTS_DRAWN, headless_chromium
+
+from kafka_soak.shared import resources, rundir
+
+SIZES = {"quick": 1_200_000, "large": 7_200_000}  # records at the scenario's 1 000 records/s
+WATCH_INTERVAL_S = 30.0
+HOUR_S = 3600.0
+BOUND = 1.1  # the second hour against the first
+OPENINGS = 3
+NOT_SUITE = (resources.APP_PREFIX, "kafka-")  # the apps' and the brokers' lives, judged elsewhere
+
+
+def kind(proc: psutil.Process) -> str:
+    """What a process of the soak's own tree is, by its command line."""
+    command = " ".join(proc.cmdline())
+    for marker, name in (("kafka_soak.cli", "cli"), ("dags test", "airflow dags test"), ("spark", "spark"),
+                         ("java", "java tool")):
+        if marker in command:
+            return name
+    return proc.name()
+
+
+def watch(root: int, out: Path, stop: threading.Event | None = None) -> None:
+    """Sample ``root`` and its descendants every ``WATCH_INTERVAL_S`` into ``out`` (JSON lines, as the run's own
+    samples) until ``root`` ends (or ``stop`` is set)."""
+    top = psutil.Process(root)
+    while top.is_running() and not (stop and stop.is_set()):
+        at = time.time()
+        for proc in [top, *top.children(recursive=True)]:
+            try:
+                with proc.oneshot():
+                    row = {"at": round(at, 3), "process": kind(proc), "pid": proc.pid,
+                           "started": round(proc.create_time(), 2), "rss_mb": round(proc.memory_info().rss / 2**20, 1),
+                           "fds": proc.num_fds(), "threads": proc.num_threads()}
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                continue
+            rundir.append_jsonl(out, row)
+        time.sleep(WATCH_INTERVAL_S)
+
+
+def suite_lives(run_dir: Path, watched: Path) -> dict[tuple[str, int, float], list[dict[str, Any]]]:
+    """Each life of a suite process, its samples in time order: the run's own of its supervisors, sampler and
+    generator, and the watched tree's."""
+    own = [r for r in rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES)
+           if not r["process"].startswith(NOT_SUITE) or r["process"].endswith(resources.SUPERVISOR)]
+    return resources.lives(own + rundir.read_jsonl(watched))
+
+
+def load_start(run_dir: Path) -> float:
+    """When the load began: the generator's start."""
+    return min(r["started"] for r in rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES)
+               if r["process"] == "generator")
+
+
+def hours_compared(lives: dict[tuple[str, int, float], list[dict[str, Any]]], t0: float,
+                   measure: str) -> list[dict[str, Any]]:
+    """Per life that lived through both hours of load: the most of ``measure`` in each, and their ratio."""
+    rows = []
+    for (name, pid, _), samples in lives.items():
+        first = [s[measure] for s in samples if t0 <= s["at"] < t0 + HOUR_S and s.get(measure) is not None]
+        second = [s[measure] for s in samples if t0 + HOUR_S <= s["at"] < t0 + 2 * HOUR_S and s.get(measure) is not None]
+        if first and second:
+            rows.append({"process": name, "pid": pid, "first": max(first), "second": max(second),
+                         "ratio": round(max(second) / max(first), 3)})
+    return sorted(rows, key=lambda r: -r["ratio"])
+
+
+def disk_per_record(run_dir: Path, t0: float, rate: float) -> dict[str, dict[str, float]]:
+    """Bytes per record the run directory grew by in each hour of load: Kafka's logs (every replica), and the rest
+    (the evidence and the apps' state), from the run's disk samples (every 30 s) at a constant ``rate``."""
+    rows = rundir.read_jsonl(run_dir / resources.DIR / resources.DISK)
+
+    def at(t: float) -> dict[str, float]:
+        row = min(rows, key=lambda r: abs(r["at"] - t))
+        kafka = sum(v for k, v in row.items() if k.startswith("broker-"))
+        return {"kafka": kafka, "rest": row["run_dir_mb"] - kafka}
+
+    marks = [at(t0 + h * HOUR_S) for h in (0, 1, 2)]
+    return {part: {f"hour {h + 1}": round((marks[h + 1][part] - marks[h][part]) * 2**20 / (rate * HOUR_S), 1)
+                   for h in (0, 1)} for part in ("kafka", "rest")}
+
+
+def sizes(run_dir: Path) -> dict[str, int]:
+    """The run directory's bytes once the run has ended: Kafka's logs, the apps' state stores, and the evidence (the
+    rest: logs, journal, samples, verdict, report)."""
+    def size(path: Path) -> int:
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+    parts = {"kafka": size(run_dir / "kafka"), "state": size(run_dir / rundir.STATE)}
+    return {**parts, "evidence": size(run_dir) - sum(parts.values())}
+
+
+def report_opened(run_dir: Path) -> list[float]:
+    """Seconds until the report's charts are drawn in headless Chromium, ``OPENINGS`` times."""
+    browser = headless_chromium()
+    browser.set_script_timeout(60)
+    try:
+        opened = []
+        for _ in range(OPENINGS):
+            browser.get((run_dir / rundir.REPORT).as_uri())
+            opened.append(float(browser.execute_async_script(CHARTS_DRAWN)) / 1000)
+        return opened
+    finally:
+        browser.quit()
+
+
+def measured(run_dir: Path, watched: Path) -> dict[str, Any]:
+    verdict = rundir.read_json(run_dir / rundir.VERDICT) or {}
+    params = (rundir.read_json(run_dir / rundir.PARAMS) or {})["params"]
+    program = rundir.read_json(run_dir / "program.json") or {}
+    t0, hours = load_start(run_dir), params["records"] / params["rate"] / HOUR_S
+    lives = suite_lives(run_dir, watched)
+    faults: dict[str, int] = {}
+    for step in program.get("steps", []):
+        if step["action"] not in ("noop", "start"):
+            faults[step["action"]] = faults.get(step["action"], 0) + 1
+    return {"run_dir": str(run_dir), "status": verdict.get("status"), "records": verdict.get("records"),
+            "anomalies": verdict.get("anomalies"), "growth": verdict.get("growth"),
+            "validation_seconds": verdict.get("validation_seconds"), "program": program.get("source"),
+            "faults": faults, "rate": params["rate"], "brokers": params["brokers"], "records_asked": params["records"],
+            **({"rss": hours_compared(lives, t0, "rss_mb"), "fds": hours_compared(lives, t0, "fds"),
+                "disk": disk_per_record(run_dir, t0, params["rate"])} if hours >= 2 else {}),
+            "sizes": sizes(run_dir), "report_bytes": (run_dir / rundir.REPORT).stat().st_size,
+            "report_opened_s": report_opened(run_dir)}
+
+
+def soak(records: int, out: Path) -> Path:
+    """``make soak SCENARIO=soak_nightly`` of ``records`` in a runs directory of its own, watched; its run directory."""
+    runs = common.runs_dir("night-soak")
+    conf = json.dumps({"records": records})
+    env = {**os.environ, "SOAK_RUNS_DIR": str(runs), "CONF": conf, "SCENARIO": "soak_nightly"}
+    with open(runs / "make-soak.log", "wb") as log:
+        make = subprocess.Popen(["make", "-s", "soak"], cwd=common.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        cli = None
+        while cli is None and make.poll() is None:
+            cli = next((p for p in psutil.Process(make.pid).children(recursive=True)
+                        if "kafka_soak.cli" in " ".join(p.cmdline())), None)
+            time.sleep(0.5)
+        if cli is not None:
+            watch(cli.pid, out)
+        make.wait()
+    return (runs / "soak_nightly" / "latest").resolve()
+
+
+def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
+    records, hours = run["records"] or {}, run["records_asked"] / run["rate"] / HOUR_S
+    opened = statistics.median(run["report_opened_s"])
+    rows = [common.figure(f"records in and out, {hours:g} h at {run['rate']} records/s", records.get("output", 0),
+                          "records", records.get("input"), f"verdict passed, {run['records_asked']} in and out",
+                          run["status"] == "passed" and records.get("output") == records.get("input")
+                          == run["records_asked"]),
+            common.figure("the checker on the whole run", run["validation_seconds"] or 0, "s", None, "—", None)]
+    if "rss" in run:
+        rss, fds = run["rss"][0], run["fds"][0]
+        rows += [common.figure(f"most RSS of a suite process in the second hour (worst: {rss['process']})",
+                               rss["second"], "MB", rss["first"], f"≤ {BOUND}× the first hour's", rss["ratio"] <= BOUND),
+                 common.figure(f"most open files of a suite process in the second hour (worst: {fds['process']})",
+                               fds["second"], "fds", fds["first"], f"≤ {BOUND}× the first hour's", fds["ratio"] <= BOUND)]
+        rows += [common.figure("run directory but Kafka's logs: bytes per record, second hour",
+                               run["disk"]["rest"]["hour 2"], "B", run["disk"]["rest"]["hour 1"], "grows with the data",
+                               None),
+                 common.figure(f"Kafka's logs ({run['brokers']} brokers): bytes per record, second hour",
+                               run["disk"]["kafka"]["hour 2"], "B", run["disk"]["kafka"]["hour 1"], "—", None)]
+    evidence = run["sizes"]["evidence"] / max(1, records.get("input") or 0)
+    return rows + [common.figure("evidence (the run directory but Kafka's logs and the apps' state): bytes per record",
+                                 evidence, "B", None, "—", None),
+                   common.figure("report: page size", run["report_bytes"] / 1e6, "MB", None, "under a few MB",
+                                 run["report_bytes"] < 3e6),
+                   common.figure("report: charts drawn in headless Chromium", opened, "s", None, "< 2 s", opened < 2)]
+
+
+def body(run: dict[str, Any]) -> str:
+    faults = ", ".join(f"{n} {action}" for action, n in sorted(run["faults"].items()))
+    lives = ", ".join(f"{r['process']} {r['first']:g} → {r['second']:g} MB" for r in run.get("rss", [])) or "none"
+    return (f"One run of `soak_nightly` (`{run['program']}`, a fault every 5 steps of 30 s: {faults}; anomalies "
+            f"{run['anomalies']}). Suite processes: the run's supervisors, sampler and generator (its own samples, "
+            "every 5 s) and the process tree that ran it (the CLI, `airflow dags test`: sampled every 30 s by this "
+            "benchmark); per life that lived through both hours, the most it held in the second hour against the "
+            f"first: {lives}. Bytes per record: the growth of the run directory over each hour of load (its disk "
+            "samples, every 30 s) over the records of that hour. The report opened "
+            f"{len(run['report_opened_s'])} times (median).")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=common.SIZES)
+    parser.add_argument("--from", dest="run_dir", type=Path, help="a soak_nightly run directory, started by hand")
+    parser.add_argument("--watched", type=Path, help="--watch's samples of that run")
+    parser.add_argument("--watch", type=int, help="sample this process and its tree until it ends")
+    parser.add_argument("--out", type=Path, help="where --watch writes")
+    args = parser.parse_args()
+    if args.watch:
+        watch(args.watch, args.out)
+        return
+    if args.run_dir:
+        run_dir, watched, size = args.run_dir.resolve(), args.watched, "large"
+        cmd = f"python bench/night_soak.py --from {args.run_dir} --watched {args.watched}"
+    else:
+        size = args.size or "quick"
+        watched = common.runs_dir("night-soak-watch") / "watched.jsonl"
+        run_dir, cmd = soak(SIZES[size], watched), None
+    run = measured(run_dir, watched)
+    common.write_results("night_soak", "A night's soak", size, figures(run), body(run), {"runs": [run]}, cmd)
+
+
+if __name__ == "__main__":
+    main()
