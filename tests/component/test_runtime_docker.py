@@ -21,8 +21,9 @@ from kafka_soak.infra.docker_engine import (
     docker_api,
     run_labels,
 )
+from kafka_soak.infra.resource_sampler import Sampler
 from kafka_soak.infra.runtime.docker import DockerContainers
-from kafka_soak.shared import rundir
+from kafka_soak.shared import resources, rundir
 
 # One Docker engine for the session: its tests run on one pytest-xdist worker.
 pytestmark = pytest.mark.xdist_group(name="docker")
@@ -62,6 +63,11 @@ def test_lifecycle_of_an_instance_container(docker_engine, run_dir):
         assert info["HostConfig"]["NetworkMode"] == "host"
         assert containers.is_alive("instance-1") and not containers.is_paused("instance-1")
         wait_for_output(containers, "instance-1", "tick")
+        # the engine is this machine's: the run's resource sampler reads the container's processes as a local one's
+        Sampler(run_dir).sample_once(time.time())
+        sampled = rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES)
+        assert [(s["process"], s["pid"]) for s in sampled] == [("instance-1", info["State"]["Pid"])]
+        assert sampled[0]["rss_mb"] > 1 and sampled[0]["threads"] >= 2 and sampled[0]["fds"] >= 3, sampled
 
         assert containers.pause("instance-1") and containers.is_paused("instance-1")
         containers.copy_log("instance-1")

@@ -1,6 +1,7 @@
 """The run's resource sampler: a process of its own, from provision to release, that samples every process the run
-registered (``<run_dir>/processes/``: brokers, app instances, the generator, meters, and itself) and the supervisor
-of each, every few seconds, into ``resources/`` (``shared/resources.py`` says what the files hold).
+registered (``<run_dir>/processes/``: brokers, app instances, the generator, meters, and itself; the app's
+containers on an engine of this machine, whose processes are this machine's) and the supervisor of each, every few
+seconds, into ``resources/`` (``shared/resources.py`` says what the files hold).
 
 Each sample is one process tree (a team's app may be a script that starts its JVM): resident memory, threads and open
 file descriptors summed over it, CPU in cores since the last sample, and the heap after the last collection of a JVM
@@ -84,8 +85,11 @@ class Sampler:
         self.count = 0
 
     def records(self) -> list[ProcessRecord]:
-        """The run's local processes (a container's record is skipped: its processes are not this machine's to read)."""
-        return [r for name in self.registry.names(containers=False) if (r := self.registry.record(name)) is not None]
+        """The run's local processes, and its containers whose processes are this machine's (``create_time`` set: an
+        engine of this machine; a remote engine's are not this machine's to read)."""
+        records = [self.registry.record(name) for name in self.registry.names(containers=False)]
+        containers = [self.registry.record(name) for name in self.registry.names(containers=True)]
+        return [r for r in records if r is not None] + [r for r in containers if r is not None and r.create_time]
 
     def sample_once(self, now: float) -> None:
         children_of: dict[int, list[int]] = {}  # one listing of the machine's processes for every tree of the sample

@@ -6,7 +6,9 @@ Toggling stops it gracefully (``docker stop``: SIGTERM, SIGKILL after the timeou
 pause and unpause it (the freezer cgroup, like SIGSTOP for every process in it). Containers use the host
 network so that a broker on loopback is reachable. A container's output is copied to its per-step log in
 the run directory after every program step and when it ends; the container itself is removed only when its
-instance is started again or at teardown, after its log was copied.
+instance is started again or at teardown, after its log was copied. On an engine of this machine a container's
+processes are this machine's: its record then has their first process's start time, and the run's resource sampler
+reads them as it reads a local process (a remote engine's are not this machine's to read).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from kafka_soak.infra.docker_engine import (
     INSTANCE_ROLE,
@@ -33,6 +37,18 @@ from kafka_soak.infra.runtime.spawn import Restart
 from kafka_soak.params import DOCKER_URL
 
 log = logging.getLogger(__name__)
+
+
+def host_start(pid: int, container_id: str) -> float:
+    """The start time of a container's first process (``State.Pid``) when it is a process of this machine: its
+    cgroup names the container. 0.0 for a remote engine's, whose PIDs mean other processes here."""
+    try:
+        if container_id not in Path(f"/proc/{pid}/cgroup").read_text():
+            return 0.0
+        return psutil.Process(pid).create_time()
+    except (OSError, psutil.Error):
+        return 0.0
+
 
 class DockerContainers:
     """Named containers of one run, registered under ``<run_dir>/processes/`` like local processes."""
@@ -96,7 +112,8 @@ class DockerContainers:
         self.api.start(container["Id"])
         state = self.api.inspect_container(container["Id"])["State"]
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        rec = ProcessRecord(name, state.get("Pid") or 0, 0.0, str(log_path), time.time(), container=container["Id"])
+        rec = ProcessRecord(name, state.get("Pid") or 0, host_start(state.get("Pid") or 0, container["Id"]),
+                            str(log_path), time.time(), container=container["Id"])
         self.registry.write(rec)
         log.info("started %s: container %s (%s, image %s), log %s", name, cname, container["Id"][:12], image,
                  log_path)

@@ -14,7 +14,7 @@ from kafka_soak.shared.rundir import append_jsonl, read_jsonl
 class ProcessRecord:
     name: str
     pid: int
-    create_time: float
+    create_time: float  # a container's: 0.0 where its processes are not this machine's (a remote engine)
     log: str
     started_at: float
     container: str | None = None  # set by the Docker runtime
