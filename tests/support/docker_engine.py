@@ -26,6 +26,7 @@ JRE_IMAGE = "kafka-soak-test-jre:bookworm"
 WORKER_IMAGE = "kafka-soak-worker:test"
 ORDERS_PY_IMAGE = "orders-py:test"
 KAFKA_IMAGE = "kafka-soak-kafka:test"
+TEST_IMAGE_LABEL = "org.kafka-soak.test-build"  # on every image the tests build (not on the debootstrap bases)
 MIRROR = os.environ.get("SOAK_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
@@ -110,8 +111,7 @@ def build_kafka_image() -> None:
 
     debootstrap_image(JRE_IMAGE, ["openjdk-17-jre-headless"])
     kafka_jars.resolve(KAFKA_VERSION)
-    client().images.build(path=str(ROOT), dockerfile="docker/kafka.Dockerfile", tag=KAFKA_IMAGE, rm=True,
-                          buildargs={"BASE_IMAGE": JRE_IMAGE, "KAFKA_VERSION": KAFKA_VERSION})
+    build(ROOT, KAFKA_IMAGE, {"BASE_IMAGE": JRE_IMAGE, "KAFKA_VERSION": KAFKA_VERSION}, "docker/kafka.Dockerfile")
 
 
 def build_streams_image() -> str:
@@ -122,9 +122,18 @@ def build_streams_image() -> str:
     debootstrap_image(JRE_IMAGE, ["openjdk-17-jre-headless"])
     app_dir, _ = streams.build(STREAMS_VERSION)
     tag = streams.image(STREAMS_VERSION)
-    client().images.build(path=str(ROOT), dockerfile="docker/streams.Dockerfile", tag=tag, rm=True,
-                          buildargs={"BASE_IMAGE": JRE_IMAGE, "APP_DIR": app_dir.relative_to(ROOT).as_posix()})
+    build(ROOT, tag, {"BASE_IMAGE": JRE_IMAGE, "APP_DIR": app_dir.relative_to(ROOT).as_posix()},
+          "docker/streams.Dockerfile")
     return tag
+
+
+def build(context: Path, tag: str, buildargs: dict[str, str], dockerfile: str = "Dockerfile") -> None:
+    """Build an image of the tests as ``tag``, then remove the images of the tests' builds that no tag names any more:
+    the sources change between two clean clones, each build then leaves the image it replaced, and the engine's disk
+    fills with them."""
+    client().images.build(path=str(context), dockerfile=dockerfile, tag=tag, rm=True, buildargs=buildargs,
+                          labels={TEST_IMAGE_LABEL: "1"})
+    client().images.prune(filters={"dangling": True, "label": TEST_IMAGE_LABEL})
 
 
 def build_worker_image() -> None:
@@ -134,15 +143,13 @@ def build_worker_image() -> None:
                     "--only-binary=:all:", "-d", str(wheelhouse), "-r",
                     str(ROOT / "plugins" / "kafka_soak" / "clients" / "reference" / "requirements.txt")],
                    check=True)
-    client().images.build(path=str(ROOT), dockerfile="docker/worker.Dockerfile", tag=WORKER_IMAGE, rm=True,
-                          buildargs={"BASE_IMAGE": BASE_IMAGE, "PIP_ARGS": "--no-index"})
+    build(ROOT, WORKER_IMAGE, {"BASE_IMAGE": BASE_IMAGE, "PIP_ARGS": "--no-index"}, "docker/worker.Dockerfile")
 
 
 def build_orders_py_image() -> str:
     """The outside Python app (tests/apps/orders-py) as its team would ship it, on the worker image (Python and
     confluent-kafka; no registry serves python:3.11-slim here)."""
-    client().images.build(path=str(ROOT / "tests" / "apps" / "orders-py"), tag=ORDERS_PY_IMAGE, rm=True,
-                          buildargs={"BASE_IMAGE": WORKER_IMAGE})
+    build(ROOT / "tests" / "apps" / "orders-py", ORDERS_PY_IMAGE, {"BASE_IMAGE": WORKER_IMAGE})
     return ORDERS_PY_IMAGE
 
 
