@@ -20,7 +20,7 @@ from common import DagsTest, figure, parse_size, runs_dir, write_results
 
 DAG_ID = "soak_eos_id_assignment"
 # The `make soak` default (--size large) may spend this much beyond its program (provisioning, validation, Airflow).
-TARGET_OVERHEAD_S = 45
+TARGET_OVERHEAD_S = 30
 CONFS = {"quick": {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4},
          "large": {}}
 RUN_TIMEOUT_S = 1200
