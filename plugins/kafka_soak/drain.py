@@ -235,11 +235,12 @@ def fault_grace_s(program: list[str], stop_leaves_group: bool = True) -> tuple[f
 
 
 def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, poll_s: float = 2.0,
-                      settle_polls: int = 2, instances: Instances | None = None,
+                      settle_polls: int = 2, confirm_s: float = 0.5, instances: Instances | None = None,
                       diagnose: Callable[[dict[int, int], bool], dict[str, Any]] | None = None,
                       stall_s: float = 120.0, commit_interval_s: float = 0.0) -> float:
     """Block until the group's lag on ``topic``, and on every other topic it consumes (``kafka_io.internal_lag``), is 0
-    for ``settle_polls`` polls in a row; returns seconds waited. With ``instances``, one instance is kept running
+    for ``settle_polls`` polls in a row, those after the first zero ``confirm_s`` apart (the input is whole by then:
+    they only rule out a zero of a moment, and every run waits them); returns seconds waited. With ``instances``, one instance is kept running
     meanwhile. On timeout, ``diagnose(lag, moved)`` says why, and the lagging partitions whose committed offset has
     not moved for ``stall_threshold_s`` are stalled."""
     started, began = time.monotonic(), None
@@ -280,7 +281,7 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
                            now - began)
             raise DrainTimeout(timeout_report(group, topic, timeout_s, lag, moved, {**facts, "internal": internal},
                                        [s["partition"] for s in stalled], left), lag, stalled, left)
-        time.sleep(poll_s)
+        time.sleep(confirm_s if zero_streak else poll_s)
 
 
 def stalled_partitions(positions: dict[int, tuple[int, int]], still: dict[int, tuple[int, float]], now: float,
