@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from types import SimpleNamespace
 import psutil
 import pytest
 from support import ROOT
+from support.airflow_home import private_airflow
 from support.browser import headless_chromium
 from support.checks import SECRET
 
@@ -25,16 +25,6 @@ sys.path.insert(0, str(ROOT / "plugins"))
 # The Spark job's own modules, as spark-submit puts them on its path (validate.shipped_modules); what they share with
 # the plugin they import from kafka_soak.shared, as the plugin does.
 sys.path.insert(0, str(ROOT / "spark_jobs"))
-
-
-def private_airflow(home: str | Path, copy: Path) -> dict[str, str]:
-    """A copy of the Airflow home ``make setup`` made (its config and SQLite database) at ``copy``, and the environment
-    that points Airflow at it. The config names its database by absolute path: the copy's names the copy."""
-    shutil.copytree(home, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns("logs"))
-    config = copy / "airflow.cfg"
-    config.write_text(re.sub(r"(?m)^sql_alchemy_conn = .*$", f"sql_alchemy_conn = sqlite:///{copy / 'airflow.db'}",
-                             config.read_text()))
-    return {"AIRFLOW_HOME": str(copy)}
 
 
 def pytest_configure(config: pytest.Config) -> None:

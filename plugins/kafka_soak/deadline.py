@@ -25,13 +25,13 @@ import asyncio
 import datetime as dt
 import logging
 import math
-import sys
 import time
 from typing import Any
 
 from airflow.sdk.definitions.deadline import AsyncCallback, BaseDeadlineReference, DeadlineAlert
 
 from kafka_soak import alerting, run_plan
+from kafka_soak.faults.step_operator import under_dags_test
 from kafka_soak.shared import rundir
 
 log = logging.getLogger(__name__)
@@ -53,12 +53,6 @@ class SoakRunQueuedAt(BaseDeadlineReference):
 
         return session.scalar(select(DagRun.queued_at).where(DagRun.dag_id == kwargs["dag_id"],
                                                              DagRun.run_id == kwargs["run_id"]))
-
-
-def under_dags_test() -> bool:
-    """Whether this process is `airflow dags test` (``make soak``, the end-to-end tests), which runs a DAG's tasks
-    itself, one after the other, with no scheduler."""
-    return sys.argv[1:3] == ["dags", "test"]
 
 
 def expected_s(defaults: dict[str, Any], lead_s: float) -> float:

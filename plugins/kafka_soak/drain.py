@@ -240,9 +240,9 @@ def wait_for_zero_lag(bootstrap: str, group: str, topic: str, timeout_s: float, 
                       stall_s: float = 120.0, commit_interval_s: float = 0.0) -> float:
     """Block until the group's lag on ``topic``, and on every other topic it consumes (``kafka_io.internal_lag``), is 0
     for ``settle_polls`` polls in a row, those after the first zero ``confirm_s`` apart (the input is whole by then:
-    they only rule out a zero of a moment, and every run waits them); returns seconds waited. With ``instances``, one instance is kept running
-    meanwhile. On timeout, ``diagnose(lag, moved)`` says why, and the lagging partitions whose committed offset has
-    not moved for ``stall_threshold_s`` are stalled."""
+    they only rule out a zero of a moment, and every run waits them); returns seconds waited. With ``instances``, one
+    instance is kept running meanwhile. On timeout, ``diagnose(lag, moved)`` says why, and the lagging partitions whose
+    committed offset has not moved for ``stall_threshold_s`` are stalled."""
     started, began = time.monotonic(), None
     zero_streak = 0
     first_lag = last_lag = None

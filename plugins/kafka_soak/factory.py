@@ -19,8 +19,8 @@ from kafka_soak import tasks
 from kafka_soak.admission import Admission, ScenarioError, load_scenario, unreadable_scenario
 from kafka_soak.alerting import SoakAlertNotifier, record_task_failure
 from kafka_soak.checker.validate import ValidateOperator
-from kafka_soak.deadline import overdue_alert, under_dags_test
-from kafka_soak.faults.step_operator import ProgramStepOperator
+from kafka_soak.deadline import overdue_alert
+from kafka_soak.faults.step_operator import ProgramStepOperator, under_dags_test
 from kafka_soak.shared import rundir
 
 NIGHTLY = "0 2 * * *"
