@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, cast
@@ -133,7 +134,7 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
         except profiles.ProfileError as exc:
             errors.append(str(exc))
     if errors:
-        raise ParamsError("; ".join(errors))
+        raise ParamsError("; ".join(drawn(errors, source)))
     if not values["app_profile"]:  # from here on the run knows its app by its profile alone
         values["app_profile"] = reference.profile(
             values, scoped_group(app_id or UNNAMED_APP_ID, values["backend"], scope)).as_dict()
@@ -147,7 +148,7 @@ def check(params: dict[str, Any], app_id: str | None = None, scope: str = "") ->
         values["quotas"] = expand_quotas(values)
         errors.extend(quota_errors(values))
     if errors:
-        raise ParamsError("; ".join(errors))
+        raise ParamsError("; ".join(drawn(errors, source)))
     return cast(Plan, {**copy.deepcopy(values), "program": program, "program_source": source,
                        "interval_s": float(values["interval_s"]), "program_s": len(program) * float(values["interval_s"]),
                        "stalls": [asdict(s) for s in stall.planned(steps)],
@@ -168,6 +169,20 @@ def random_program(values: dict[str, Any]) -> list[str]:
                                    if faults and values["rate"] else None)
     return programs.random_program(values["seed"], values["instances"], steps, values["brokers"], faults,
                                    shape.get("every", 2), interval)
+
+
+TOKEN_AT = re.compile(r"token '[^']*' at position \d+: ")  # how a refusal names the token it is about
+
+
+def drawn(errors: list[str], source: str) -> list[str]:
+    """The refusals of a program's tokens, for a program the run drew (``source``: ``random(seed=N)``) in the name of
+    the param that asked for it: nobody wrote the token."""
+    if source == "given":
+        return errors
+    named = (f"random_program: the program drawn as {source} asks for what this run cannot do: "
+             f"{re.sub(TOKEN_AT, '', e.removeprefix('program: '))}; leave that kind out of random_program.faults"
+             if e.startswith("program: ") else e for e in errors)
+    return list(dict.fromkeys(named))  # one line for the kind, not one for each of its tokens
 
 
 def random_program_errors(values: dict[str, Any]) -> list[str]:

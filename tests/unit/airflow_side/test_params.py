@@ -59,6 +59,16 @@ def test_a_random_program_the_run_cannot_draw_is_refused_by_name(conf, message):
         run_plan.check(conf)
 
 
+def test_a_drawn_token_the_run_cannot_apply_is_refused_in_the_name_of_random_program_once():
+    """Nobody wrote the token: the refusal names the param that drew it, once for its kind."""
+    with pytest.raises(ParamsError) as err:
+        run_plan.check({"program": "", "random_program": {"faults": ["stall"], "steps": 8}, "runtime": "docker"})
+    assert str(err.value) == ("random_program: the program drawn as random(seed=0) asks for what this run cannot do: "
+                              "a stall needs runtime 'local' (its arm and trace files are in the run directory, which "
+                              "a container does not see; runtime is 'docker'); leave that kind out of "
+                              "random_program.faults")
+
+
 def test_every_problem_is_named():
     with pytest.raises(ParamsError) as err:
         run_plan.check({"program": "1 9", "colour": "red"})
