@@ -96,6 +96,16 @@ def hours_compared(lives: dict[tuple[str, int, float], list[dict[str, Any]]], t0
     return sorted(rows, key=lambda r: -r["ratio"])
 
 
+def checker_peak_mb(watched: Path) -> float | None:
+    """The most the checker's process tree held at once (spark-submit, its JVM, the Python driver), as the watch
+    sampled it (every 30 s: a floor of its peak)."""
+    at: dict[float, float] = {}
+    for row in rundir.read_jsonl(watched):
+        if row["process"] == "spark":
+            at[row["at"]] = at.get(row["at"], 0.0) + row["rss_mb"]
+    return max(at.values(), default=None)
+
+
 def disk_per_record(run_dir: Path, t0: float, rate: float) -> dict[str, dict[str, float]]:
     """Bytes per record the run directory grew by in each hour of load: Kafka's logs (every replica), and the rest
     (the evidence and the apps' state), from the run's disk samples (every 30 s) at a constant ``rate``."""
@@ -147,7 +157,8 @@ def measured(run_dir: Path, watched: Path) -> dict[str, Any]:
             faults[step["action"]] = faults.get(step["action"], 0) + 1
     return {"run_dir": str(run_dir), "status": verdict.get("status"), "records": verdict.get("records"),
             "anomalies": verdict.get("anomalies"), "growth": verdict.get("growth"),
-            "validation_seconds": verdict.get("validation_seconds"), "program": program.get("source"),
+            "validation_seconds": verdict.get("validation_seconds"), "checker_peak_mb": checker_peak_mb(watched),
+            "program": program.get("source"),
             "faults": faults, "rate": params["rate"], "brokers": params["brokers"], "records_asked": params["records"],
             **({"rss": hours_compared(lives, t0, "rss_mb"), "fds": hours_compared(lives, t0, "fds"),
                 "disk": disk_per_record(run_dir, t0, params["rate"])} if hours >= 2 else {}),
@@ -180,7 +191,9 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
                           "records", records.get("input"), f"verdict passed, {run['records_asked']} in and out",
                           run["status"] == "passed" and records.get("output") == records.get("input")
                           == run["records_asked"]),
-            common.figure("the checker on the whole run", run["validation_seconds"] or 0, "s", None, "—", None)]
+            common.figure("the checker on the whole run", run["validation_seconds"] or 0, "s", None, "—", None),
+            common.figure("the checker's process tree, most resident memory seen (every 30 s)",
+                          run["checker_peak_mb"] or 0, "MB", None, "within the run's memory bound", None)]
     if "rss" in run:
         rss, fds = run["rss"][0], run["fds"][0]
         rows += [common.figure(f"most RSS of a suite process in the second hour (worst: {rss['process']})",
