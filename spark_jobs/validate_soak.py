@@ -39,9 +39,9 @@ log = logging.getLogger("kafka_soak.validate")
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
 SUMMARY = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES}
-# A suite is first validated for its outcome alone: a column expectation then costs GX two Spark jobs instead of six
-# (its unexpected values and their index are queries of their own, empty when it passed), and only a suite that
-# failed is validated again for its counts and samples (``SUMMARY``), the result its Data Docs show.
+# A suite is first validated for its outcome alone: a column expectation that passes then costs GX two queries instead
+# of three (its unexpected values are a query of their own, empty when it passed), and only a suite that failed is
+# validated again for its counts and samples (``SUMMARY``), the result its Data Docs show.
 JUDGED = {"result_format": "BOOLEAN_ONLY"}
 
 
