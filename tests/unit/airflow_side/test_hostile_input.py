@@ -386,7 +386,7 @@ def test_a_run_whose_data_would_not_fit_on_the_disk_of_the_evidence_is_refused()
     plan = run_plan.check({"records": 10_000_000, "payload_bytes": 1000, "rate": 10_000, "brokers": 3})
     assert preflight.disk_problem(plan, free_bytes=400 * 2**30) == ""
     problem = preflight.disk_problem(plan, free_bytes=20 * 2**30)
-    assert problem.startswith("records: 10000000 records of payload_bytes 1000 need about 93.9 GiB on 3 broker(s)")
+    assert problem.startswith("records: 10000000 records of payload_bytes 1000 need about 125.2 GiB on 3 broker(s)")
     assert "has 20.0 GiB free" in problem
     assert preflight.disk_problem({**plan, "backend": "external"}, free_bytes=0) == "", "a shared cluster's disk"
 
