@@ -175,14 +175,17 @@ def soak(records: int, out: Path) -> Path:
     with open(runs / "make-soak.log", "wb") as log:
         make = subprocess.Popen(["make", "-s", "soak"], cwd=common.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         cli = None
-        while cli is None and make.poll() is None:
+        while cli is None and make.poll() is None:  # past make's set-up (the CLI's kafka-jars, streams-app, …)
             cli = next((p for p in psutil.Process(make.pid).children(recursive=True)
-                        if "kafka_soak.cli" in " ".join(p.cmdline())), None)
+                        if "kafka_soak.cli soak" in " ".join(p.cmdline())), None)
             time.sleep(0.5)
         if cli is not None:
             watch(cli.pid, out)
         make.wait()
-    return (runs / "soak_nightly" / "latest").resolve()
+    run_dir = (runs / "soak_nightly" / "latest").resolve()
+    if not (run_dir / rundir.PARAMS).exists():
+        raise SystemExit(f"make soak ended with {make.returncode} before the run began; its output: {runs}/make-soak.log")
+    return run_dir
 
 
 def figures(run: dict[str, Any]) -> list[dict[str, Any]]:

@@ -283,14 +283,14 @@ def read_history(spark: SparkSession, bootstrap: str, subject: dict[str, Any],
     return history, {topic: parts for topic, parts in lows.items() if parts}
 
 
-def read_growth(run_dir: Path, bounds: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """How the run's processes grew (``resources.growth`` on the samples the run kept, each life until the suite asked
-    it to stop); none when the run has no samples or the job was given no bounds (a checker run by hand on topics
-    alone)."""
+def read_growth(run_dir: Path, bounds: dict[str, Any] | None, health: dict[str, Any]) -> list[dict[str, Any]]:
+    """How the run's processes grew (``resources.growth`` on the samples the run kept, each life from when it got to
+    work, as its ``health`` says, until the suite asked it to stop); none when the run has no samples or the job was
+    given no bounds (a checker run by hand on topics alone)."""
     if not bounds:
         return []
     return resources.growth(rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES), bounds,
-                            resources.ends(rundir.read_jsonl(run_dir / rundir.EVENTS)))
+                            resources.ends(rundir.read_jsonl(run_dir / rundir.EVENTS)), health.get("ready"))
 
 
 def growth_of(rows: list[dict[str, Any]], owner: str | None, first: bool) -> list[dict[str, Any]]:
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs = read_input(spark, args).cache()
     truncated = {args.input_topic: lows} if lows else {}
     health, drain = read_health(args.out_dir), read_drain(args.out_dir)
-    growth = read_growth(args.out_dir, args.resource_growth)
+    growth = read_growth(args.out_dir, args.resource_growth, health)
     owners = [health_owner(subject, args.subjects) for subject in args.subjects]
     first_owner = next((o for o in owners if o is not None), None)  # whose verdict counts the brokers' growth
     matrix = len(args.subjects) > 1

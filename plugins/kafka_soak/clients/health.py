@@ -32,6 +32,11 @@ LEVEL = re.compile(r"\b(WARN|WARNING|ERROR|FATAL)\b")
 JAVA_CLASS = re.compile(r"\b(?:[a-z_][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))\b")
 PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Exception|Error))(?::|$)")
 THREAD_DEATH = re.compile(r"stream thread \S+ died")
+# An instance's first work, where the warm-up of anomaly resource_growth begins (a JVM that takes a minute to join its
+# group and restore its state is still starting): Kafka Streams' own state log line, which every Kafka Streams app
+# writes at INFO (``stream-client [...] State transition from REBALANCING to RUNNING``), and the reference worker's
+# first assignment. An app that writes neither warms up from its start.
+READY = re.compile(r"State transition from \S+ to RUNNING|\] assigned partitions \[")
 SELF_CHECK = "!!! BROKEN !!!"  # the app's self-check: a data anomaly (stale_state), not a health one
 # Exceptions Kafka Streams handles itself under EOS, though it logs them at ERROR: a fenced producer (the thread's
 # tasks migrate and it rejoins the group), the sends of the transaction it then aborts, and corrupted tasks (state
@@ -88,6 +93,32 @@ def log_events(path: Path) -> Iterator[LogEvent]:
                 event.lines.append(line.rstrip("\n"))
     if event is not None:
         yield event
+
+
+def ready_lines(path: Path) -> Iterator[float]:
+    """The times of an instance log's lines that say it got to work (``READY``)."""
+    with path.open(errors="replace") as lines:
+        for line in lines:
+            if (start := EVENT_START.match(line)) and READY.search(line, start.end()):
+                yield timestamp(start)
+
+
+def readiness(run_dir: Path, starts: list[dict[str, Any]]) -> dict[str, float]:
+    """When each life of an instance (by pid, its ``start``/``restart`` event) first got to work: the first ``READY``
+    line of its log after it started and before the next life in that log began; a life without one is left out."""
+    ready: dict[str, float] = {}
+    by_log: dict[str, list[dict[str, Any]]] = {}
+    for start in sorted(starts, key=lambda e: e["t"]):
+        by_log.setdefault(start["log"], []).append(start)
+    for log, lives in by_log.items():
+        path = run_dir / rundir.LOGS / log
+        if not path.exists():
+            continue
+        for at in ready_lines(path):
+            life = next((s for s in reversed(lives) if s["t"] <= at), None)
+            if life is not None:
+                ready.setdefault(str(life["pid"]), at)
+    return ready
 
 
 def who(start: dict[str, Any]) -> str:
@@ -153,7 +184,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
     incidents.sort(key=lambda i: i["at"])
     return {"instances": instances, "exceptions": dict(sorted(exceptions.items(), key=lambda kv: -kv[1]["count"])),
             "thread_deaths": thread_deaths, "incidents": incidents, "allowance": allowance,
-            "injected_crashes": crashes,
+            "injected_crashes": crashes, "ready": readiness(run_dir, list(starts.values())),
             "restarts": sum(i["restarts"] for i in instances.values()),
             "unexpected_exits": sum(i["kind"] == "unexpected_exit" for i in incidents),
             "errors": sum(i["kind"] != "unexpected_exit" for i in incidents)}

@@ -44,7 +44,7 @@ GC_LINE = re.compile(r"GC\(\d+\) .*?(\d+)([KMG])->(\d+)([KMG])\(\d+[KMG]\)")
 UNIT_MB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
 DRAWN = (*JUDGED, "cpu")  # what the report draws of each process
 # What the verdict keeps of each judged life's trend (``growth``'s rows), for the history page's growth per night
-GROWTH_FIELDS = ("process", "pid", "resource", "unit", "per_hour", "rise", "rising", "grows")
+GROWTH_FIELDS = ("process", "pid", "resource", "unit", "since", "per_hour", "rise", "rising", "grows")
 Item = TypeVar("Item")
 
 
@@ -115,17 +115,19 @@ def judged_process(name: str, brokers: bool) -> bool:
     return not name.endswith(SUPERVISOR) and (name.startswith(APP_PREFIX) or (brokers and name.startswith(BROKER_PREFIX)))
 
 
-def growth(samples: list[dict[str, Any]], bounds: dict[str, Any],
-           asked: dict[int, list[float]] | None = None) -> list[dict[str, Any]]:
+def growth(samples: list[dict[str, Any]], bounds: dict[str, Any], asked: dict[int, list[float]] | None = None,
+           ready: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """One row per judged process life and resource with a trend over its running time after the warm-up (``bounds``:
-    the run's ``resource_growth`` param; ``asked``: ``ends``): its rate, rise, whether it keeps rising and whether it
-    ``grows`` beyond both bounds, with the last sample that shows it."""
+    the run's ``resource_growth`` param; ``asked``: ``ends``; ``ready``: when a life, by pid, first got to work, which
+    is where its warm-up begins, else at its start): its rate, rise, whether it keeps rising and whether it ``grows``
+    beyond both bounds, with the last sample that shows it."""
     rows = []
     for (process, pid, started), life in lives(samples).items():
         if not judged_process(process, bounds.get("brokers", False)):
             continue
         end = min((t for t in (asked or {}).get(pid, []) if t >= started), default=float("inf"))
-        warm = [s for s in life if started + bounds["warmup_s"] <= s["at"] < end]
+        working = (ready or {}).get(str(pid), started)
+        warm = [s for s in life if max(started, working) + bounds["warmup_s"] <= s["at"] < end]
         for resource, unit in JUDGED.items():
             points = [(s["at"], float(s[resource])) for s in warm if s.get(resource) is not None]
             course = trend(points)

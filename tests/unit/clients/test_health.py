@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from pathlib import Path
@@ -155,3 +156,27 @@ def test_a_streak_of_aborts_without_a_commit_is_told_once_when_it_is_long_in_cou
     told = [long.note(t * ABORT_STREAK_S / (ABORT_STREAK_MIN - 1)) for t in range(ABORT_STREAK_MIN + 3)]
     assert told == [False] * (ABORT_STREAK_MIN - 1) + [True] + [False] * 3
     assert long.lasted == ABORT_STREAK_S * (ABORT_STREAK_MIN + 2) / (ABORT_STREAK_MIN - 1)
+
+
+def test_each_life_is_ready_at_its_own_first_work_and_a_life_that_never_got_there_is_left_out(tmp_path):
+    (tmp_path / "logs").mkdir()
+    # two lives of a Kafka Streams instance in one log (a restart appends to it), the second slow to restore; a third
+    # that never got to work; a worker's first assignment
+    (tmp_path / "logs" / "app-1.0.log").write_text(
+        "2026-11-23T08:40:03.018+0000 [main] INFO KafkaStreams - stream-client [app-1] State transition from CREATED "
+        "to REBALANCING\n"
+        "2026-11-23T08:40:40.500+0000 [app-1-StreamThread-1] INFO KafkaStreams - stream-client [app-1] State "
+        "transition from REBALANCING to RUNNING\n"
+        "2026-11-23T08:40:55.000+0000 [app-1-StreamThread-1] INFO KafkaStreams - stream-client [app-1] State "
+        "transition from REBALANCING to RUNNING\n"
+        "2026-11-23T08:42:10.250+0000 [app-1-StreamThread-1] INFO KafkaStreams - stream-client [app-1] State "
+        "transition from REBALANCING to RUNNING\n")
+    (tmp_path / "logs" / "app-2.1.log").write_text(
+        "2026-11-23 08:40:03,018 INFO [instance 2] instance 2 of app started at step 1\n"
+        "2026-11-23 08:40:11,389 INFO [instance 2] assigned partitions [0, 1]: none from standby replicas\n")
+    at = dt.datetime(2026, 11, 23, 8, 40, tzinfo=dt.UTC).timestamp()
+    starts = [{"event": "start", "pid": 101, "t": at + 2, "log": "app-1.0.log"},
+              {"event": "restart", "pid": 102, "t": at + 60, "log": "app-1.0.log"},
+              {"event": "start", "pid": 103, "t": at + 180, "log": "app-1.0.log"},
+              {"event": "start", "pid": 201, "t": at + 2, "log": "app-2.1.log"}]
+    assert health.readiness(tmp_path, starts) == {"101": at + 40.5, "102": at + 130.25, "201": at + 11.389}

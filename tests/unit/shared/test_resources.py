@@ -72,6 +72,19 @@ def test_a_life_is_judged_until_the_suite_asked_it_to_stop_not_over_its_shutdown
     assert [(r["since"], r["until"]) for r in later] == [(60.0, 650.0), (1060.0, 1145.0)]
 
 
+def test_the_warm_up_begins_when_a_life_got_to_work():
+    # a JVM that climbs for its first 400 s while it joins its group and restores its state, then holds: judged from
+    # 60 s after its start it keeps rising; judged from 60 s after it got to work (400 s), it holds
+    starting = life("instance-1", 9, 0.0, [100 + min(i, 80) for i in range(132)])
+    [from_start] = [r for r in resources.growth(starting, BOUNDS) if r["resource"] == "rss_mb"]
+    assert from_start["grows"] and from_start["since"] == 60.0
+    [from_ready] = [r for r in resources.growth(starting, BOUNDS, ready={"9": 400.0}) if r["resource"] == "rss_mb"]
+    assert not from_ready["rising"] and from_ready["since"] == 460.0
+    # a readiness before this life began is another life's
+    [other] = [r for r in resources.growth(starting, BOUNDS, ready={"9": -500.0}) if r["resource"] == "rss_mb"]
+    assert other["since"] == 60.0
+
+
 def test_a_life_too_short_after_its_warm_up_is_not_judged():
     assert resources.growth(life("instance-1", 1, 0.0, [100 + i for i in range(19)]), BOUNDS) == []
 
