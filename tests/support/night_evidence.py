@@ -1,7 +1,8 @@
 """The evidence of a night's run, made up at the size a night writes: for what the report does with hours of data
 (tests/unit/evidence, bench/report_night.py) without running for hours. The program is soak_nightly's own (its plan,
 drawn from a seed), its steps and events as the program's kinds write them; the timeline has a point a second per
-series as the checker writes it, the samples one every ``sample_s`` seconds for each of the run's processes."""
+series as the checker writes it, the samples one every ``sample_s`` seconds for each of the run's processes, the app's
+instances a life every ``LIFE_S``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from support import ROOT
 
 T0 = 1_800_000_000.0
 PROCESSES = ("kafka-1", "kafka-2", "kafka-3", "generator", "resource-sampler", "instance-1", "instance-2", "instance-3")
+LIFE_S = 600.0  # an instance (and its supervisor) starts anew this often, as a night's kills, stops and restarts do
 
 
 def night_plan(hours: float, seed: int = 1) -> dict[str, Any]:
@@ -74,8 +76,10 @@ def write(run_dir: Path, hours: float, sample_s: float = 5.0, seed: int = 1) -> 
         for i in range(int(seconds / sample_s)):
             at = T0 + i * sample_s
             for pid, process in enumerate(PROCESSES, 100):
-                for name, owner in ((process, pid), (f"{process}.supervisor", pid + 50)):
-                    out.write(json.dumps({"at": at, "process": name, "pid": owner, "started": T0 - 30,
+                life = int(i * sample_s // LIFE_S) if process.startswith("instance-") else 0
+                started = T0 - 30 if life == 0 else T0 + life * LIFE_S
+                for name, owner in ((process, pid + 1000 * life), (f"{process}.supervisor", pid + 50 + 1000 * life)):
+                    out.write(json.dumps({"at": at, "process": name, "pid": owner, "started": started,
                                           "rss_mb": round(300 + rng.uniform(-40, 40), 1), "cpu": rng.uniform(0, 1),
                                           "threads": 60, "fds": 200, "heap_mb": 120.0}) + "\n")
     with (run_dir / "resources" / "disk.jsonl").open("w") as out:

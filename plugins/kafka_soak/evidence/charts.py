@@ -186,12 +186,17 @@ def anomalies_chart(evidence: RunEvidence, data: Datasets) -> alt.LayerChart:
 
 
 def resource_rows(evidence: RunEvidence) -> list[dict[str, Any]]:
-    """Every process life cut to ``BUCKETS`` buckets (``resources.bucketed``), a row each with each resource's low
-    and high in it (``rss_mb_low``, ``rss_mb_high``, ...): so hours of samples draw as fast as minutes, and every
-    resource's panel draws from this one dataset, which the page holds once."""
+    """Every process life cut into the run's buckets (``bucket_s`` wide, on one grid for all lives), a row each with
+    each resource's low and high in it (``rss_mb_low``, ``rss_mb_high``, ...): so hours of samples draw as fast as
+    minutes, a night's restarts cost rows for the time each life ran (not ``BUCKETS`` a life), and every resource's
+    panel draws from this one dataset, which the page holds once."""
     rows = []
+    width = bucket_s(evidence)
     for (process, pid, _started), life in resources.lives(evidence.samples).items():
-        for group in resources.bucketed(life, lambda sample: sample["at"], BUCKETS):
+        buckets: dict[int, list[dict[str, Any]]] = {}
+        for sample in life:
+            buckets.setdefault(int(sample["at"] // width), []).append(sample)
+        for group in buckets.values():
             row: dict[str, Any] = {"t": group[0]["at"] * 1000, "process": process, "pid": pid}
             for resource in resources.DRAWN:
                 values = [float(s[resource]) for s in group if s.get(resource) is not None]
