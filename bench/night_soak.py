@@ -31,6 +31,7 @@ import common
 import psutil
 from support.browser import CHARTS_DRAWN, headless_chromium
 
+from kafka_soak.infra import resource_sampler
 from kafka_soak.shared import resources, rundir
 
 SIZES = {"quick": 1_200_000, "large": 7_200_000}  # records at the scenario's 1 000 records/s
@@ -123,10 +124,11 @@ def disk_per_record(run_dir: Path, t0: float, rate: float) -> dict[str, dict[str
 
 
 def sizes(run_dir: Path) -> dict[str, int]:
-    """The run directory's bytes once the run has ended: Kafka's logs, the apps' state stores, and the evidence (the
-    rest: logs, journal, samples, verdict, report)."""
+    """The disk the run directory takes once the run has ended, in bytes (as the run's own disk samples count it:
+    ``resource_sampler.size_mb``): Kafka's logs, the apps' state stores, and the evidence (the rest: logs, journal,
+    samples, verdict, report)."""
     def size(path: Path) -> int:
-        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+        return round(resource_sampler.size_mb(path) * 2**20)
 
     parts = {"kafka": size(run_dir / "kafka"), "state": size(run_dir / rundir.STATE)}
     return {**parts, "evidence": size(run_dir) - sum(parts.values())}
