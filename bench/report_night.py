@@ -6,7 +6,8 @@ drawn in a headless browser.
 
 Each report is written from evidence made up at the size a night writes (``tests/support/night_evidence.py``:
 soak_nightly's own program and its steps' events, a timeline point a second per series, a sample every 5 s of each of
-16 processes) and from a minute of the same (the baseline). Opened in Debian's Chromium, headless, driven by Selenium
+16 processes, each app instance and its supervisor a new life every 10 minutes) and from a minute of the same (the
+baseline). Opened in Debian's Chromium, headless, driven by Selenium
 (``support.browser``): from the navigation's start until the timeline's SVG is in the page (the charts drawn), by the
 page's own clock (``performance.now()``). Writes ``bench/results/report_night.{json,md}``.
 """
@@ -66,9 +67,10 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 BODY = ("Medians of the pairs, alternating. Value: the report of a night made up at its size (soak_nightly's program "
-        "of that length, a timeline point a second, a sample every 5 s of 16 processes); baseline: the report of a "
-        "minute of the same. Drawn: from the navigation's start in a new tab of one headless Chromium until the "
-        "timeline's SVG is in the page, by the page's clock.")
+        "of that length, a timeline point a second, a sample every 5 s of 16 processes, an app instance and its "
+        "supervisor a new life every 10 minutes); baseline: the report of a minute of the same. Drawn: from the "
+        "navigation's start in a new tab of one headless Chromium until the timeline's SVG is in the page, by the "
+        "page's clock.")
 
 
 def main() -> None:
