@@ -358,11 +358,11 @@ PARAMS: dict[str, Declared] = {
             "warmup_s": {"type": "number", "minimum": 0, "maximum": MAX_RUN_S},
             "per_hour": GROWTH_BOUNDS_SCHEMA, "total": GROWTH_BOUNDS_SCHEMA, "brokers": {"type": "boolean"}},
         "description": "Anomaly resource_growth: an app instance whose resident memory (rss_mb), heap after GC "
-                       "(heap_mb), threads or open file descriptors (fds) keep rising over its life after warmup_s "
-                       "(counted from when it got to work: Kafka Streams' state RUNNING, the reference worker's "
-                       "first assignment; else from its start) "
-                       "(the lowest sample of each quarter of it never below the last quarter's, the last above the "
-                       "first) faster than per_hour and by more than total fails the "
+                       "(heap_mb), threads or open file descriptors (fds) keep rising over its life after warmup_s, "
+                       "counted from when it got to work (Kafka Streams' state RUNNING, the reference worker's "
+                       "first assignment; else from its start), "
+                       "the lowest sample of each quarter of it never below the last quarter's and the last above the "
+                       "first, faster than per_hour and by more than total fails the "
                        "run; each restart is a life of its own. brokers: judge the brokers too (else only drawn). What is "
                        "left out keeps its default."}),
     "drain_timeout_s": Declared(180, {
