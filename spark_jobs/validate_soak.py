@@ -64,7 +64,9 @@ def spark_jobs() -> int:
 def adaptive_execution(enabled: bool) -> Iterator[None]:
     """Spark's adaptive query execution on or off for a step. Counting the topics read and the suites' queries are
     aggregates over cached frames, which adaptive execution cannot improve but runs as two Spark jobs each (the
-    shuffle's map stage as a job of its own): GX's queries doubled in jobs to schedule. The frames' shuffles keep it."""
+    shuffle's map stage as a job of its own): GX's queries doubled in jobs to schedule. The frames' shuffles keep it,
+    in a run large enough for it to merge their partitions (``checker.validate.sized_conf`` turns it off in a smaller
+    run's job)."""
     conf = SparkSession.getActiveSession().conf
     before = conf.get("spark.sql.adaptive.enabled")
     conf.set("spark.sql.adaptive.enabled", str(enabled).lower())

@@ -57,7 +57,9 @@ SHORT_JOB_RECORDS = 100_000
 # 100-200 MB on local[2], beside the cached frames) instead of spilling. A small run gets one partition per core of
 # local[2]: fewer would leave a core idle, more only schedules tasks (6 000 records: 27.5 CPU-s and 20.8 s to the
 # verdict with 2, 31.4 CPU-s and 23.7 s with 8, medians of three pairs), and Spark's adaptive execution merges
-# partitions that come out small.
+# partitions that come out small. At the floor there is nothing left for it to merge, and it runs each shuffle's map
+# stage as a Spark job of its own (a 6 000-record history's frames: 31 jobs with it, 11 without): such a run's job
+# goes without it.
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
 MIN_SHUFFLE_PARTITIONS = 2
 # Spark's own redaction of the UI's environment page and event logs (its default), plus the variable we set.
@@ -169,11 +171,14 @@ def driver_archive(master: str, jars: list[Path]) -> SharedArchive | None:
 
 
 def sized_conf(expected_records: int, archive: SharedArchive | None) -> dict[str, str]:
-    """What depends on the run's size: the shuffle partitions, and the driver JVM's options (C1 alone for a run of up
-    to ``SHORT_JOB_RECORDS``, and its class-data ``archive``). Conf given to the operator takes precedence."""
+    """What depends on the run's size: the shuffle partitions (and adaptive execution, off at their floor), and the
+    driver JVM's options (C1 alone for a run of up to ``SHORT_JOB_RECORDS``, and its class-data ``archive``). Conf
+    given to the operator takes precedence."""
     options = [*([SHORT_LIVED_JIT] if expected_records <= SHORT_JOB_RECORDS else []),
                *([option] if archive and (option := archive.java_option()) else [])]
-    return {"spark.sql.shuffle.partitions": str(shuffle_partitions(expected_records)),
+    partitions = shuffle_partitions(expected_records)
+    return {"spark.sql.shuffle.partitions": str(partitions),
+            **({"spark.sql.adaptive.enabled": "false"} if partitions == MIN_SHUFFLE_PARTITIONS else {}),
             **({"spark.driver.extraJavaOptions": " ".join(options)} if options else {})}
 
 
