@@ -11,8 +11,9 @@ every supervisor) and its disk (``resources/disk.jsonl``). What it cannot sample
 CLI, ``airflow dags test`` (the DAG's tasks, their deferred steps' triggers) and what they start (Kafka's tools,
 spark-submit); this benchmark samples that tree every 30 s beside the run. The suite's processes are those two
 sets less the apps and the brokers (the verdict's ``resource_growth`` judges the apps; a broker's growth is
-Kafka's). A process is compared with itself: the most it held in the second hour of load against the most in the
-first (each life that lived through both). Writes ``bench/results/night_soak.{json,md}``.
+Kafka's). A process is compared with itself: the level it held in the second hour of load (the median of its
+samples) against the first's (each life that lived through both); a task the runner runs holds a few more files while
+it runs, which moves the most a process held in an hour but not its level. Writes ``bench/results/night_soak.{json,md}``.
 """
 
 from __future__ import annotations
@@ -87,14 +88,17 @@ def load_start(run_dir: Path) -> float:
 
 def hours_compared(lives: dict[tuple[str, int, float], list[dict[str, Any]]], t0: float,
                    measure: str) -> list[dict[str, Any]]:
-    """Per life that lived through both hours of load: the most of ``measure`` in each, and their ratio."""
+    """Per life that lived through both hours of load: the level of ``measure`` it held in each (the median of its
+    samples: a task the runner runs for a minute holds a few more files meanwhile, which is no growth; a leak moves
+    the level), their ratio, and the most it held in each."""
     rows = []
     for (name, pid, _), samples in lives.items():
         first = [s[measure] for s in samples if t0 <= s["at"] < t0 + HOUR_S and s.get(measure) is not None]
         second = [s[measure] for s in samples if t0 + HOUR_S <= s["at"] < t0 + 2 * HOUR_S and s.get(measure) is not None]
         if first and second:
-            rows.append({"process": name, "pid": pid, "first": max(first), "second": max(second),
-                         "ratio": round(max(second) / max(first), 3)})
+            level = statistics.median(first), statistics.median(second)
+            rows.append({"process": name, "pid": pid, "first": level[0], "second": level[1],
+                         "ratio": round(level[1] / level[0], 3), "most": [max(first), max(second)]})
     return sorted(rows, key=lambda r: -r["ratio"])
 
 
@@ -203,10 +207,12 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
                           (run["checker_peak_mb"] or 0) <= CHECKER_MIB)]
     if "rss" in run:
         rss, fds = run["rss"][0], run["fds"][0]
-        rows += [common.figure(f"most RSS of a suite process in the second hour (worst: {rss['process']})",
-                               rss["second"], "MB", rss["first"], f"≤ {BOUND}× the first hour's", rss["ratio"] <= BOUND),
-                 common.figure(f"most open files of a suite process in the second hour (worst: {fds['process']})",
-                               fds["second"], "fds", fds["first"], f"≤ {BOUND}× the first hour's", fds["ratio"] <= BOUND)]
+        rows += [common.figure(f"RSS a suite process held in the second hour, median (worst: {rss['process']})",
+                               rss["second"], "MB", rss["first"], f"≤ {BOUND}× the first hour's", rss["ratio"] <= BOUND,
+                               f"most in each hour: {rss['most'][0]:g} → {rss['most'][1]:g} MB"),
+                 common.figure(f"open files a suite process held in the second hour, median (worst: {fds['process']})",
+                               fds["second"], "fds", fds["first"], f"≤ {BOUND}× the first hour's", fds["ratio"] <= BOUND,
+                               f"most in each hour: {fds['most'][0]:g} → {fds['most'][1]:g}")]
         rows += [common.figure("run directory but Kafka's logs: bytes per record, second hour",
                                run["disk"]["rest"]["hour 2"], "B", run["disk"]["rest"]["hour 1"], "grows with the data",
                                None),
@@ -223,11 +229,14 @@ def figures(run: dict[str, Any]) -> list[dict[str, Any]]:
 def body(run: dict[str, Any]) -> str:
     faults = ", ".join(f"{n} {action}" for action, n in sorted(run["faults"].items()))
     lives = ", ".join(f"{r['process']} {r['first']:g} → {r['second']:g} MB" for r in run.get("rss", [])) or "none"
+    files = ", ".join(f"{r['process']} {r['first']:g} → {r['second']:g} (most {r['most'][0]:g} → {r['most'][1]:g})"
+                      for r in run.get("fds", [])[:3]) or "none"
     return (f"One run of `soak_nightly` (`{run['program']}`, a fault every 5 steps of 30 s: {faults}; anomalies "
             f"{run['anomalies']}). Suite processes: the run's supervisors, sampler and generator (its own samples, "
             "every 5 s) and the process tree that ran it (the CLI, `airflow dags test`: sampled every 30 s by this "
-            "benchmark); per life that lived through both hours, the most it held in the second hour against the "
-            f"first: {lives}. Bytes per record: the growth of the run directory over each hour of load (its disk "
+            "benchmark); per life that lived through both hours, the level it held (the median of its samples) in "
+            f"the second hour against the first: resident memory {lives}; open files, the three highest ratios: "
+            f"{files}. Bytes per record: the growth of the run directory over each hour of load (its disk "
             "samples, every 30 s) over the records of that hour. The report opened "
             f"{len(run['report_opened_s'])} times (median).")
 

@@ -180,3 +180,26 @@ def test_each_life_is_ready_at_its_own_first_work_and_a_life_that_never_got_ther
               {"event": "start", "pid": 103, "t": at + 180, "log": "app-1.0.log"},
               {"event": "start", "pid": 201, "t": at + 2, "log": "app-2.1.log"}]
     assert health.readiness(tmp_path, starts) == {"101": at + 40.5, "102": at + 130.25, "201": at + 11.389}
+
+
+def test_a_send_kafka_streams_handles_as_a_fenced_producer_is_no_incident_and_the_same_exception_alone_is(tmp_path):
+    """Kafka Streams turns an OutOfOrderSequenceException on a send into a task migration (seen 27 s after a 30 s
+    network cut of an instance); a producer of another app that logs the same exception at ERROR is in trouble."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "app-1.0.log").write_text(
+        "2026-11-29T00:22:57.026+0000 [kafka-producer-network-thread | app-1-StreamThread-1-producer] ERROR "
+        "RecordCollectorImpl - stream-thread [app-1-StreamThread-1] stream-task [0_3] Error encountered sending record "
+        "to topic out for task 0_3 due to:\n"
+        "org.apache.kafka.common.errors.OutOfOrderSequenceException: The broker received an out of order sequence "
+        "number.\n"
+        "Written offsets would not be recorded and no more records would be sent since the producer is fenced, "
+        "indicating the task may be migrated out\n")
+    (tmp_path / "logs" / "app-2.1.log").write_text(
+        "2026-11-29T00:22:58.000+0000 [main] ERROR Pipeline - send failed\n"
+        "org.apache.kafka.common.errors.OutOfOrderSequenceException: The broker received an out of order sequence "
+        "number.\n")
+    journal(tmp_path, "start", instance=1, subject="", step="0", log="app-1.0.log", pid=101)
+    journal(tmp_path, "start", instance=2, subject="", step="1", log="app-2.1.log", pid=202)
+    found = health.assess(tmp_path)
+    assert found["exceptions"]["OutOfOrderSequenceException"]["count"] == 2
+    assert [(i["kind"], i["instance"]) for i in found["incidents"]] == [("error", 2)]
