@@ -63,7 +63,7 @@ def caught_after(run_dir: Path, bounds: dict[str, Any]) -> list[dict[str, Any]]:
     for (process, pid, started), life in resources.lives(samples).items():
         if not resources.judged_process(process, False):
             continue
-        since = ready.get(str(pid), started)
+        since = resources.working_since(pid, started, ready)
         first = None
         for minute in range(1, int((life[-1]["at"] - since) // 60) + 2):
             upto = [s for s in life if s["at"] <= since + minute * 60]

@@ -181,9 +181,9 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
                     seen["first"] = {"at": event.at, "instance": start["instance"],
                                      "subject": start.get("subject", ""), "log": start["log"],
                                      "level": event.level, "trace": event.lines[:TRACE_LINES]}
-            migrated = any(MIGRATED.search(line) for line in event.lines[:TRACE_LINES])
-            if event.level in ("ERROR", "FATAL") and not MOOT.search(event.lines[0]) and not migrated and (
-                    death or not event.classes or not set(event.classes) <= RECOVERED_BY_STREAMS):
+            if event.level in ("ERROR", "FATAL") and not MOOT.search(event.lines[0]) and (
+                    death or not event.classes or not set(event.classes) <= RECOVERED_BY_STREAMS) and not any(
+                    MIGRATED.search(line) for line in event.lines[:TRACE_LINES]):
                 incidents.append({"kind": "thread_death" if death else "error", "instance": start["instance"],
                                   "subject": start.get("subject", ""), "at": event.at, "what": event.lines[0][:300],
                                   "log": start["log"]})

@@ -115,6 +115,12 @@ def judged_process(name: str, brokers: bool) -> bool:
     return not name.endswith(SUPERVISOR) and (name.startswith(APP_PREFIX) or (brokers and name.startswith(BROKER_PREFIX)))
 
 
+def working_since(pid: int, started: float, ready: dict[str, float] | None) -> float:
+    """When a life (``pid``, ``started``) got to work, where its warm-up begins: ``ready``'s time for it (``health``'s,
+    by pid), else its start; never before its start (a pid given out again keeps an older life's time)."""
+    return max(started, (ready or {}).get(str(pid), started))
+
+
 def growth(samples: list[dict[str, Any]], bounds: dict[str, Any], asked: dict[int, list[float]] | None = None,
            ready: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """One row per judged process life and resource with a trend over its running time after the warm-up (``bounds``:
@@ -126,8 +132,7 @@ def growth(samples: list[dict[str, Any]], bounds: dict[str, Any], asked: dict[in
         if not judged_process(process, bounds.get("brokers", False)):
             continue
         end = min((t for t in (asked or {}).get(pid, []) if t >= started), default=float("inf"))
-        working = (ready or {}).get(str(pid), started)
-        warm = [s for s in life if max(started, working) + bounds["warmup_s"] <= s["at"] < end]
+        warm = [s for s in life if working_since(pid, started, ready) + bounds["warmup_s"] <= s["at"] < end]
         for resource, unit in JUDGED.items():
             points = [(s["at"], float(s[resource])) for s in warm if s.get(resource) is not None]
             course = trend(points)
