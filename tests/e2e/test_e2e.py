@@ -48,9 +48,9 @@ from kafka_soak.params import KAFKA_VERSION
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
 def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_leaves_evidence(alerted_runs):
     """kill -9, pause/resume, a broker of three killed and restarted, an instance's and a broker's network cut and
-    healed, a broker moved to another release while load flows: every step is recorded with the PID, the link or the
-    release it acted on, the drain waits out the dead member's session, the verdict is conclusive, and nothing of the
-    run's network is left."""
+    healed, a broker and then an instance moved to another release while load flows: every step is recorded with the
+    PID, the link or the release it acted on, the drain waits out the dead member's session, the verdict is
+    conclusive, and nothing of the run's network is left."""
     code, run_dir, verdict = alerted_runs.passed
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
@@ -78,14 +78,20 @@ def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_lea
     assert by_token["n1+"]["link"] == by_token["nb2+"]["link"] == "healed"
     moved = by_token["b3^4.3.1"]
     assert (moved["broker"], moved["from"], moved["release"]) == ("upgraded", "4.2.2", "4.3.1"), moved
+    upgraded = by_token["2^2.16.1"]
+    assert (upgraded["exit_code"], upgraded["version"]) == (0, "2.16.1") and upgraded["pid"] != by_token["2"]["pid"]
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert {"broker-down", "broker-up"} <= {e["event"] for e in events}
     assert [(e["broker"], e["release"]) for e in events if e["event"] == "broker-upgraded"] == [(3, "4.3.1")]
+    assert [(e["instance"], e["version"]) for e in events if e["event"] == "upgrade"] == [(2, "2.16.1")]
     assert [(e["event"], e.get("instance"), e.get("broker")) for e in events if e["event"].startswith("link-")] == [
         ("link-cut", 1, None), ("link-healed", 1, None), ("link-cut", None, 2), ("link-healed", None, 2)]
     assert network.RunNetwork.load(run_dir) and network.leftovers(run_dir) == [], "released with the brokers"
-    assert {p.name for p in (run_dir / "logs").glob(f"{DAG_ID}-app-*.log")} == \
-        {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log", f"{DAG_ID}-app-1.8.log"}
+    lives = {p.name: p.read_text() for p in (run_dir / "logs").glob(f"{DAG_ID}-app-*.log")}
+    assert set(lives) == {f"{DAG_ID}-app-{life}.log" for life in ("1.0", "2.1", "1.8", "2.14")}
+    # each life on the release it was started on: 2.14.0 until instance 2's upgrade, 2.16.1 after it
+    assert "confluent-kafka 2.14.0," in lives[f"{DAG_ID}-app-2.1.log"], lives[f"{DAG_ID}-app-2.1.log"][-2000:]
+    assert "confluent-kafka 2.16.1," in lives[f"{DAG_ID}-app-2.14.log"], lives[f"{DAG_ID}-app-2.14.log"][-2000:]
     assert [p.name for p in sorted((run_dir / "logs").glob("kafka-*.log"))] == ["kafka-1.log", "kafka-2.log",
                                                                                 "kafka-3.log"]
     assert "Kafka Server started" in (run_dir / "logs" / "kafka-1.log").read_text()

@@ -1,12 +1,15 @@
 """The local runtime on real processes: kill, pause and resume converge when repeated (a retried step)."""
 
+import os
+import shlex
+import subprocess
 import sys
 
 import psutil
 import pytest
 
 from kafka_soak import run_plan
-from kafka_soak.infra.runtime.local import LocalProcesses
+from kafka_soak.infra.runtime.local import LocalProcesses, exited
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -245,3 +248,17 @@ def test_the_suite_s_own_kill_is_not_restarted(processes, tmp_path):
     assert not processes.is_alive("worker-3")
     assert not private.exists(), "what the killed process left in its private directory goes with it"
     assert not [e for e in journal_events(tmp_path) if e["event"] in ("exit", "restart")]
+
+
+def test_an_orphan_has_exited_once_it_ends_not_once_init_reaps_it():
+    """A supervisor is nobody's child once its starter exits; ``exited`` says it ended as it ends (its pidfd), where
+    psutil's wait would also wait for the machine's init to reap it."""
+    out = subprocess.run(["sh", "-c", f"{shlex.join(SLEEPER)} >/dev/null 2>&1 & echo $!"], capture_output=True,
+                         text=True, check=True)
+    orphan = psutil.Process(int(out.stdout))
+    try:
+        assert orphan.ppid() != os.getpid() and not exited(orphan, 0.2), "still running"
+    finally:
+        orphan.terminate()
+    assert exited(orphan, 10)
+    assert exited(orphan, 0), "and stays so, reaped or not"
