@@ -3,8 +3,8 @@
 
 Each control is a program of one kind at a dose a correct exactly-once app must survive (a stall shorter than the
 transaction timeout, a partition shorter than the group's session, ...), run with the reference worker and with the
-Kafka Streams app on the default scenario (``soak_eos_id_assignment``); a run passes when its verdict does. Quick: 5
-runs per control and app; large: 10.
+Kafka Streams app (a control of one app's settings with that app alone) on the default scenario
+(``soak_eos_id_assignment``); a run passes when its verdict does. Quick: 5 runs per control and app; large: 10.
 ``CONTROLS="stall ..."`` measures those again and keeps the others' last runs. A failed run's directory is in the
 table: its report says what the app did.
 """
@@ -31,6 +31,14 @@ CONTROLS = {
     "broker-stall": ("the broker's request handler held 5 s before appending records of an ongoing transaction, twice",
                      {"instances": 2, "program": "1 2 0 sb1@append:5 0 sb1@append:5 0", "interval_s": 8,
                       "records": 6000}),
+    # soak_nightly's dose of its broker cuts, each broker in turn, with its Kafka Streams settings (a 60 s transaction
+    # timeout, the classic transaction protocol, a 45 s session) at 300 records/s: a cut of 30 s, shorter than both
+    "nightly-broker-cuts": ("each broker of three cut from the others for 30 s in turn, soak_nightly's Kafka Streams "
+                            "settings",
+                            {"app": "streams", "brokers": 3, "instances": 3, "partitions": 12,
+                             "program": "1 2 3 0 nb1- nb1+ nb2- nb2+ nb3- nb3+ 0", "interval_s": 30, "rate": 300,
+                             "records": 99000, "session_timeout_ms": 45000, "transaction_version": 1,
+                             "streams_config": {"producer.transaction.timeout.ms": 60000}}),
 }
 
 
@@ -55,7 +63,7 @@ def main() -> None:
     size = parse_size(__doc__.splitlines()[0])
     chosen, results = remeasured("fault_controls", "CONTROLS", CONTROLS, "controls")
     for control in chosen:
-        for app in APPS:
+        for app in (a for a in APPS if CONTROLS[control][1].get("app", a) == a):  # a control may be one app's
             shared = runs_dir(f"fault-controls-{control}-{app}")
             results[f"{control}/{app}"] = [run(control, app, shared) for _ in range(RUNS[size])]
     figures, lines = [], ["| control | app | program | runs passed | failed runs |", "|---|---|---|---|---|"]

@@ -218,14 +218,14 @@ STREAMS_CLOSE_GRACE_S = 45.0
 
 def fault_grace_s(program: list[str], stop_leaves_group: bool = True) -> tuple[float, str]:
     """Extra seconds the drain grants a program with faults, and why (empty without faults). A Kafka Streams
-    instance does not leave its group when it closes (``stop_leaves_group=False``), so there a graceful stop
-    holds its partitions for a session timeout as a kill does."""
+    instance does not leave its group when it closes (``stop_leaves_group=False``), so there a graceful stop (of a
+    toggle or an upgrade) holds its partitions for a session timeout as a kill does."""
     actions = {s.action for s in programs.schedule(program)}
     faults = sorted(actions & set(FAULT_GRACE_S))
     waits = [f"the program has {', '.join(faults)}: a dead or paused member keeps its partitions until its session "
              "times out and its open transaction until it is aborted"] if faults else []
     grace = max((FAULT_GRACE_S[f] for f in faults), default=0.0)
-    if not stop_leaves_group and "stop" in actions:
+    if not stop_leaves_group and actions & {"stop", "upgrade"}:  # an upgrade stops the instance too
         grace = max(grace, STREAMS_CLOSE_GRACE_S)
         waits.append("a Kafka Streams instance that closes does not leave its group, so its partitions wait for its "
                      "session to time out")

@@ -61,7 +61,7 @@ def test_the_kinds_split_the_tokens_and_the_actions_between_them():
     assert all(kinds.of(action).name == kind.name for kind in kinds.KINDS for action in kind.actions)
     assert all(not kind.needs or hasattr(registry.kind("local"), kind.needs) for kind in kinds.KINDS)
     assert drain.FAULT_GRACE_S == {"kill": 115.0, "stall": 115.0, "pause": 115.0, "broker-down": 30.0, "cut": 115.0,
-                                   "broker-cut": 30.0, "upgrade": 45.0}
+                                   "broker-cut": 30.0}
     assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "stall-armed", "stalled", "resumed", "broker-down",
                           "broker-up", "link-cut", "link-healed", "broker-upgrading", "broker-upgraded", "upgrade",
                           "broker-resumed"}

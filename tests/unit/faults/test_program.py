@@ -118,3 +118,6 @@ def test_drain_grace_covers_faults_and_streams_closes() -> None:
     grace, why = fault_grace_s(["1", "2", "1"], stop_leaves_group=False)
     assert grace == STREAMS_CLOSE_GRACE_S and "does not leave its group" in why
     assert fault_grace_s(["1", "2"], stop_leaves_group=False) == (0.0, "")  # nothing stops
+    upgrade = program.parse("1 1^4.3.1", 1)  # an upgrade stops the instance gracefully too
+    assert fault_grace_s(upgrade, stop_leaves_group=False)[0] == STREAMS_CLOSE_GRACE_S
+    assert fault_grace_s(upgrade) == (0.0, ""), "a worker that leaves its group costs the drain nothing"

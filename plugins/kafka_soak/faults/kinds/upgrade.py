@@ -101,8 +101,9 @@ class AppUpgrade(Move):
     actions = ("upgrade",)
     says = "instance {target.instance} to version {target.to}"
     needs, needs_why = "", ""
-    # A Kafka Streams instance that closes does not leave its group: its partitions wait for its session to time out.
-    grace = {"upgrade": 45.0}
+    # An upgrade stops the instance gracefully: the drain grants it what it grants a stop (``drain.fault_grace_s``: a
+    # Kafka Streams instance that closes does not leave its group, an app that leaves it costs nothing).
+    grace: dict[str, float] = {}
     lanes = {"upgrade": Lane(label="{version}")}  # its stop and start draw the spans
 
     def advance(self, match: re.Match[str], position: str, state: ProgramState, limits: Limits,
