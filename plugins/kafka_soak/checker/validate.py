@@ -56,12 +56,15 @@ SHORT_JOB_RECORDS = 100_000
 # shuffle partition a task's sort fits its share of a default 1 GiB driver's execution memory (by Spark's memory model
 # 100-200 MB on local[2], beside the cached frames) instead of spilling. A small run gets one partition per core of
 # local[2]: fewer would leave a core idle, more only schedules tasks (6 000 records: 27.5 CPU-s and 20.8 s to the
-# verdict with 2, 31.4 CPU-s and 23.7 s with 8, medians of three pairs), and Spark's adaptive execution merges
-# partitions that come out small. At the floor there is nothing left for it to merge, and it runs each shuffle's map
-# stage as a Spark job of its own (a 6 000-record history's frames: 31 jobs with it, 11 without): such a run's job
-# goes without it.
+# verdict with 2, 31.4 CPU-s and 23.7 s with 8, medians of three pairs).
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
 MIN_SHUFFLE_PARTITIONS = 2
+# Spark's adaptive execution merges shuffle partitions that come out small and re-plans each query between its
+# stages, running each shuffle's map stage as a Spark job of its own (a 6 000-record history's frames: 31 jobs with
+# it, 11 without). Up to this many records the job goes without it: its few partitions come out even, with nothing to
+# merge (1M records, 4 partitions: 63.2, 71.9, 73.5 s to the verdict without it, 73.2, 76.0, 77.3 s with it, pairs
+# side by side on a loaded machine). A larger run keeps it.
+ADAPTIVE_FROM_RECORDS = 1_000_001
 # Spark's own redaction of the UI's environment page and event logs (its default), plus the variable we set.
 REDACTION = r"(?i)secret|password|token|access[.]?key|" + kafka_io.SETTINGS_ENV
 
@@ -171,14 +174,14 @@ def driver_archive(master: str, jars: list[Path]) -> SharedArchive | None:
 
 
 def sized_conf(expected_records: int, archive: SharedArchive | None) -> dict[str, str]:
-    """What depends on the run's size: the shuffle partitions (and adaptive execution, off at their floor), and the
-    driver JVM's options (C1 alone for a run of up to ``SHORT_JOB_RECORDS``, and its class-data ``archive``). Conf
-    given to the operator takes precedence."""
+    """What depends on the run's size: the shuffle partitions (and adaptive execution, off below
+    ``ADAPTIVE_FROM_RECORDS``), and the driver JVM's options (C1 alone for a run of up to ``SHORT_JOB_RECORDS``, and its
+    class-data ``archive``). Conf given to the operator takes precedence."""
     options = [*([SHORT_LIVED_JIT] if expected_records <= SHORT_JOB_RECORDS else []),
                *([option] if archive and (option := archive.java_option()) else [])]
     partitions = shuffle_partitions(expected_records)
     return {"spark.sql.shuffle.partitions": str(partitions),
-            **({"spark.sql.adaptive.enabled": "false"} if partitions == MIN_SHUFFLE_PARTITIONS else {}),
+            **({"spark.sql.adaptive.enabled": "false"} if expected_records < ADAPTIVE_FROM_RECORDS else {}),
             **({"spark.driver.extraJavaOptions": " ".join(options)} if options else {})}
 
 
