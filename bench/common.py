@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -195,9 +196,15 @@ def runs_dir(name: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
 
 
+# Two ``airflow dags test`` of one DAG that start at once on an Airflow database that has not seen it both insert its
+# row, and one fails (``UNIQUE constraint failed: dag.dag_id``): a benchmark's runs side by side start one at a time.
+STARTING = threading.Lock()
+
+
 @dataclass
 class DagsTest:
-    """An ``airflow dags test`` run in the background, with its own runs directory."""
+    """An ``airflow dags test`` run in the background, with its own runs directory; runs in threads of one benchmark
+    start one after the other (``STARTING``) and then run side by side."""
 
     dag_id: str
     conf: dict[str, Any]
@@ -214,19 +221,28 @@ class DagsTest:
         from kafka_soak.factory import ONLY_ENV
 
         env, conf = as_owner(self.conf, {**os.environ, "SOAK_RUNS_DIR": str(self.runs), ONLY_ENV: self.dag_id})
-        with self.log.open("w") as out:
-            proc = subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(conf)],
-                                    env=env, stdout=out, stderr=subprocess.STDOUT)
+        with STARTING:  # until the run has its directory, and the DAG its row
+            with self.log.open("w") as out:
+                proc = subprocess.Popen(["airflow", "dags", "test", self.dag_id, "-c", json.dumps(conf)],
+                                        env=env, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                run_dir = self._run_dir(timeout=300)
+            except BaseException:
+                self._end(proc)
+                raise
         try:
-            run_dir = self._run_dir(timeout=300)
             alongside = during(run_dir)
             code = proc.wait(timeout=max(timeout - (time.time() - self.started), 1))
             return run_dir, alongside, code, time.time() - self.started
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-                self.stop_leftovers()
+            self._end(proc)
+
+    def _end(self, proc: subprocess.Popen) -> None:
+        """Kill a run that is still running (it overstayed, or never planned its program), and what it started."""
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            self.stop_leftovers()
 
     def _run_dir(self, timeout: float) -> Path:
         """The run's directory once the run has planned its program (``program.json`` exists); one of the runs dir's

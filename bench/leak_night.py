@@ -3,6 +3,8 @@ caught, in each of its lives, and that its control beside it, over the same run,
 
     python bench/leak_night.py --size quick   # one life of 30 minutes
     python bench/leak_night.py --size large   # 2 hours: four lives of 30 minutes (a rolling restart between them)
+    APPS=worker python bench/leak_night.py --size large       # that app's run again; the other's last rows are kept
+    APPS=streams python bench/leak_night.py --size large --from streams=RUN_DIR   # its figures from a run that ended
 
 Two runs side by side, as ``tests/e2e/test_resource_growth.py`` runs them for a minute: the reference worker with bug
 switch ``leak`` beside its control (param ``variants``: same input, program and machine), and the Kafka Streams app
@@ -19,12 +21,13 @@ first minute that life's row grows. Writes ``bench/results/leak_night.{json,md}`
 
 from __future__ import annotations
 
+import argparse
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from common import DagsTest, figure, parse_size, runs_dir, write_results
+from common import SIZES, DagsTest, figure, remeasured, runs_dir, write_results
 
 from kafka_soak.params import growth_bounds
 from kafka_soak.shared import resources, rundir
@@ -82,10 +85,15 @@ def run(app: str, lives: int) -> dict[str, Any]:
     """One run of an app's leak beside its control."""
     test = DagsTest(DAG_ID, conf(app, lives), runs_dir(f"leak-night-{app}"))
     run_dir, _, code, wall = test.run(lambda _: None, TIMEOUT_S)
+    return judged(app, run_dir, round(wall, 1), test.outcome(code))
+
+
+def judged(app: str, run_dir: Path, wall_s: float | None, outcome: str) -> dict[str, Any]:
+    """An ended run of an app's leak beside its control: its verdict, and when each life's leak was caught."""
     verdict = rundir.read_json(run_dir / rundir.VERDICT) or {}
     params = (rundir.read_json(run_dir / rundir.PARAMS) or {}).get("params", {})
     bounds = growth_bounds(params.get("resource_growth", {}))
-    row = {"app": app, "run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code),
+    row = {"app": app, "run_dir": str(run_dir), "wall_s": wall_s, "outcome": outcome,
            "matrix": {r["version"]: {"status": r["status"], "anomalies": {k: v for k, v in r["anomalies"].items() if v}}
                       for r in verdict.get("matrix", [])},
            "lives": caught_after(run_dir, bounds), "warmup_s": bounds["warmup_s"]}
@@ -131,10 +139,21 @@ def body(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    size = parse_size(__doc__.splitlines()[0])
-    with ThreadPoolExecutor(len(APPS)) as pool:
-        rows = list(pool.map(lambda app: run(app, LIVES[size]), APPS))
-    write_results("leak_night", "The planted leaks at a night's length", size, figures(rows), body(rows), {"runs": rows})
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=SIZES, default="quick")
+    parser.add_argument("--from", dest="ended", action="append", default=[], metavar="APP=RUN_DIR",
+                        help="judge this app's run that has ended instead of running it")
+    args = parser.parse_args()
+    chosen, earlier = remeasured("leak_night", "APPS", APPS, "apps")
+    ended = dict(given.split("=", 1) for given in args.ended)
+    if set(ended) - set(APPS):
+        raise SystemExit(f"--from: {sorted(set(ended) - set(APPS))} are no apps; known: {', '.join(APPS)}")
+    with ThreadPoolExecutor(len(chosen)) as pool:  # DagsTest starts them one after the other
+        fresh = list(pool.map(lambda app: judged(app, Path(ended[app]).resolve(), None, "judged from its run directory")
+                              if app in ended else run(app, LIVES[args.size]), chosen))
+    rows = sorted([*fresh, *(row for row in earlier if row["app"] not in chosen)], key=lambda row: list(APPS).index(row["app"]))
+    write_results("leak_night", "The planted leaks at a night's length", args.size, figures(rows), body(rows),
+                  {"runs": rows})
 
 
 if __name__ == "__main__":
