@@ -15,6 +15,9 @@ DAG_ID = "soak_eos_id_assignment"
 RUN_ID = "manual__2026-11-22T10:00:00.123456+00:00"
 REPORT = '<html><body><a href="data_docs/index.html">Data Docs</a> <a href="verdict.json">verdict</a></body></html>'
 OUTSIDE = "content-of-a-file-outside-every-run-directory"
+# Only a guard against a server that hangs: a request's first answer (the app's first use of the auth manager, a page's
+# first read) can take seconds on a busy machine, and how many is no test's business.
+REQUEST_TIMEOUT_S = 120
 
 
 def write_run(root: Path, dag_id: str, run_id: str) -> Path:
@@ -32,7 +35,7 @@ def write_run(root: Path, dag_id: str, run_id: str) -> Path:
 
 def get(port: int, path: str, token: str | None = None, cookie: bool = False) -> tuple[int, str, str]:
     """GET a raw path (sent exactly as given: no client normalises '..' away); returns status, type, body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     headers = {}
     if token:
         headers = {"Cookie": f"_token={token}"} if cookie else {"Authorization": f"Bearer {token}"}

@@ -14,7 +14,7 @@ import subprocess
 from urllib.parse import quote, urljoin
 
 import pytest
-from support.served_reports import DAG_ID, OUTSIDE, REPORT, RUN_ID, get, run_url, write_run
+from support.served_reports import DAG_ID, OUTSIDE, REPORT, REQUEST_TIMEOUT_S, RUN_ID, get, run_url, write_run
 
 from kafka_soak import run_plan
 from kafka_soak.evidence import ui
@@ -23,7 +23,7 @@ from kafka_soak.shared import rundir
 
 def policy(port: int, path: str, token: str) -> str:
     """The Content-Security-Policy a served file comes with."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     try:
         conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
         return conn.getresponse().getheader("content-security-policy", "")
