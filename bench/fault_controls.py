@@ -31,15 +31,18 @@ CONTROLS = {
     "broker-stall": ("the broker's request handler held 5 s before appending records of an ongoing transaction, twice",
                      {"instances": 2, "program": "1 2 0 sb1@append:5 0 sb1@append:5 0", "interval_s": 8,
                       "records": 6000}),
-    # soak_nightly's dose of its broker cuts, each broker in turn, with its Kafka Streams settings (a 60 s transaction
-    # timeout, the classic transaction protocol, a 45 s session) at 300 records/s: a cut of 30 s, shorter than both
-    "nightly-broker-cuts": ("each broker of three cut from the others for 30 s in turn, soak_nightly's Kafka Streams "
-                            "settings",
-                            {"app": "streams", "brokers": 3, "instances": 3, "partitions": 12,
-                             "program": "1 2 3 0 nb1- nb1+ nb2- nb2+ nb3- nb3+ 0", "interval_s": 30, "rate": 300,
-                             "records": 99000, "session_timeout_ms": 45000, "transaction_version": 1,
-                             "streams_config": {"producer.transaction.timeout.ms": 60000}}),
 }
+# soak_nightly's dose of its broker cuts, each broker in turn, with its Kafka Streams settings (a 60 s transaction
+# timeout, the classic transaction protocol, a 45 s session) at 300 records/s: a cut of 30 s, shorter than both. Then
+# the same beside Kafka Streams 3.9.1, whose client predates TxnOffsetCommit version 5 (4.0's clients send it).
+NIGHTLY_CUTS = {"app": "streams", "brokers": 3, "instances": 3, "partitions": 12,
+                "program": "1 2 3 0 nb1- nb1+ nb2- nb2+ nb3- nb3+ 0", "interval_s": 30, "rate": 300, "records": 99000,
+                "session_timeout_ms": 45000, "transaction_version": 1,
+                "streams_config": {"producer.transaction.timeout.ms": 60000}}
+CONTROLS["nightly-broker-cuts"] = ("each broker of three cut from the others for 30 s in turn, soak_nightly's Kafka "
+                                   "Streams settings", NIGHTLY_CUTS)
+CONTROLS["nightly-broker-cuts-3.9"] = ("the same, Kafka Streams 3.9.1 beside 4.3.1 on one cluster",
+                                       {**NIGHTLY_CUTS, "streams_versions": ["3.9.1", "4.3.1"]})
 
 
 def run(control: str, app: str, runs) -> dict:
@@ -52,9 +55,13 @@ def run(control: str, app: str, runs) -> dict:
     drain = json.loads((run_dir / "drain.json").read_text()) if (run_dir / "drain.json").exists() else {}
     # a control whose stall no thread reached proves nothing: it does not count as passed
     missed = drain.get("stalls_disarmed", [])
+    health = json.loads((run_dir / "health.json").read_text()) if (run_dir / "health.json").exists() else {}
     row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code),
            "status": f"stall of step(s) {missed} not applied" if missed else verdict.get("status", "no verdict"),
-           "anomalies": {k: v for k, v in verdict.get("anomalies", {}).items() if v}}
+           "anomalies": {k: v for k, v in verdict.get("anomalies", {}).items() if v},
+           "thread_deaths": health.get("thread_deaths", 0),
+           "versions": {m["version"]: {"status": m["status"], "anomalies": {k: v for k, v in m["anomalies"].items() if v}}
+                        for m in verdict.get("matrix", [])}}
     print(f"{control}/{app}: {json.dumps(row)}", flush=True)
     return row
 
@@ -74,8 +81,9 @@ def main() -> None:
         passed = sum(r["status"] == "passed" for r in rows)
         figures.append(figure(f"{control}: {app} passed", passed / max(1, len(rows)), "of runs", None,
                               "every run (1.0)", passed == len(rows) and bool(rows), f"{passed} of {len(rows)} runs"))
-        failed = "; ".join(f"{r['status']} {r['anomalies'] or r['outcome']} ({r['run_dir']})" for r in rows
-                           if r["status"] != "passed")
+        failed = "; ".join(f"{r['status']} {r.get('versions') or r['anomalies'] or r['outcome']}"
+                           f"{', stream threads died: ' + str(r['thread_deaths']) if r.get('thread_deaths') else ''} "
+                           f"({r['run_dir']})" for r in rows if r["status"] != "passed")
         lines.append(f"| {control}: {CONTROLS[control][0]} | {app} | `{CONTROLS[control][1]['program']}` | "
                      f"{passed} of {len(rows)} | {failed or '—'} |")
     body = ("Each run: `make soak` of the default scenario with the control's conf and the app; passed = the verdict "
