@@ -40,6 +40,14 @@ def exited(proc: psutil.Process, timeout: float) -> bool:
         pidfd = os.pidfd_open(proc.pid)
     except ProcessLookupError:
         return True
+    except OSError:  # a kernel without pidfds (before Linux 5.3): psutil's wait, the reaping included
+        try:
+            proc.wait(timeout)
+        except psutil.TimeoutExpired:
+            return False
+        except psutil.NoSuchProcess:
+            pass
+        return True
     try:
         if not proc.is_running():  # its PID was another process's by the time the descriptor was opened
             return True
