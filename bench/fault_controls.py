@@ -15,6 +15,8 @@ import json
 
 from common import DagsTest, figure, parse_size, remeasured, runs_dir, write_results
 
+from kafka_soak.shared import rundir
+
 DAG_ID = "soak_eos_id_assignment"
 RUNS = {"quick": 5, "large": 10}
 RUN_TIMEOUT_S = 1200
@@ -50,12 +52,11 @@ def run(control: str, app: str, runs) -> dict:
     conf = {**CONTROLS[control][1], **APPS[app]}
     test = DagsTest(DAG_ID, conf, runs)
     run_dir, _, code, wall = test.run(lambda _: None, RUN_TIMEOUT_S)
-    verdict_file = run_dir / "verdict.json"
-    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
-    drain = json.loads((run_dir / "drain.json").read_text()) if (run_dir / "drain.json").exists() else {}
+    verdict = rundir.read_json(run_dir / rundir.VERDICT) or {}
+    drain = rundir.read_json(run_dir / rundir.DRAIN) or {}
     # a control whose stall no thread reached proves nothing: it does not count as passed
     missed = drain.get("stalls_disarmed", [])
-    health = json.loads((run_dir / "health.json").read_text()) if (run_dir / "health.json").exists() else {}
+    health = rundir.read_json(run_dir / rundir.HEALTH) or {}
     row = {"run_dir": str(run_dir), "wall_s": round(wall, 1), "outcome": test.outcome(code),
            "status": f"stall of step(s) {missed} not applied" if missed else verdict.get("status", "no verdict"),
            "anomalies": {k: v for k, v in verdict.get("anomalies", {}).items() if v},
