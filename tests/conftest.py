@@ -119,13 +119,13 @@ ONLY_IN_MAKE_BUGS = {"bug_kafka_16692"}
 @pytest.fixture(scope="session")
 def known_bug_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     """Every known-bug scenario (``dags/scenarios/bug_kafka_<n>.yaml``) but ``ONLY_IN_MAKE_BUGS``' once at its
-    defaults, the runs at once: each keeps its faults far enough from the events they must fall between for a machine
-    two to three times slower than a quiet one (test_known_bugs says how), so their programs may share the clock and
-    the three cost about one run's time. A scenario whose fault is a stall or a broker's upgrade starts once the others
-    have applied their whole programs, so its load (a cluster of each broker release) never eats their margins: a
-    stall waits on its thread, not on the clock. It ends about when the others' drains and checks do. Each run has its
-    own Airflow database and runs directory; the Kafka Streams versions are built first, so no Maven build competes
-    with a program. The tests that read them share the pytest-xdist group ``known-bugs``."""
+    defaults, the runs at once: each times its faults against its app's events (``wN``: test_known_bugs says how), so
+    their programs may share the machine and the three cost about one run's time. A scenario whose fault is a stall or
+    a broker's upgrade starts once the others have applied their whole programs, so its load (a cluster of each broker
+    release) never eats their margins: a stall waits on its thread, not on the clock. It ends about when the others'
+    drains and checks do. Each run has its own Airflow database and runs directory; the Kafka Streams versions are
+    built first, so no Maven build competes with a program. The tests that read them share the pytest-xdist group
+    ``known-bugs``."""
     from support.soak_runs import soak
 
     from kafka_soak.admission import load_scenario

@@ -105,11 +105,14 @@ PARAMS: dict[str, Declared] = {
                        "appends a transaction's records), bN-/bN+ = broker N down/up, nN-/nN+ = instance N's "
                        "network to the brokers cut/healed, nbN-/nbN+ = broker N cut from the other brokers/healed "
                        "(backend=local), bN^V = broker N restarts on Apache Kafka release V, N^V = instance N "
-                       "restarts on app version V (a rolling upgrade's steps). Empty: a random program from `seed`, "
-                       "stored with the run for replay."}),
+                       "restarts on app version V (a rolling upgrade's steps), wN = wait until instance N is at "
+                       "work (Kafka Streams RUNNING, the reference worker's first assignment), wr = until the app's "
+                       "group is rebalancing (the later steps move with a wait). Empty: a random program from "
+                       "`seed`, stored with the run for replay."}),
     "interval_s": Declared(10, {
         "type": "number", "minimum": 1, "maximum": 3600,
-        "description": "Seconds between two program steps."}),
+        "description": "Seconds between two program steps (a step after a wait wN that held the program comes as "
+                       "much later)."}),
     "records": Declared(20_000, {
         "type": "integer", "minimum": 1, "maximum": 100_000_000,
         "description": "Input records the generator produces while the program runs: at most 1,000,000 "

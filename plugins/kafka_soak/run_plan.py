@@ -566,6 +566,10 @@ def deployment_errors(values: dict[str, Any], program: list[str]) -> list[str]:
         if runtime not in getattr(kind, "runtimes", (runtime,)):  # a kind that names runtimes works on those alone
             errors.append(f"program: {tokens} {kind.needs_why}, which only runtime "
                           f"{' or '.join(map(repr, kind.runtimes))} can do (runtime is {runtime!r})")
+        protocol = values["group_protocol"]
+        if protocol not in getattr(kind, "group_protocols", (protocol,)):  # likewise a kind that names protocols
+            errors.append(f"program: {tokens} {kind.needs_why}, which is read for group_protocol "
+                          f"{' or '.join(map(repr, kind.group_protocols))} only (group_protocol is {protocol!r})")
     errors.extend(broker_settings.problems(values["broker_config"], registry.kind(backend).shared))
     able = registry.able("broker_faults")
     if not registry.kind(backend).broker_faults:

@@ -48,9 +48,9 @@ from kafka_soak.params import KAFKA_VERSION
 @pytest.mark.xdist_group(name=ALERTED_RUNS)
 def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_leaves_evidence(alerted_runs):
     """kill -9, pause/resume, a broker of three killed and restarted, an instance's and a broker's network cut and
-    healed, a broker and then an instance moved to another release while load flows: every step is recorded with the
-    PID, the link or the release it acted on, the drain waits out the dead member's session, the verdict is
-    conclusive, and nothing of the run's network is left."""
+    healed, a broker and then an instance moved to another release while load flows, and a wait for that instance to
+    be at work again: every step is recorded with the PID, the link or the release it acted on, the drain waits out
+    the dead member's session, the verdict is conclusive, and nothing of the run's network is left."""
     code, run_dir, verdict = alerted_runs.passed
     assert code == 0, (run_dir / "dags-test.log").read_text()[-3000:]
     assert verdict["status"] == "passed" and set(verdict["anomalies"].values()) == {0}, verdict
@@ -84,6 +84,10 @@ def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_lea
     assert {"broker-down", "broker-up"} <= {e["event"] for e in events}
     assert [(e["broker"], e["release"]) for e in events if e["event"] == "broker-upgraded"] == [(3, "4.3.1")]
     assert [(e["instance"], e["version"]) for e in events if e["event"] == "upgrade"] == [(2, "2.16.1")]
+    # the wait ended on the upgraded life's first assignment, not on the life before it
+    [at_work] = [e for e in events if e["event"] == "at-work"]
+    assert at_work["instance"] == 2 and at_work["t"] > upgraded["actual_at"] + upgraded["took_s"], at_work
+    assert by_token["w2"]["waited_s"] == pytest.approx(at_work["waited_s"], abs=0.1)
     assert [(e["event"], e.get("instance"), e.get("broker")) for e in events if e["event"].startswith("link-")] == [
         ("link-cut", 1, None), ("link-healed", 1, None), ("link-cut", None, 2), ("link-healed", None, 2)]
     assert network.RunNetwork.load(run_dir) and network.leftovers(run_dir) == [], "released with the brokers"

@@ -1,16 +1,21 @@
 """Known Kafka and Kafka Streams bugs caught as released: each scenario ``bug_kafka_<n>`` runs with its own defaults, an
 release beside a fixed one on the same input and program (docs/bugs.md has their measured rates).
 
-Each stays deterministic by placing its fault far from the events it must fall between, with room for a machine two to
-three times slower than a quiet one, not by luck. The steps fire on the clock within milliseconds; what a slow machine
-delays is an app's start, its join and its processing, and a commit can only come later, never earlier:
-- KAFKA-20685 commits every 90 s. The kill lands 45 s after the instance's start: its load is processed about 33 s
-  before on a quiet machine (25 s with the three runs at once), and its first commit is at least 45 s after.
-- KAFKA-18943 commits every 90 s. The kill lands 30 s after the join whose revocation arms the bug (a join takes about
-  5 s, 15 s on a saturated machine) and at least 30 s before the first commit that would disarm it.
-- KAFKA-17635 needs no race: a rebalance held open by a paused member for its 45 s session. The joining instance has
-  20 s to join before the kill, which is 15 s before the wait ends; the records at stake are the last commit's before
-  the wait, which exist whenever load flows.
+Each stays deterministic by timing its fault against what the app did, not against a clock alone: a slow machine
+delays an app's start, its join and its processing (in one CI run a JVM took 76 s from its start to starting Kafka
+Streams, and the kills of the old clocked programs landed before the apps had done anything), so each program waits (``wN``)
+until the instances it needs are at work, and the steps after keep their distances to that moment. What is left to
+a clock is bounded by Kafka's own timers, which a slow machine can only make later, never earlier:
+- KAFKA-20685 commits every 90 s. The kill lands 30 s or more after the instance got to work (``1 w1 0 k1``): its
+  load, all produced in the first 10 s, is processed by then (RocksDB flushes every few hundred records), and its first
+  commit is at least 45 s away.
+- KAFKA-18943 commits every 120 s. Instance 2 joins once instance 1 is at work, and the kill lands 15 s after instance
+  2 is at work (``1 w1 2 w2 k1``), so after the revocation that arms the bug; a minute of margin before the first
+  commit that would disarm it is left for slow starts.
+- KAFKA-17635 needs no race with the app: instances 1 and 2 at work (``w1 w2``), 2 paused, then a rebalance held open
+  by the paused member for its 90 s session, most of the load produced from then on. The kill waits until the
+  coordinator says the group is rebalancing (``wr``: the joining instance's join arrived) and comes 10 s later, inside
+  the wait as long as the join takes under 60 s.
 - KAFKA-20785 needs no race either: its stall waits for the stream thread to reach its commit, whenever a slow machine
   gets it there (during the drain, if the app starts late: the drain leaves it armed), and the brokers abort the
   transaction 10 to 11 s after it began, 14 s before the 25 s stall ends.
@@ -106,7 +111,8 @@ def app_log(run_dir: Path, dag_id: str, version: str, step: int) -> str:
 
 
 def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2_1_and_4_2_2_restores(known_bug_runs):
-    """"1 0 0 k1 1": the one instance is killed 45 s after its start, every record of the load in its open transaction.
+    """"1 w1 0 k1 1": the one instance is killed 30 s after it got to work, every record of the load in its open
+    transaction.
     4.2.1's restart finds the checkpoint its state updater wrote and keeps what RocksDB flushed of the aborted
     transaction: those keys are counted twice. 4.2.2 finds none, wipes the store and restores it from the changelog."""
     dag_id = "bug_kafka_20685"
@@ -128,10 +134,10 @@ def test_kafka_20685_a_checkpoint_left_while_running_keeps_aborted_writes_on_4_2
 
 
 def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offsets_on_3_9_0(known_bug_runs):
-    """"1 2 k1 1": instance 2 joins and takes idle tasks while instance 1 keeps the busy one, then instance 1 is
-    killed 25 s later, 30 s before its first commit. 3.9.0 committed the busy task's updates at the revocation without
-    its input offsets, so its next owner counts that input again; 3.9.1 committed nothing and counts every record
-    once."""
+    """"1 w1 2 w2 k1 0 1": instance 2 joins and takes idle tasks while instance 1 keeps the busy one, then instance 1
+    is killed 15 s after instance 2 got to work, before its own first commit. 3.9.0 committed the busy task's updates
+    at the revocation without its input offsets, so its next owner counts that input again; 3.9.1 committed nothing
+    and counts every record once."""
     dag_id = "bug_kafka_18943"
     run = known_bug_runs[dag_id]
     rows = assert_caught(run, "3.9.0", "3.9.1", too_high=True)
@@ -143,13 +149,17 @@ def test_kafka_18943_a_revocation_commits_a_kept_task_s_output_without_its_offse
 
 
 def test_kafka_17635_a_purge_while_a_rebalance_waits_deletes_uncommitted_repartition_records_on_3_9_0(known_bug_runs):
-    """Instance 2 paused, instance 3 joins: the rebalance waits for 2's 45 s session while instance 1 goes on
+    """Instance 2 paused, instance 3 joins: the rebalance waits for 2's 90 s session while instance 1 goes on
     processing without committing, and 1 is killed in the middle of the wait. 3.9.0 purged the repartition records it
     processed, committed or not: its successor starts past them and they are never counted (counts too low). 3.9.1
-    purges only what was committed. What is at stake is the last transaction's repartition records that instance 1 read once
-    they were committed, before the wait: while load flows there always are some (a commit every 100 ms)."""
+    purges only what was committed. What is at stake is the last transaction's repartition records that instance 1
+    read once they were committed, before the wait: while load flows there always are some (a commit every 100 ms).
+    The kill came 10 s or more after the group's coordinator said it was rebalancing (``wr``), however long that took."""
     dag_id = "bug_kafka_17635"
     run = known_bug_runs[dag_id]
+    steps = {step["token"]: step for step in rundir.read_jsonl(run.run_dir / rundir.STEPS)}
+    rebalancing, kill = steps["wr"], steps["k1"]
+    assert kill["actual_at"] >= rebalancing["actual_at"] + rebalancing["took_s"] + 10 - 0.01, (rebalancing, kill)
     rows = assert_caught(run, "3.9.0", "3.9.1", too_high=False)
     assert rows["counts@3.9.0"]["records"]["input"] == rows["counts@3.9.1"]["records"]["input"] == 20_000
     assert "topology=repartition" in app_log(run.run_dir, dag_id, "3.9.0", 0)

@@ -293,6 +293,11 @@ class Instances:
     def record(self, instance: int) -> ProcessRecord | None:
         return self.runtime.record(self.subjects[0].process(instance))
 
+    def lives(self, instance: int) -> dict[str, ProcessRecord]:
+        """The current life of ``instance`` in each subject where it is alive, by subject name ("" alone)."""
+        return {s.name: record for s in self.subjects
+                if self.runtime.is_alive(s.process(instance)) and (record := self.runtime.record(s.process(instance)))}
+
     def sync_logs(self) -> None:
         """Bring the instances' output so far into their step logs (containers keep it inside)."""
         self.runtime.collect_logs()

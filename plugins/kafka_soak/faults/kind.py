@@ -161,6 +161,7 @@ class FaultKind(Protocol):
     needs: ClassVar[str]  # the backend capability its steps need ("": any backend)
     needs_why: ClassVar[str]  # what its steps do that needs it, as a refusal says
     # A kind may also name the runtimes (param runtime) its steps work on, as ``runtimes``: a tuple; absent: any.
+    # Likewise the rebalance protocols (param group_protocol) it works with, as ``group_protocols``.
     # A kind a random program can draw (param random_program) has ``draw(rng, state, limits, step_s) -> list[str]``:
     # the tokens of one fault of its kind on consecutive steps of ``step_s`` seconds, the last of which undoes it (a
     # stall ends by itself), drawn for ``state`` (which it does not advance), or none when nothing can take one then.

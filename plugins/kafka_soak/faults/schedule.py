@@ -21,6 +21,7 @@ from kafka_soak.backends.registry import Backend
 from kafka_soak.clients.instances import Instances
 from kafka_soak.faults import kinds
 from kafka_soak.faults.kind import Step
+from kafka_soak.faults.kinds import wait
 from kafka_soak.faults.program import render, schedule
 from kafka_soak.shared import rundir
 from kafka_soak.shared.rundir import append_jsonl, write_json
@@ -62,6 +63,17 @@ class StepBook:
         with os.fdopen(fd, "w") as fh:
             json.dump(by, fh)
         return True
+
+    def delay(self, index: int) -> float:
+        """How much later than planned step ``index`` fires: as much as the waits before it (``wN``) held the program
+        past their own due time, so that each later step keeps its distance to the event a wait stood for. Steps run in
+        order, so the step before has its result; ``delayed_s`` carries the sum on."""
+        before = self.result(index - 1) if index else None
+        if before is None:
+            return 0.0
+        held = before["actual_at"] + before["took_s"] - before["planned_at"] \
+            if before["action"] in wait.HOLDING and "took_s" in before else 0.0
+        return before.get("delayed_s", 0.0) + max(0.0, held)
 
     def next_pending(self, up_to: int) -> int | None:
         """The first step ``<= up_to`` with no result yet."""

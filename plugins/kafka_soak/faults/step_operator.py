@@ -3,6 +3,7 @@ kill, pause or resume an instance, stop or start a broker)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import time
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from kafka_soak.faults.kind import Step
+from kafka_soak.faults.kinds import wait
 from kafka_soak.faults.schedule import StepBook, Targets, read_steps, sleep_until
 from kafka_soak.faults.triggers import StepCountdownTrigger
 from kafka_soak.load.process import Load
@@ -81,9 +83,10 @@ class ProgramStepOperator(BaseOperator):
         first = targets.members[0]  # whose generator's progress the countdown shows
         progress = str(Load(first.dir, first.cluster(self.cluster), first.plan).progress_file)
         me = {"map_index": context["ti"].map_index, "try": context["ti"].try_number}
-        while (pending := book.next_pending(self.last_step(steps, mine))) is not None:
+        while (pending := book.next_pending(self.last_step(steps, mine, book.delay(mine)))) is not None:
             book.refuse_after_failure(pending)
-            step = steps[pending]
+            delayed = book.delay(pending)
+            step = dataclasses.replace(steps[pending], planned_at=steps[pending].planned_at + delayed)
             wait = step.planned_at - time.time()
             if wait > self.defer_above_s:
                 free_runner_garbage()
@@ -93,7 +96,7 @@ class ProgramStepOperator(BaseOperator):
             sleep_until(step.planned_at)
             if book.claim(pending, me):
                 try:
-                    book.record(step, targets.apply(step, me))
+                    book.record(step, {**targets.apply(step, me), **({"delayed_s": round(delayed, 3)} if delayed else {})})
                 except Exception as exc:
                     book.record(step, {"applied_by": me, "failed": f"{type(exc).__name__}: {exc}"})
                     raise
@@ -106,15 +109,17 @@ class ProgramStepOperator(BaseOperator):
                           result["applied_by"]["map_index"], result["jitter_ms"])
         return result
 
-    def last_step(self, steps: list[Step], mine: int) -> int:
-        """The last step this task applies now: its own, and the steps after it already due within ``defer_above_s``."""
+    def last_step(self, steps: list[Step], mine: int, delayed: float) -> int:
+        """The last step this task applies now: its own, and the steps after it already due within ``defer_above_s``
+        (``delayed``: how much later than planned the program runs, as far as its waits are known)."""
         last = mine
-        while last + 1 < len(steps) and steps[last + 1].planned_at - time.time() <= self.defer_above_s:
+        while last + 1 < len(steps) and steps[last + 1].planned_at + delayed - time.time() <= self.defer_above_s:
             last += 1
         return last
 
-    def wait_for(self, book: StepBook, index: int, timeout: float = 120.0) -> None:
-        """Another step task claimed ``index``: wait until it has recorded the result."""
+    def wait_for(self, book: StepBook, index: int, timeout: float = wait.LIMIT_S + 120.0) -> None:
+        """Another step task claimed ``index``: wait until it has recorded the result (a step may take as long as a
+        wait's limit)."""
         deadline = time.monotonic() + timeout
         while book.result(index) is None:
             if time.monotonic() > deadline:

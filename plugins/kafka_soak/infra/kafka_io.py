@@ -138,6 +138,16 @@ def internal_lag(bootstrap: str, group: str, input_topic: str, timeout: float = 
     return {f"{tp.topic}[{tp.partition}]": max(0, ends[tp.topic][tp.partition][1] - tp.offset) for tp in others}
 
 
+@retry_transient
+def group_state(bootstrap: str, group: str, timeout: float = 10.0) -> str:
+    """The group's state as its coordinator has it: ``PREPARING_REBALANCING``, ``COMPLETING_REBALANCING``, ``STABLE``,
+    ``EMPTY``, ``DEAD`` (a classic-protocol group's)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(client_config(bootstrap))  # kept alive until the future resolves: it serves it
+    return admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout).state.name
+
+
 def group_members(bootstrap: str, group: str, topic: str, timeout: float = 10.0) -> list[dict[str, Any]]:
     """The group's members now: client id, host and the partitions of ``topic`` each owns."""
     from confluent_kafka.admin import AdminClient

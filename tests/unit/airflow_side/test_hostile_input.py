@@ -494,7 +494,7 @@ def test_a_trigger_s_streams_config_adds_to_the_scenario_s(monkeypatch, own_runs
     conf = {"streams_config": {"producer.transaction.timeout.ms": 120000}}
     assert admission.merged(conf, {**admission.defaults, **conf})["streams_config"] == conf["streams_config"]
     conf = {"streams_config": {"producer.transaction.timeout.ms": 60000}}
-    assert "commit_interval_ms: 90000 ms is longer" in trigger_refusal(admission, conf), "the scenario commits every 90 s"
+    assert "commit_interval_ms: 120000 ms is longer" in trigger_refusal(admission, conf), "the scenario commits every 120 s"
 
 
 def trigger_refusal(admission: Admission, conf: dict) -> str:

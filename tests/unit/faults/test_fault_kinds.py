@@ -54,7 +54,8 @@ def with_freeze(monkeypatch):
 def test_the_kinds_split_the_tokens_and_the_actions_between_them():
     tokens = {"1": "toggle", "0": "toggle", "k1": "kill", "p1": "pause", "r1": "pause", "b1-": "broker", "b1+": "broker",
               "n1-": "network", "n1+": "network", "nb1-": "network", "nb1+": "network", "s1@commit:5": "stall",
-              "b1^4.3.1": "broker-upgrade", "1^4.3.1": "app-upgrade", "12^v2": "app-upgrade"}
+              "b1^4.3.1": "broker-upgrade", "1^4.3.1": "app-upgrade", "12^v2": "app-upgrade", "w1": "wait",
+              "wr": "rebalance-wait"}
     assert {token: kinds.matching(token)[0].name for token in tokens} == tokens
     actions = [action for kind in kinds.KINDS for action in kind.actions]
     assert len(actions) == len(set(actions)), "an action belongs to one kind"
@@ -64,7 +65,7 @@ def test_the_kinds_split_the_tokens_and_the_actions_between_them():
                                    "broker-cut": 30.0}
     assert set(LANES) == {"start", "stop", "kill", "pause", "resume", "stall-armed", "stalled", "resumed", "broker-down",
                           "broker-up", "link-cut", "link-healed", "broker-upgrading", "broker-upgraded", "upgrade",
-                          "broker-resumed"}
+                          "broker-resumed", "at-work"}
 
 
 def test_a_kind_registered_once_is_parsed_refused_where_the_backend_cannot_applied_and_undone(with_freeze, tmp_path):
@@ -121,5 +122,5 @@ def test_the_program_param_tells_a_trigger_every_kind_s_tokens():
               for forms in re.findall(r"(?:^|, )([^\s(,]+(?: / [^\s(,]+)*) \(", kind.grammar)
               for token in forms.split(" / ")]
     assert tokens == ["N", "0", "kN", "sN@POINT:SECONDS", "sbN@append:SECONDS", "pN", "rN", "bN-", "bN+", "nN-",
-                      "nN+", "nbN-", "nbN+", "bN^V", "N^V"]
+                      "nN+", "nbN-", "nbN+", "bN^V", "N^V", "wN", "wr"]
     assert [token for token in tokens if token not in described] == []

@@ -21,6 +21,10 @@ def test_parse_string_and_list_agree():
     ("1 p1 p1", "token 'p1' at position 3: cannot pause instance 1: it is paused at that point"),
     ("1 b1+", "token 'b1+' at position 2: broker 1 is already up at that point"),
     ("1 b2-", "token 'b2-' at position 2: broker 2 is out of range: this run has 1 broker(s)"),
+    ("w1", "token 'w1' at position 1: cannot wait for instance 1: it is stopped at that point (it must be running)"),
+    ("1 p1 w1", "token 'w1' at position 3: cannot wait for instance 1: it is paused at that point"),
+    ("1 w4", "token 'w4' at position 2: instance 4 is out of range: this run has 3 instances"),
+    ("wr 1", "token 'wr' at position 1: cannot wait for the app's group to rebalance: no instance runs at that point"),
 ])
 def test_bad_programs_name_the_token_and_why(bad, fragment):
     with pytest.raises(program.ProgramError) as err:

@@ -19,14 +19,14 @@ def operator(step: program.Step, defer_above_s: float) -> ProgramStepOperator:
 def test_short_intervals_chain_the_steps_due_within_the_deferral_threshold():
     tokens = ["1", "2", "1", "2", "0"]
     steps = program.schedule(tokens, time.time() + 1, interval_s=20)
-    assert operator(steps[0], 50).last_step(steps, 0) == 2  # steps 1 and 2 are due within 50 s, step 3 in 61 s
+    assert operator(steps[0], 50).last_step(steps, 0, 0.0) == 2  # steps 1 and 2 are due within 50 s, step 3 in 61 s
     steps = program.schedule(tokens, time.time() - 60, interval_s=20)
-    assert operator(steps[3], 50).last_step(steps, 3) == 4  # step 3 is due now: on to the end of the program
+    assert operator(steps[3], 50).last_step(steps, 3, 0.0) == 4  # step 3 is due now: on to the end of the program
 
 
 def test_long_intervals_leave_each_step_to_its_own_task():
     steps = program.schedule(["1", "2", "1"], time.time() + 1, interval_s=60)
-    assert [operator(s, 5).last_step(steps, s.index) for s in steps] == [0, 1, 2]
+    assert [operator(s, 5).last_step(steps, s.index, 0.0) for s in steps] == [0, 1, 2]
 
 
 def test_a_step_claimed_by_another_task_is_awaited_until_a_deadline_that_names_the_claimant(tmp_path):

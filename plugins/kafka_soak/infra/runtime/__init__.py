@@ -11,10 +11,13 @@ removed) hides behind ``collect_logs`` and ``clean_up``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafka_soak.infra.runtime.registry import ProcessRecord
-from kafka_soak.infra.runtime.spawn import Restart
+
+if TYPE_CHECKING:  # not at run time: ``python -m kafka_soak.infra.runtime.spawn`` runs this package first, and a
+    # package that imported the module it runs gets runpy's warning on every supervised process's log
+    from kafka_soak.infra.runtime.spawn import Restart
 
 
 class Runtime(Protocol):
