@@ -65,9 +65,9 @@ class StepBook:
         return True
 
     def delay(self, index: int) -> float:
-        """How much later than planned step ``index`` fires: as much as the waits before it (``wN``) held the program
-        past their own due time, so that each later step keeps its distance to the event a wait stood for. Steps run in
-        order, so the step before has its result; ``delayed_s`` carries the sum on."""
+        """How much later than planned step ``index`` fires: as much as the waits before it (``wN``, ``wr``) held the
+        program past their own due time, so that each later step keeps its distance to the event a wait stood for.
+        Steps run in order, so the step before has its result; ``delayed_s`` carries the sum on."""
         before = self.result(index - 1) if index else None
         if before is None:
             return 0.0

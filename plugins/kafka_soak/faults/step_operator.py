@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from kafka_soak.faults.kind import Step
-from kafka_soak.faults.kinds import wait
+from kafka_soak.faults.kinds.wait import LIMIT_S as WAIT_LIMIT_S
 from kafka_soak.faults.schedule import StepBook, Targets, read_steps, sleep_until
 from kafka_soak.faults.triggers import StepCountdownTrigger
 from kafka_soak.load.process import Load
@@ -117,7 +117,7 @@ class ProgramStepOperator(BaseOperator):
             last += 1
         return last
 
-    def wait_for(self, book: StepBook, index: int, timeout: float = wait.LIMIT_S + 120.0) -> None:
+    def wait_for(self, book: StepBook, index: int, timeout: float = WAIT_LIMIT_S + 120.0) -> None:
         """Another step task claimed ``index``: wait until it has recorded the result (a step may take as long as a
         wait's limit)."""
         deadline = time.monotonic() + timeout
