@@ -39,7 +39,7 @@ def test_a_step_claimed_by_another_task_is_awaited_until_a_deadline_that_names_t
     with pytest.raises(TimeoutError, match=r"step 1 was claimed by \{'map_index': 1, 'try': 1\} but has no result "
                                            r"after 1 s"):
         waiter.wait_for(book, 1, timeout=1.0)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60, "it gave up (after its 1 s, however busy the machine), not never"
     threading.Timer(0.3, book.record, (steps[1], {"applied_by": {"map_index": 1}})).start()
-    waiter.wait_for(book, 1, timeout=10.0)  # returns once the claimant records the result
+    waiter.wait_for(book, 1)  # returns once the claimant records the result, long before its own limit
     assert book.result(1)["label"] == steps[1].label
