@@ -111,8 +111,8 @@ PARAMS: dict[str, Declared] = {
                        "`seed`, stored with the run for replay."}),
     "interval_s": Declared(10, {
         "type": "number", "minimum": 1, "maximum": 3600,
-        "description": "Seconds between two program steps (a step after a wait wN that held the program comes as "
-                       "much later)."}),
+        "description": "Seconds between two program steps (a step after a wait, wN or wr, that held the program comes "
+                       "as much later)."}),
     "records": Declared(20_000, {
         "type": "integer", "minimum": 1, "maximum": 100_000_000,
         "description": "Input records the generator produces while the program runs: at most 1,000,000 "

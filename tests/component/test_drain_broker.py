@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -82,3 +84,23 @@ def test_the_drain_waits_until_no_transaction_is_open_over_the_outputs(broker):
     assert settle_outputs(bootstrap, [output], timeout_s=1, poll_s=0.2) == {output: {2: [0, 3]}}
     dead.abort_transaction(30)
     assert settle_outputs(bootstrap, [output], timeout_s=30, poll_s=0.2) == {}
+
+
+def test_each_group_is_read_from_its_coordinator_in_one_request_its_state_and_its_members(broker):
+    """``wr`` polls the states of a run's groups and the drain's report names each member's partitions, both through
+    one description request: a member that got its partitions makes its group STABLE and owns them; a group nobody
+    joined is DEAD."""
+    bootstrap, topic = broker.bootstrap_servers, broker.topics["input"]
+    assigned: list[TopicPartition] = []
+    consumer = Consumer(kafka_io.client_config(bootstrap, {"group.id": "joined", "client.id": "joiner"}))
+    consumer.subscribe([topic], on_assign=lambda _consumer, partitions: assigned.extend(partitions))
+    try:
+        deadline = time.monotonic() + 120  # a guard: the join is waited for, not timed
+        while not assigned and time.monotonic() < deadline:
+            consumer.poll(0.5)
+        assert assigned, "no assignment within 120 s"
+        assert kafka_io.group_states(bootstrap, ["joined", "nobody"]) == {"joined": "STABLE", "nobody": "DEAD"}
+        [member] = kafka_io.group_members(bootstrap, "joined", topic)
+        assert (member["client_id"], member["partitions"]) == ("joiner", sorted(tp.partition for tp in assigned))
+    finally:
+        consumer.close()

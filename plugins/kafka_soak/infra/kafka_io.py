@@ -138,22 +138,26 @@ def internal_lag(bootstrap: str, group: str, input_topic: str, timeout: float = 
     return {f"{tp.topic}[{tp.partition}]": max(0, ends[tp.topic][tp.partition][1] - tp.offset) for tp in others}
 
 
-@retry_transient
-def group_state(bootstrap: str, group: str, timeout: float = 10.0) -> str:
-    """The group's state as its coordinator has it: ``PREPARING_REBALANCING``, ``COMPLETING_REBALANCING``, ``STABLE``,
-    ``EMPTY``, ``DEAD`` (a classic-protocol group's)."""
+def group_descriptions(bootstrap: str, groups: list[str], timeout: float = 10.0) -> dict[str, Any]:
+    """Each group's description as its coordinator has it (AdminClient's ``ConsumerGroupDescription``), in one
+    request to each coordinator."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(client_config(bootstrap))  # kept alive until the future resolves: it serves it
-    return admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout).state.name
+    admin = AdminClient(client_config(bootstrap))  # kept alive until the futures resolve: it serves them
+    return {group: future.result(timeout)
+            for group, future in admin.describe_consumer_groups(groups, request_timeout=timeout).items()}
+
+
+@retry_transient
+def group_states(bootstrap: str, groups: list[str], timeout: float = 10.0) -> dict[str, str]:
+    """Each group's state: ``PREPARING_REBALANCING``, ``COMPLETING_REBALANCING``, ``STABLE``, ``EMPTY``, ``DEAD`` (a
+    classic-protocol group's)."""
+    return {group: description.state.name for group, description in group_descriptions(bootstrap, groups, timeout).items()}
 
 
 def group_members(bootstrap: str, group: str, topic: str, timeout: float = 10.0) -> list[dict[str, Any]]:
     """The group's members now: client id, host and the partitions of ``topic`` each owns."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(client_config(bootstrap))  # kept alive until the future resolves: it serves it
-    description = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout)
+    description = group_descriptions(bootstrap, [group], timeout)[group]
     return [{"client_id": member.client_id, "host": member.host,
              "partitions": sorted(tp.partition for tp in (member.assignment.topic_partitions if member.assignment
                                                           else []) if tp.topic == topic)}

@@ -38,12 +38,13 @@ class WaitedInVain(RuntimeError):
     """What a wait waited for did not happen within ``LIMIT_S``, or its instance exited first."""
 
 
-def hold(step: Step, waiting: set[str], done: Callable[[str], bool], missing: str) -> float:
-    """Poll ``done`` for each of ``waiting`` (subject names) until every one is; returns the seconds it took, or fails
-    the step after ``LIMIT_S`` naming those still waited for (``missing``: what did not happen)."""
+def hold(step: Step, waiting: set[str], done: Callable[[set[str]], set[str]], missing: str) -> float:
+    """Poll ``done`` (which of the subjects still waited for are done now: one look at the app a round) until every
+    one of ``waiting`` is; returns the seconds it took, or fails the step after ``LIMIT_S`` naming those still waited
+    for (``missing``: what did not happen)."""
     began = time.time()
     while waiting:
-        waiting -= {subject for subject in waiting if done(subject)}
+        waiting -= done(waiting)
         if waiting and time.time() - began > LIMIT_S:
             raise WaitedInVain(f"{step.label}: {', '.join(s or 'the app' for s in sorted(waiting))}: {missing} "
                                f"within {LIMIT_S:.0f} s")
@@ -76,18 +77,21 @@ class AtWork:
         event marks each moment on the instance's lane."""
         began = time.time()
 
-        def at_work(subject: str) -> bool:
+        def at_work(waiting: set[str]) -> set[str]:
             instances.sync_logs()
-            life = instances.lives(step.instance).get(subject)
-            if life is None:
-                raise WaitedInVain(f"{step.label}: instance {step.instance} ({subject or 'the app'}) exited before it "
-                                   "got to work")
-            log = Path(life.log)
-            if log.exists() and any(at >= life.started_at for at in health.ready_lines(log)):
-                journal(instances.run_dir, "at-work", instance=step.instance, subject=subject,
-                        waited_s=round(time.time() - began, 1))
-                return True
-            return False
+            lives = instances.lives(step.instance)
+            done = set()
+            for subject in waiting:
+                life = lives.get(subject)
+                if life is None:
+                    raise WaitedInVain(f"{step.label}: instance {step.instance} ({subject or 'the app'}) exited before "
+                                       "it got to work")
+                log = Path(life.log)
+                if log.exists() and any(at >= life.started_at for at in health.ready_lines(log)):
+                    journal(instances.run_dir, "at-work", instance=step.instance, subject=subject,
+                            waited_s=round(time.time() - began, 1))
+                    done.add(subject)
+            return done
 
         return {"waited_s": hold(step, {s.name for s in instances.subjects}, at_work,
                                  f"instance {step.instance} did not get to work: its log has no line that says so "
@@ -122,9 +126,12 @@ class Rebalancing:
         """Every subject's group, until its coordinator says it is rebalancing."""
         groups = {s.name: s.app_id for s in instances.subjects}
         bootstrap = instances.cluster.bootstrap_servers
-        return {"waited_s": hold(step, set(groups),
-                                 lambda subject: kafka_io.group_state(bootstrap, groups[subject]) in REBALANCING,
-                                 "the app's group did not begin to rebalance")}
+
+        def rebalancing(waiting: set[str]) -> set[str]:
+            states = kafka_io.group_states(bootstrap, [groups[subject] for subject in waiting])
+            return {subject for subject in waiting if states[groups[subject]] in REBALANCING}
+
+        return {"waited_s": hold(step, set(groups), rebalancing, "the app's group did not begin to rebalance")}
 
     def restore(self, left: ProgramState, instances: Instances, kafka: Backend) -> dict[str, list[int]]:
         return {}
