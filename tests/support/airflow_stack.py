@@ -25,8 +25,9 @@ SCENARIO_DAGS = ROOT / "dags" / "soak_scenarios.py"
 
 USER, PASSWORD = "soak", "soak-password"
 PROBE_DAG, FAILING_DAG = "soak_overdue_probe", "soak_failing_probe"
-# Two DAGs with deadlines from kafka_soak.deadline: one whose task outlives its deadline (0.1 min), one that fails
-# at once, well before its deadline (0.5 min).
+# Two DAGs with deadlines from kafka_soak.deadline: one whose task outlives its deadline (0.1 min), one whose runs a
+# test marks failed at once through the API, well before their deadline (1 min). Not a task that fails at once: a task's
+# start alone took 32 s on a busy machine, so its run could still be running when the deadline passed.
 PROBE = f'''
 import datetime as dt
 import time
@@ -46,7 +47,7 @@ with DAG("{PROBE_DAG}", schedule=None, start_date=START, deadline=overdue_alert(
 
     outlive_the_deadline()
 
-with DAG("{FAILING_DAG}", schedule=None, start_date=START, deadline=overdue_alert({{"deadline_minutes": 0.5}}, DEFAULTS, 0)):
+with DAG("{FAILING_DAG}", schedule=None, start_date=START, deadline=overdue_alert({{"deadline_minutes": 1}}, DEFAULTS, 0)):
 
     @task
     def fail_at_once():
@@ -146,6 +147,12 @@ class AirflowStack:
         self.wait_for(f"{dag_id} is stored", lambda: api.get(f"/api/v2/dags/{dag_id}").is_success, 120)
         return api.post(f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf or {}}
                         ).json()["dag_run_id"]
+
+    def mark_failed(self, api: httpx.Client, dag_id: str, run_id: str) -> dict[str, Any]:
+        """Fail a DAG run as the UI's "Mark as failed" does; the run as the API then shows it."""
+        response = api.patch(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", json={"state": "failed"})
+        assert response.is_success, response.text
+        return response.json()
 
     def run_state(self, api: httpx.Client, dag_id: str, run_id: str, timeout: float = 120) -> str:
         """The state the DAG run ends in."""
