@@ -95,9 +95,10 @@ def test_a_profile_input_is_written_in_the_apps_own_format_with_the_soak_headers
 
 def kill_mid_run_and_resume(broker: Cluster, tmp_path: Path, records: int, profile: dict | None = None) -> list[Message]:
     """The run's load as the DAG runs it (``Load``): start the generator at a rate, kill -9 it once a sixth of the
-    records are in (the rate leaves most to do, however busy the machine), then ``await_done`` (task
-    ``await_generator``) sees it dead, starts it again and waits for it to finish: every record then in the topic."""
-    plan = run_plan.check({"program": "1", "interval_s": 1, "records": records, "keys": 50, "rate": records // 2,
+    records are in (the rate leaves most of its 8 s to do, however long a watermark poll takes on a busy machine),
+    then ``await_done`` (task ``await_generator``) sees it dead, starts it again and waits for it to finish: every
+    record then in the topic."""
+    plan = run_plan.check({"program": "1", "interval_s": 1, "records": records, "keys": 50, "rate": records // 8,
                          **({"app_profile": profile} if profile else {})})
     steps = plan_steps(tmp_path, plan, lead_s=0)
     load, topic = Load(tmp_path, broker.as_dict(), plan), broker.topics["input"]

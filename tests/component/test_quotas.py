@@ -4,6 +4,7 @@ arguments and reading back what the broker describes: unit/backends/test_quotas_
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -65,6 +66,19 @@ def test_a_quota_that_cannot_be_set_undoes_the_ones_before_it(kafka):
     assert described(backend, cluster, "soak-test-first") == {} and described(backend, cluster, "soak-test-bad") == {}
 
 
+def until_sampled(bootstrap: str, topic: str, client_id: str, meter_csv: Path) -> None:
+    """Write a record as ``client_id`` every half second until the quota meter's output has a row of it."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": client_id})
+    deadline = time.monotonic() + 120
+    while not quota_meter.samples(meter_csv, "Produce", client_id):
+        assert time.monotonic() < deadline, f"the quota meter sampled nothing of {client_id} in 120 s"
+        producer.produce(topic, b"x")
+        producer.flush(5)
+        time.sleep(0.5)
+
+
 def produced_bytes_per_s(bootstrap: str, topic: str, client_id: str, seconds: float, warmup_s: float) -> float:
     """A producer writing 1 KB records as fast as the broker lets it (16 KB batches, a short queue); the byte rate
     acknowledged after ``warmup_s`` (Kafka's quota lets a first request through before it throttles)."""
@@ -95,12 +109,19 @@ def test_a_producer_quota_is_enforced_and_its_meter_shows_it_bit(kafka, broker, 
     while an idle client's quota is reported as never bitten."""
     backend, cluster = kafka
     quota, idle = Quota("soak-test-throttled", producer_byte_rate=35000), Quota("soak-test-idle", consumer_byte_rate=1000)
-    free = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], "soak-test-free", 3, 1)
+    free_client = "soak-test-free"
+    free = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], free_client, 3, 1)
     applied = quotas.apply([quota, idle], backend.config_command, cluster.bootstrap_servers)
     layout = backend.layout()
     meter = LocalProcesses(tmp_path)
-    quota_meter.start(meter, {n.node_id: n.jmx_port for n in layout.nodes}, [quota, idle], tmp_path)
+    # The meter also reads the free client, which writes a record now and then until the meter's first row of it says
+    # the meter is sampling (its JVM compiles the meter and connects first, seconds on a busy machine); only then does
+    # the throttled client write, so the meter sees all of it. (A broker keeps a client's quota sensor once any quota
+    # is set: the free client's first writes, before the quotas, left none.)
+    quota_meter.start(meter, {n.node_id: n.jmx_port for n in layout.nodes},
+                      [quota, idle, Quota(free_client, producer_byte_rate=1)], tmp_path)
     try:
+        until_sampled(cluster.bootstrap_servers, broker.topics["input"], free_client, tmp_path / "broker-1.csv")
         throttled = produced_bytes_per_s(cluster.bootstrap_servers, broker.topics["input"], quota.client_id, 14, 4)
     finally:
         quota_meter.stop(meter)

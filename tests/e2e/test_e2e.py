@@ -152,7 +152,7 @@ def test_reused_ids_of_the_worker_skip_restore_switch_are_counted(runs_dir):
     records = verdict["records"]
     assert records["input"] == records["output"] == records["distinct_keys"] == WORKER_REBALANCE_SHORT["records"]
     generator_log = (run_dir / "logs" / "generator.1.log").read_text()
-    assert "waiting for step 1 before producing ids 3001..27000" in generator_log
+    assert "waiting for step 2 before producing ids 3001..27000" in generator_log
     assert code == 1 and verdict["status"] == "failed" and (reused := verdict["anomalies"]["id_reuse"]) > 0
     assert records["distinct_assigned_ids"] < WORKER_REBALANCE_SHORT["records"]
     alert = last_alert(runs_dir)
@@ -285,7 +285,9 @@ def test_a_drain_that_times_out_says_why_and_the_run_is_still_judged(runs_dir):
     """An app that joins the group and never commits: the task log, the alert and the report name the lag per
     partition, that it did not move, who owns what, and the open transactions; the run is judged on what the app
     committed (nothing): every partition stalled, every record unprocessed, none called lost."""
-    code, run_dir, verdict = soak(runs_dir, program="1", interval_s=3, records=2000, drain_timeout_s=10,
+    # 30 s of drain: who owns what is read at its end, and the stuck app must have joined by then (seconds, on a busy
+    # machine, after its start)
+    code, run_dir, verdict = soak(runs_dir, program="1", interval_s=3, records=2000, drain_timeout_s=30,
                                   app_command=stuck_app_command())
     assert code == 1 and verdict["status"] == "failed"
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"stalled": 4, "unprocessed": 2000}, verdict
@@ -369,6 +371,12 @@ def test_an_interrupted_make_soak_runs_the_teardowns_itself_and_leaves_no_proces
         assert proc.poll() is None and time.monotonic() < deadline, "the run did not reach its first step"
         time.sleep(0.5)
     run_dir = latest.resolve()
+    # Interrupted once instance 1 is at work: a worker still starting (seconds on a busy machine) has no SIGTERM
+    # handler yet, and a stop then is not the graceful one asserted below.
+    first_life = run_dir / "logs" / f"{DAG_ID}-app-1.0.log"
+    while not (first_life.exists() and "assigned partitions" in first_life.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline, "instance 1 did not get to work"
+        time.sleep(0.5)
     assert kafka_jvms(run_dir), "the run's broker runs while the program does"
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=240)

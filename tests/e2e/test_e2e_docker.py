@@ -33,16 +33,18 @@ def docker_conf(docker_engine):
 def test_every_operation_acts_on_containers_and_a_bug_keeps_its_exact_count(docker_engine, docker_conf, runs_dir):
     """Graceful stop, pause/resume and kill -9 of containers while the drop bug loses every 1000th output: the
     verdict counts exactly those, whatever the containers went through, and nothing is left."""
-    code, run_dir, verdict = soak(runs_dir, program="1 2 1 p2 r2 1 k2", bug="drop", **docker_conf)
+    # Instance 1 is stopped once it is at work (``w1``): a container stopped while its app still starts, before the
+    # app's SIGTERM handler is in place, would not stop gracefully (one took over 29 s to start on a busy machine).
+    code, run_dir, verdict = soak(runs_dir, program="1 2 w1 1 p2 r2 1 k2", bug="drop", **docker_conf)
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
-    assert [s["action"] for s in steps] == ["start", "start", "stop", "pause", "resume", "start", "kill"]
-    assert steps[2]["exit_code"] == 0, "a toggled-off container stops gracefully"
-    assert steps[3]["paused_after"] == [2] and steps[4]["paused_after"] == []
-    assert steps[6]["exit_code"] == 137 and steps[6]["running_after"] == [1]
+    assert [s["action"] for s in steps] == ["start", "start", "wait", "stop", "pause", "resume", "start", "kill"]
+    assert steps[3]["exit_code"] == 0, "a toggled-off container stops gracefully"
+    assert steps[4]["paused_after"] == [2] and steps[5]["paused_after"] == []
+    assert steps[7]["exit_code"] == 137 and steps[7]["running_after"] == [1]
     assert code == 1 and verdict["status"] == "failed", verdict
     assert {k: v for k, v in verdict["anomalies"].items() if v} == {"lost": SHORT["records"] // 1000}
     logs = {p.name: p.read_text() for p in (run_dir / "logs").glob(f"{DAG_ID}-app-*.log")}
-    assert set(logs) == {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log", f"{DAG_ID}-app-1.5.log"}
+    assert set(logs) == {f"{DAG_ID}-app-1.0.log", f"{DAG_ID}-app-2.1.log", f"{DAG_ID}-app-1.6.log"}
     assert all("assigned partitions" in text for text in logs.values()), logs
     assert docker_engine.run_containers(run_dir) == []
 
@@ -115,6 +117,7 @@ def test_a_team_app_s_image_runs_from_its_profile_with_its_properties_file_insid
     assert verdict["status"] == "passed" and verdict["records"]["output"] == CHURN_AND_KILL["records"], verdict
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
     assert [s["action"] for s in steps] == ["start", "start", "kill", "start"] and steps[2]["exit_code"] == 137
-    first = (run_dir / "logs" / "orders-py-1.0.log").read_text()
-    assert "orders-enricher orders-py-1: orders -> orders-enriched" in first, first
+    # in the container that runs to the end: the first, killed at 12 s, may still be starting on a busy machine
+    restarted = (run_dir / "logs" / "orders-py-1.3.log").read_text()
+    assert "orders-enricher orders-py-1: orders -> orders-enriched" in restarted, restarted
     assert docker_engine.run_containers(run_dir) == []

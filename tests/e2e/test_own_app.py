@@ -59,7 +59,8 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
     assert cluster["topics"] == {"input": "orders", "topic:orders-enriched": "orders-enriched"}
     logs = {p.name: p.read_text() for p in (run_dir / "logs").glob("orders-py-*.log")}
     assert set(logs) == {"orders-py-1.0.log", "orders-py-2.1.log", "orders-py-1.3.log"}
-    assert "orders-enricher orders-py-1: orders -> orders-enriched" in logs["orders-py-1.0.log"]
+    # in the life that runs to the end: the first, killed at 12 s, may still be starting on a busy machine
+    assert "orders-enricher orders-py-1: orders -> orders-enriched" in logs["orders-py-1.3.log"]
     assert not private_files(run_dir), "every instance's private directory is removed when the instance ends"
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
     assert [s["token"] for s in steps] == ["1", "2", "k1", "1"] and steps[2]["running_after"] == [2]
@@ -95,8 +96,10 @@ def test_an_app_that_stops_making_progress_is_stalled_and_judged_on_what_it_comm
     before it are each in the output once (none lost)."""
     # a group of its own: the churn test's check for leftover private directories runs beside it
     hangs = {**orders_py_profile(hang_at=600), "group_id": "orders-py-hangs"}
+    # Stalled: the committed offset stood still for 10 s by the drain's end. The last commit, before order 600, comes
+    # soon after the app's start, which a busy machine delays into the drain: 30 s of drain leave it 20 s for that.
     code, run_dir, verdict = soak(runs_dir, app_profile=hangs, program="1", interval_s=5,
-                                  records=1500, keys=100, partitions=1, drain_timeout_s=15)
+                                  records=1500, keys=100, partitions=1, drain_timeout_s=30, stall_timeout_s=10)
     assert code == 1 and verdict is not None and verdict["status"] == "failed", verdict
     drain = json.loads((run_dir / "drain.json").read_text())
     assert drain["status"] == "timed out" and "stalled: partition(s) 0 of orders" in drain["summary"]

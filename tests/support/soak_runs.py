@@ -31,10 +31,12 @@ STALE_SHORT = {"interval_s": 15, "records": 9000, "keys": 600, "partitions": 12,
 # same ownership moves in 10 s steps, 4 000 records at 100 records/s through them.
 DOCKER_STALE = {**STALE_SHORT, "interval_s": 10, "records": 4000, "rate": 100}
 # soak_id_assignment_rebalance with the reference worker and its bug switches, on the original report's 2 partitions:
-# with "1 2 2" the second phase still flows when instance 2 stops and partition 1 goes back to instance 1, its standby.
-WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 2", "partitions": 2, "interval_s": 8, "records": 27000,
+# with "1 2 w2 2" the second phase begins once instance 2 is at work (it then owns partition 1 and assigns ids to its
+# records for a step, however long its start took) and still flows when instance 2 stops and partition 1 goes back to
+# instance 1, its standby.
+WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 w2 2", "partitions": 2, "interval_s": 8, "records": 27000,
                           "keys": 27000, "phases": [{"records": 3000, "at_s": 0},
-                                                    {"records": 24000, "after_step": 1, "rate": 2000}]}
+                                                    {"records": 24000, "after_step": 2, "rate": 2000}]}
 # The default scenario's healthy run: kill -9, pause/resume and a broker of three killed and restarted while load flows,
 # with a quota that never binds; a 6 s session (Kafka's minimum) so the drain waits out the killed member quickly. No
 # instance runs while the broker is down, and the paused one resumes once it serves again (``b2+`` returns then, and a
@@ -74,17 +76,20 @@ def first_crash(seed: int, probability: float, instance: int = 1, step: str = "0
 CRASHING_HEALTHY = {**CRASHING_SHORT, "program": "1 2 3 0", "records": 6000, "rate": 190, "crash_probability": 0.0008}
 CRASHING_HEALTHY["seed"] = next(seed for seed in itertools.count()
                                 if first_crash(seed, CRASHING_HEALTHY["crash_probability"]) <= 300)
-# soak_quota_eos shortened to one version and 30 s of load at the scenario's 32 records/s; its quota's {app_id} is then
-# the scenario's one application id.
+# soak_quota_eos shortened to one version and 30 s of load at the scenario's 32 records/s, from when the app is at work
+# (``w1``; a JVM that starts late would otherwise meet a backlog, and its first transactions would be larger than the
+# quota lets through within Kafka Streams' 10 s transaction timeout); its quota's {app_id} is then the scenario's one
+# application id.
 QUOTA_CLIENT = "soak_quota_eos-app-1-StreamThread-1-producer"
-QUOTA_SHORT = {"streams_versions": [], "streams_version": "4.3.1", "program": "1 0", "interval_s": 15,
-               "records": 960}
+QUOTA_SHORT = {"streams_versions": [], "streams_version": "4.3.1", "program": "1 w1", "interval_s": 15,
+               "records": 960, "phases": [{"records": 960, "after_step": 1, "rate": 32}]}
 
 # soak_workflow_rollback shortened: its two designs side by side, one instance each, 20 s of load at 20 records/s.
 WORKFLOW_SHORT = {"program": "1 0", "interval_s": 10, "records": 400, "rate": 20, "partitions": 2}
 
 
-# A team's own app (tests/apps, profiles in outside_apps) through start, start, kill -9 and restart.
+# A team's own app (tests/apps, profiles in outside_apps) through start, start, kill -9 and restart. Not ``1 2 w1 k1 1``:
+# ``wN`` knows an app is at work by the lines Kafka Streams and the reference worker write, which a team's app need not.
 CHURN_AND_KILL = {"program": "1 2 k1 1", "interval_s": 6, "records": 6000, "keys": 300}
 
 

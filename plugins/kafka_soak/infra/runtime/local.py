@@ -170,11 +170,13 @@ class LocalProcesses:
         exit code when known."""
         supervisor = self.no_restart(name)
         try:
-            return self._stop(name, timeout)
+            pid = self._stop(name, timeout)
         finally:
             self.settle(supervisor)
+        return None if pid is None else self._ended(name, pid, "stopped")
 
     def _stop(self, name: str, timeout: float) -> int | None:
+        """End the process, gracefully if it lets itself; its pid, None if it was not running."""
         proc = self.process(name)
         if proc is None:
             return None
@@ -182,29 +184,29 @@ class LocalProcesses:
         signal_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout)
-            code = self.exit_code(proc.pid)
-            log.info("stopped %s (pid %d) gracefully, exit code %s", name, proc.pid, code)
         except psutil.TimeoutExpired:
             log.warning("%s (pid %d) ignored SIGTERM for %.0f s: killing it", name, proc.pid, timeout)
             signal_group(proc.pid, signal.SIGKILL)
             proc.wait(10)
-            code = self.exit_code(proc.pid)
         signal_group(proc.pid, signal.SIGKILL)  # what the process started and left behind ends with it
-        return code
+        return proc.pid
 
     def kill(self, name: str) -> int | None:
         """SIGKILL to the process and every process of its group: no shutdown hook runs (no commit, no leave-group);
         returns the exit code."""
         supervisor = self.no_restart(name)
         proc = self.process(name)
-        if proc is None:
-            self.settle(supervisor)
-            return None
-        signal_group(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        code = self.exit_code(proc.pid)
-        log.info("killed %s (pid %d), exit code %s", name, proc.pid, code)
+        if proc is not None:
+            signal_group(proc.pid, signal.SIGKILL)
+            proc.wait(10)
         self.settle(supervisor)
+        return None if proc is None else self._ended(name, proc.pid, "killed")
+
+    def _ended(self, name: str, pid: int, how: str) -> int | None:
+        """The exit code of a process its supervisor has recorded: read once the supervisor ended (``settle``), which
+        it does only after recording it, so a busy machine's slow supervisor cannot make it unknown."""
+        code = self.exit_code(pid)
+        log.info("%s %s (pid %d), exit code %s", how, name, pid, code)
         return code
 
     def exit_code(self, pid: int, wait_s: float = 2.0) -> int | None:
