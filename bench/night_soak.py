@@ -3,6 +3,7 @@ evidence and report holding their size from the first hour to the second.
 
     python bench/night_soak.py --size large   # make soak SCENARIO=soak_nightly: 2 hours at 1 000 records/s
     python bench/night_soak.py --size quick   # the same scenario for 20 minutes (1 200 000 records)
+    python bench/night_soak.py --size large --faults toggle,kill,stall,pause,broker,instance-cut   # drawn from these
     python bench/night_soak.py --from RUN_DIR --watched FILE   # the figures of a soak started by hand, FILE from:
     python bench/night_soak.py --watch PID --out FILE          # PID: the soak's `python -m kafka_soak.cli soak`
 
@@ -173,10 +174,12 @@ def measured(run_dir: Path, watched: Path) -> dict[str, Any]:
             "report_opened_s": report_opened(run_dir)}
 
 
-def soak(records: int, out: Path) -> Path:
-    """``make soak SCENARIO=soak_nightly`` of ``records`` in a runs directory of its own, watched; its run directory."""
+def soak(records: int, faults: list[str] | None, out: Path) -> Path:
+    """``make soak SCENARIO=soak_nightly`` of ``records`` in a runs directory of its own (its faults drawn from
+    ``faults``, else the scenario's), watched; its run directory."""
     runs = common.runs_dir("night-soak")
-    conf = json.dumps({"records": records})
+    shape = {"random_program": {"faults": faults, "every": 5}} if faults else {}
+    conf = json.dumps({"records": records, **shape})
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs), "CONF": conf, "SCENARIO": "soak_nightly"}
     with open(runs / "make-soak.log", "wb") as log:
         make = subprocess.Popen(["make", "-s", "soak"], cwd=common.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -248,6 +251,8 @@ def main() -> None:
     parser.add_argument("--watched", type=Path, help="--watch's samples of that run")
     parser.add_argument("--watch", type=int, help="sample this process and its tree until it ends")
     parser.add_argument("--out", type=Path, help="where --watch writes")
+    parser.add_argument("--faults", type=lambda text: text.split(","),
+                        help="the kinds the night's program draws from, comma-separated (default: the scenario's)")
     args = parser.parse_args()
     if args.watch:
         watch(args.watch, args.out)
@@ -258,7 +263,8 @@ def main() -> None:
     else:
         size = args.size or "quick"
         watched = common.runs_dir("night-soak-watch") / "watched.jsonl"
-        run_dir, cmd = soak(SIZES[size], watched), None
+        run_dir = soak(SIZES[size], args.faults, watched)
+        cmd = f"python bench/night_soak.py --size {size}" + (f" --faults {','.join(args.faults)}" if args.faults else "")
     run = measured(run_dir, watched)
     common.write_results("night_soak", "A night's soak", size, figures(run), body(run), {"runs": [run]}, cmd)
 

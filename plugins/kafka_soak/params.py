@@ -40,7 +40,7 @@ STREAMS_BUGS = ("none", "leak")  # leak: an iterator over a state store opened p
 # One mapped program_step task per step: Airflow maps at most [core] max_map_length (1024) task instances.
 MAX_STEPS = 1024
 # The fault kinds a random program draws from (param random_program; faults.kinds.DRAWN, which a unit test holds equal).
-RANDOM_FAULTS = ("toggle", "kill", "stall", "pause", "broker", "network")
+RANDOM_FAULTS = ("toggle", "kill", "stall", "pause", "broker", "instance-cut", "broker-cut")
 MAX_PARTITIONS = 256  # of any topic of a run (param partitions, a profile's topics)
 APPS = ("worker", "streams")
 TOPOLOGIES = ("id-assignment", "workflow", "aggregate", "repartition")
@@ -340,10 +340,10 @@ PARAMS: dict[str, Declared] = {
         "description": "The random program of an empty `program`. {}: toggles of random instances, two per "
                        "instance. faults: the kinds it draws from (toggle: a graceful restart, kill: kill -9 and "
                        "a restart, pause, stall: record processing stalled for half a step, broker: one down, "
-                       "network: an instance or a broker cut), each fault lasting one step: every instance "
-                       "starts, then a fault every `every` steps (default 2), the kinds taking turns in an order "
-                       "drawn each round. steps: the program's length (default: the load's duration at `rate`, "
-                       "else each kind twice)."}),
+                       "instance-cut: an instance cut from every broker, broker-cut: a broker cut from the other "
+                       "brokers), each fault lasting one step: every instance starts, then a fault every `every` "
+                       "steps (default 2), the kinds taking turns in an order drawn each round. steps: the "
+                       "program's length (default: the load's duration at `rate`, else each kind twice)."}),
     "health_allowance": Declared(0, {
         "type": "integer", "minimum": 0, "maximum": 1_000_000,
         "description": "App-health incidents a run tolerates before anomaly app_health fails it: "

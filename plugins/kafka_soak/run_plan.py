@@ -186,11 +186,12 @@ def drawn(errors: list[str], source: str) -> list[str]:
 
 
 def random_program_errors(values: dict[str, Any]) -> list[str]:
-    """A kind asked of the random program that the run has nothing to draw it on."""
-    if "broker" in values["random_program"].get("faults", []) and values["brokers"] < 2:
-        return [f"random_program: faults: 'broker' takes one broker of two or more down; this run has "
-                f"{values['brokers']} (param brokers)"]
-    return []
+    """The kinds asked of the random program that the run has nothing to draw them on."""
+    asked, brokers = values["random_program"].get("faults", []), values["brokers"]
+    needs_two = {"broker": "takes one broker of two or more down", "broker-cut": "cuts one broker of two or more from "
+                 "the others"}
+    return [f"random_program: faults: '{kind}' {does}; this run has {brokers} (param brokers)"
+            for kind, does in needs_two.items() if kind in asked and brokers < 2]
 
 
 def start_releases(values: dict[str, Any]) -> list[Releases]:

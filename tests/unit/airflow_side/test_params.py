@@ -51,12 +51,25 @@ def test_a_null_seed_is_drawn_for_the_run_and_a_random_program_with_faults_spans
 @pytest.mark.parametrize("conf, message", [
     ({"program": "", "random_program": {"faults": ["broker"]}},
      "random_program: faults: 'broker' takes one broker of two or more down; this run has 1 (param brokers)"),
+    ({"program": "", "random_program": {"faults": ["instance-cut", "broker-cut"]}},
+     "random_program: faults: 'broker-cut' cuts one broker of two or more from the others; this run has 1 (param "
+     "brokers)"),
     ({"program": "1 2", "random_program": {"faults": ["kill"]}},
      "random_program: shapes the random program of an empty program; this run gives its program ('1 2')"),
 ])
 def test_a_random_program_the_run_cannot_draw_is_refused_by_name(conf, message):
     with pytest.raises(ParamsError, match=re.escape(message)):
         run_plan.check(conf)
+
+
+def test_a_kind_a_random_program_cannot_draw_is_refused_with_the_kinds_it_can():
+    """A network cut is two kinds (an instance's, a broker's) so that a night can leave one out: the one name they
+    had before is refused, naming them."""
+    from kafka_soak.cli import UsageError, check_conf
+
+    with pytest.raises(UsageError, match=re.escape("param random_program: 'network' is not one of ['toggle', 'kill', "
+                                                   "'stall', 'pause', 'broker', 'instance-cut', 'broker-cut']")):
+        check_conf("soak_nightly", {"random_program": {"faults": ["network"], "every": 5}})
 
 
 def test_a_drawn_token_the_run_cannot_apply_is_refused_in_the_name_of_random_program_once():

@@ -53,7 +53,7 @@ def with_freeze(monkeypatch):
 
 def test_the_kinds_split_the_tokens_and_the_actions_between_them():
     tokens = {"1": "toggle", "0": "toggle", "k1": "kill", "p1": "pause", "r1": "pause", "b1-": "broker", "b1+": "broker",
-              "n1-": "network", "n1+": "network", "nb1-": "network", "nb1+": "network", "s1@commit:5": "stall",
+              "n1-": "instance-cut", "n1+": "instance-cut", "nb1-": "broker-cut", "nb1+": "broker-cut", "s1@commit:5": "stall",
               "b1^4.3.1": "broker-upgrade", "1^4.3.1": "app-upgrade", "12^v2": "app-upgrade", "w1": "wait",
               "wr": "rebalance-wait"}
     assert {token: kinds.matching(token)[0].name for token in tokens} == tokens

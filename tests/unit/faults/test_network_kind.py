@@ -1,5 +1,6 @@
-"""The network kind's tokens (``nN-``/``nN+``, ``nbN-``/``nbN+``): read, checked against the program's state, refused by
-name where the backend or runtime cannot cut links (how the report draws them: test_fault_kinds)."""
+"""The network cuts' tokens (kind instance-cut: ``nN-``/``nN+``, kind broker-cut: ``nbN-``/``nbN+``): read, checked
+against the program's state, refused by name where the backend or runtime cannot cut links, healed by the drain (how
+the report draws them: test_fault_kinds)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,21 @@ def test_the_drain_waits_out_a_cut_member_s_session_and_a_cut_broker_s_leaders()
     assert grace == drain.FAULT_GRACE_S["kill"] and "the program has cut" in why
     assert drain.fault_grace_s(program.parse("1 nb1- nb1+", 3, brokers=3))[0] == drain.FAULT_GRACE_S["broker-down"]
 
+
+
+def test_each_kind_of_cut_heals_its_own_hosts_as_the_network_says(monkeypatch, tmp_path):
+    """The drain heals what is cut now, whatever the program says was left (a failed step may leave another state):
+    a broker's cut and an instance's, each by its kind, into drain.json's record of what it did."""
+    from types import SimpleNamespace
+
+    from kafka_soak.faults.kinds import network
+    from kafka_soak.shared import rundir
+
+    cut = ["i1", "b2"]
+    fake = SimpleNamespace(cut_hosts=lambda: list(cut), heal=cut.remove)
+    monkeypatch.setattr(network.RunNetwork, "load", lambda _run_dir: fake)
+    instances = SimpleNamespace(run_dir=tmp_path)
+    assert network.BROKERS.restore(program.left(["1"]), instances, None) == {"brokers_healed": [2]} and cut == ["i1"]
+    assert network.INSTANCES.restore(program.left(["1"]), instances, None) == {"instances_healed": [1]} and cut == []
+    assert [(e["event"], e.get("broker"), e.get("instance")) for e in rundir.read_jsonl(tmp_path / rundir.EVENTS)] == [
+        ("link-healed", 2, None), ("link-healed", None, 1)]

@@ -90,15 +90,15 @@ def test_a_random_program_with_faults_takes_each_kind_in_turn_and_undoes_each_fa
     from kafka_soak.params import RANDOM_FAULTS
 
     assert tuple(kinds.DRAWN) == RANDOM_FAULTS  # the param's enum is the kinds that can draw
-    drawn = program.random_program(11, 3, 62, 3, RANDOM_FAULTS, 5, 30.0)
-    assert drawn == program.random_program(11, 3, 62, 3, RANDOM_FAULTS, 5, 30.0)
-    assert drawn != program.random_program(12, 3, 62, 3, RANDOM_FAULTS, 5, 30.0)
-    assert len(drawn) == 62 and drawn[:3] == ["1", "2", "3"] and program.parse(drawn, 3, 3) == drawn
-    faults = [drawn[i] for i in range(3, 63, 5) if i < len(drawn)]  # one every 5 steps after the starts
+    drawn = program.random_program(11, 3, 73, 3, RANDOM_FAULTS, 5, 30.0)
+    assert drawn == program.random_program(11, 3, 73, 3, RANDOM_FAULTS, 5, 30.0)
+    assert drawn != program.random_program(12, 3, 73, 3, RANDOM_FAULTS, 5, 30.0)
+    assert len(drawn) == 73 and drawn[:3] == ["1", "2", "3"] and program.parse(drawn, 3, 3) == drawn
+    faults = [drawn[i] for i in range(3, 73, 5)]  # one every 5 steps after the starts: two rounds of 7 kinds
     assert not any(t == "0" for t in faults) and all(t == "0" for i, t in enumerate(drawn[3:]) if i % 5 > 1
                                                      and not t.startswith("s"))
     kind_of = {t: kinds.matching(t)[0].name for t in faults}
-    first, second = [kind_of[t] for t in faults[:6]], [kind_of[t] for t in faults[6:12]]
+    first, second = [kind_of[t] for t in faults[:7]], [kind_of[t] for t in faults[7:14]]
     assert sorted(first) == sorted(second) == sorted(RANDOM_FAULTS) and first != second  # a round each, reordered
     assert any(t.startswith("s") and t.endswith("@process:15") for t in faults)  # half a 30 s step
     left = program.left(drawn)
@@ -107,8 +107,8 @@ def test_a_random_program_with_faults_takes_each_kind_in_turn_and_undoes_each_fa
 
 def test_a_kind_nothing_can_take_leaves_its_turn_quiet():
     assert program.random_program(1, 2, 8, 1, ["broker"], 2) == ["1", "2", "0", "0", "0", "0", "0", "0"]
-    cut = program.random_program(1, 1, 6, 1, ["network"], 2)
-    assert cut == ["1", "n1-", "n1+", "n1-", "n1+", "0"]  # one broker: no broker to cut from the others
+    cut = program.random_program(1, 1, 6, 1, ["instance-cut", "broker-cut"], 2)
+    assert cut == ["1", "0", "0", "n1-", "n1+", "0"]  # one broker: no broker to cut from the others
 
 
 def test_drain_grace_covers_faults_and_streams_closes() -> None:

@@ -11,9 +11,8 @@ from kafka_soak.faults.kinds import broker, kill, network, pause, stall, toggle,
 # In the order the program's grammar lists them; the drain undoes the last first (a broker moved by an upgrade is up
 # before anything else is undone, links are healed before a broker comes up, a broker is up before an instance that
 # needs it resumes, and a paused instance resumes before the drain waits for its stalled thread).
-KINDS: tuple[FaultKind, ...] = (toggle.KIND, kill.KIND, stall.KIND, pause.KIND, broker.KIND, network.KIND,
-                                upgrade.BROKERS, upgrade.APP, wait.AT_WORK,
-                                wait.REBALANCE)
+KINDS: tuple[FaultKind, ...] = (toggle.KIND, kill.KIND, stall.KIND, pause.KIND, broker.KIND, network.INSTANCES,
+                                network.BROKERS, upgrade.BROKERS, upgrade.APP, wait.AT_WORK, wait.REBALANCE)
 
 
 # The kinds a random program can draw (param random_program's faults), by name: those with ``draw``. A rolling upgrade
