@@ -38,19 +38,22 @@ WORKER_REBALANCE_SHORT = {"app": "worker", "program": "1 2 w2 2", "partitions": 
                           "keys": 27000, "phases": [{"records": 3000, "at_s": 0},
                                                     {"records": 24000, "after_step": 2, "rate": 2000}]}
 # The default scenario's healthy run: kill -9, pause/resume and a broker of three killed and restarted while load flows,
-# with a quota that never binds; a 6 s session (Kafka's minimum) so the drain waits out the killed member quickly. No
-# instance runs while the broker is down, and the paused one resumes once it serves again (``b2+`` returns then, and a
-# step of slack follows): an instance that sends offsets while the group's coordinator is down can hang in librdkafka
-# (#5456, #5511) when that broker was the coordinator, which is not known before the run; the reference app ends the
-# hang by exiting (code 70), and app health fails the run. A healthy run must pass every time. Then instance 1's
-# network to the brokers is cut for a step, and broker 2's to the other brokers (each host in a network namespace of
-# its own): shorter than the worker's transaction timeout (30 s), so the cut member is rebalanced away and back at most.
+# with a quota that never binds; a 6 s session (Kafka's minimum) so the drain waits out the killed member quickly.
+# Instance 2 is paused for a step, resumed, and stopped before broker 2 goes down: a pause that spanned the outage
+# outlived the worker's 30 s transaction timeout whenever ``b2+`` (which returns once the broker serves) took long
+# (43 s on a loaded machine, and the coordinator's abort fenced the instance). No instance runs while the broker is
+# down, and both start once it serves again: an instance that sends offsets while the group's coordinator is down can
+# hang in librdkafka (#5456, #5511) when that broker was the coordinator, which is not known before the run; the
+# reference app ends the hang by exiting (code 70), and app health fails the run. A healthy run must pass every time.
+# Then instance 1's network to the brokers is cut for a step, and broker 2's to the other brokers (each host in a
+# network namespace of its own): shorter than the worker's transaction timeout (30 s), so the cut member is rebalanced
+# away and back at most.
 # Last, the two steps of a rolling upgrade: broker 3 moves from 4.2.2 to 4.3.1 on its own data, with no instance
 # running for the same reason as above (broker 3 was the group's coordinator in one run, and instance 2 hung in
 # librdkafka through its stop), then instance 2, started again and at work (``w2``), from confluent-kafka 2.14.0, the
 # release every instance starts on, to 2.16.1 (the drain runs on the mixed cluster, with the app on both releases), and
 # the program waits until the moved instance got to work again (``w2``).
-FAULTS = {"brokers": 3, "program": "1 2 k1 p2 b2- b2+ 0 r2 1 n1- n1+ nb2- nb2+ 1 2 b3^4.3.1 2 w2 2^2.16.1 w2",
+FAULTS = {"brokers": 3, "program": "1 2 k1 p2 r2 2 b2- b2+ 1 2 n1- n1+ nb2- nb2+ 1 2 b3^4.3.1 2 w2 2^2.16.1 w2",
           "session_timeout_ms": 6000, "kafka_version": "4.2.2", "worker_versions": ["2.14.0"],
           "quotas": [{"client_id": f"{DAG_ID}-app-2-producer", "producer_byte_rate": 10_000_000}]}
 # The pytest-xdist group of the tests that read the ``alerted_runs`` fixture's two runs (one worker runs them once).
