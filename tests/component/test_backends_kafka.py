@@ -207,3 +207,25 @@ def test_a_3x_broker_runs_on_its_own_logging_and_a_rolling_upgrade_moves_it_to_4
     finally:
         backend.release(cluster)
     assert not backend.processes.is_alive("kafka-1")
+
+
+def test_the_run_s_brokers_roll_small_segments_so_a_killed_one_recovers_only_the_last(kafka):
+    """A broker killed at a fault recovers at its start each partition's segments past its last flushed point, which
+    advances as segments roll: the run's brokers roll every ``SEGMENT_BYTES`` (Kafka's 1 GiB would hold a whole night
+    in one segment, re-read at every restart)."""
+    from confluent_kafka import Producer
+
+    from kafka_soak.backends.local_kafka import SEGMENT_BYTES
+
+    backend, cluster = kafka
+    topic = f"test.segments.{time.time_ns()}"
+    kafka_io.create_topics(cluster.bootstrap_servers, {topic: 1})
+    producer = Producer(kafka_io.client_config(cluster.bootstrap_servers))
+    value = b"x" * 100_000
+    for _ in range(2 * SEGMENT_BYTES // len(value) + 10):  # a little over two segments' worth
+        producer.produce(topic, value)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    segments = sorted((backend.home / "node-1" / "data" / f"{topic}-0").glob("*.log"))
+    assert len(segments) == 3, segments
+    assert all(s.stat().st_size <= SEGMENT_BYTES for s in segments)
