@@ -52,8 +52,9 @@ BROKER_HEAP = "512m"
 INTERNAL_TOPIC_PARTITIONS = 5
 # A broker killed (bN-, kill -9) recovers at its start every segment of each partition past its last flushed point,
 # which advances when a segment rolls. With Kafka's 1 GiB segments nothing rolls in a soak, so each restart re-reads the
-# whole log: 1.8 GB and 160 s for broker 3 after 1 h 43 min of a night at 1 000 records/s, past the 120 s a step
-# waits. With 8 MiB segments a restart reads about one segment per partition, however long the run.
+# whole log: after 1 h 43 min of a night at 1 000 records/s broker 3 spent 98 s of its 160 s restart recovering 1.8 GB
+# (32 s at 9 minutes; a load average near 15). With 8 MiB segments a restart reads about one segment per partition,
+# however long the run.
 SEGMENT_BYTES = 8 * 2**20
 PORT_ATTEMPTS = 3  # fresh starts on other ports when a chosen port was taken meanwhile
 
@@ -391,10 +392,11 @@ class LocalKafkaBackend:
         return usage
 
     # -- faults ----------------------------------------------------------------------------------------
-    def set_broker(self, broker: int, up: bool, timeout: float = 120.0) -> str:
+    def set_broker(self, broker: int, up: bool, timeout: float = 300.0) -> str:
         """``bN-``: SIGKILL node N (no controlled shutdown); ``bN+``: start it again on its data, and return once it is
         registered and serving again, so that what the program does next meets a cluster of which it is a member (a
-        client that asks for metadata while it is still fenced is told the broker is gone)."""
+        client that asks for metadata while it is still fenced is told the broker is gone). Within ``timeout``: on a
+        machine with a load average of 15 to 25 a restart took 87 to 110 s with little to recover."""
         layout = self.layout()
         node = self.node(layout, broker)
         if up:
