@@ -43,6 +43,7 @@ test-component test-e2e: setup test-deps
 # Benchmarks against their baselines, written to docs/benchmarks.md (SIZE=quick: minutes; SIZE=large: longer).
 bench: setup
 	$(PY) bench/broker_start.py --size $(SIZE)
+	$(PY) bench/broker_recovery.py --size $(SIZE)
 	$(PY) bench/broker_jit.py --size $(SIZE)
 	$(PY) bench/toggle.py --size $(SIZE)
 	$(PY) bench/generator.py --size $(SIZE)

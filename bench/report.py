@@ -12,10 +12,10 @@ import sys
 
 from common import RESULTS_DIR, ROOT, machine, versions
 
-ORDER = ("broker_start", "broker_jit", "toggle", "generator", "validation", "validation_profile", "checker_jit",
-         "checker_class_data", "checker_scaling", "checker_floors", "dag_start", "overhead", "run_processes", "reproduction",
-         "bugs", "fault_controls", "quota_eos", "workflow_rollback", "report_night", "sampler_cost", "night_soak",
-         "leak_night")
+ORDER = ("broker_start", "broker_recovery", "broker_jit", "toggle", "generator", "validation", "validation_profile",
+         "checker_jit", "checker_class_data", "checker_scaling", "checker_floors", "dag_start", "overhead", "run_processes",
+         "reproduction", "bugs", "fault_controls", "quota_eos", "workflow_rollback", "report_night", "sampler_cost",
+         "night_soak", "leak_night")
 DOC = ROOT / "docs" / "benchmarks.md"
 NOTES = ROOT / "bench" / "notes.md"
 
