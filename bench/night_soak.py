@@ -33,6 +33,8 @@ import common
 import psutil
 from support.browser import CHARTS_DRAWN, headless_chromium
 
+from kafka_soak.admission import load_scenario
+from kafka_soak.cli import SCENARIOS_DIR
 from kafka_soak.infra import resource_sampler
 from kafka_soak.shared import resources, rundir
 
@@ -178,7 +180,8 @@ def soak(records: int, faults: list[str] | None, out: Path) -> Path:
     """``make soak SCENARIO=soak_nightly`` of ``records`` in a runs directory of its own (its faults drawn from
     ``faults``, else the scenario's), watched; its run directory."""
     runs = common.runs_dir("night-soak")
-    shape = {"random_program": {"faults": faults, "every": 5}} if faults else {}
+    drawn = load_scenario(SCENARIOS_DIR / "soak_nightly.yaml")["params"]["random_program"]
+    shape = {"random_program": {**drawn, "faults": faults}} if faults else {}  # the scenario's, but these kinds
     conf = json.dumps({"records": records, **shape})
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs), "CONF": conf, "SCENARIO": "soak_nightly"}
     with open(runs / "make-soak.log", "wb") as log:
