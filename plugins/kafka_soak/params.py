@@ -435,9 +435,10 @@ PARAMS: dict[str, Declared] = {
         "type": "object",
         "description": "A team's own app under test, described once (docs/own-app.md): name, command "
                        "(with {properties_file} and {topic:NAME} placeholders), group_id, "
-                       "client_properties, topics, inputs (the app's own key and value formats) and outputs "
-                       "(each with its contract: one-to-one, aggregate or none). Empty = a reference app "
-                       "(param app) or app_command."}),
+                       "client_properties, topics, inputs (the app's own key and value formats), outputs "
+                       "(each with its contract: one-to-one, aggregate or none) and ready (the line its log has once "
+                       "an instance got to work, which wN waits for). Empty = a reference app (param app) or "
+                       "app_command."}),
     "app_env": Declared({}, deployer=True, schema={
         "type": "object", "additionalProperties": {"type": "string"},
         "description": "runtime=docker: extra environment of the app's containers."}),

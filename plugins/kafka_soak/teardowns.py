@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_soak import provision
 from kafka_soak.backends import broker_matrix, quota_meter, registry
-from kafka_soak.clients import health
+from kafka_soak.clients import health, subjects
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
 from kafka_soak.infra import connection, resource_sampler
@@ -56,7 +56,8 @@ def stop_app(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, in
     log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
              or "nothing was running")
     app_health = health.assess(run_dir, plan["health_allowance"],
-                               crash_code=CRASH_EXIT_CODE if plan.get("crash_probability") else None)  # older plans: none
+                               crash_code=CRASH_EXIT_CODE if plan.get("crash_probability") else None,  # older plans: none
+                               ready=health.at_work(subjects.profile(plan).ready))
     rundir.write_json(run_dir / rundir.HEALTH, app_health)
     log.info("app health: %s", health.one_line(app_health))
     for incident in app_health["incidents"][:10]:

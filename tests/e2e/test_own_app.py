@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from support.checks import leaked_secret
-from support.outside_apps import ORDERS, contract_app_profile, orders_py_profile, orders_streams_command
+from support.outside_apps import ORDERS, ORDERS_PY_READY, contract_app_profile, orders_py_profile, orders_streams_command
 from support.soak_runs import CHURN_AND_KILL, alerts, soak
 
 # A Kafka Streams app with its own JSON and serdes: every order enriched (Kafka Streams forwards the input's headers, so
@@ -58,12 +58,17 @@ def test_a_python_transactional_app_passes_churn_and_kill_judged_by_the_id_in_it
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["topics"] == {"input": "orders", "topic:orders-enriched": "orders-enriched"}
     logs = {p.name: p.read_text() for p in (run_dir / "logs").glob("orders-py-*.log")}
-    assert set(logs) == {"orders-py-1.0.log", "orders-py-2.1.log", "orders-py-1.3.log"}
-    # in the life that runs to the end: the first, killed at 12 s, may still be starting on a busy machine
-    assert "orders-enricher orders-py-1: orders -> orders-enriched" in logs["orders-py-1.3.log"]
+    assert set(logs) == {"orders-py-1.0.log", "orders-py-2.1.log", "orders-py-1.4.log"}
+    assert "orders-enricher orders-py-1: orders -> orders-enriched" in logs["orders-py-1.4.log"]
     assert not private_files(run_dir), "every instance's private directory is removed when the instance ends"
     steps = [json.loads(line) for line in (run_dir / "program.jsonl").read_text().splitlines()]
-    assert [s["token"] for s in steps] == ["1", "2", "k1", "1"] and steps[2]["running_after"] == [2]
+    assert [s["token"] for s in steps] == ["1", "2", "w1", "k1", "1"] and steps[3]["running_after"] == [2]
+    # w1 waited for the line the profile names (app_profile.ready), which the first life logged before its kill; the
+    # resource warm-up of that life starts there too
+    first = [e for e in map(json.loads, (run_dir / "events.jsonl").read_text().splitlines())
+             if e["event"] == "start" and e["log"] == "orders-py-1.0.log"][0]
+    ready = json.loads((run_dir / "health.json").read_text())["ready"]
+    assert ORDERS_PY_READY in logs["orders-py-1.0.log"] and str(first["pid"]) in ready
 
 
 def test_an_app_written_for_the_suites_own_contract_is_judged_by_it_through_its_profile(runs_dir):

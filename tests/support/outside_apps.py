@@ -62,20 +62,22 @@ ORDERS_KEY = "customer-{key}"
 ORDERS_VALUE = {"encoding": "json", "template": {"orderId": "{id}", "customer": "customer-{key}",
                                                  "amount": "{random_int:1:100}", "seq": "{seq}"}}
 ORDERS = {"topic": "orders", "key": ORDERS_KEY, "value": ORDERS_VALUE}
+ORDERS_PY_READY = "partitions assigned: "  # its own line, once it has partitions to work on
 ORDERS_PY_ARGS = ["--config", "{properties_file}", "--input", "{topic:orders}", "--output", "{topic:orders-enriched}"]
 
 
 def orders_py_profile(image: str = "", hang_at: int | None = None) -> dict:
     """The Python app's profile: a local process of this interpreter, or a container of its ``image`` (whose
     entrypoint is the app); with ``hang_at``, it stalls on that order (its planted fault). It copies no header, so the
-    order id in its output value identifies each record. A 6 s session (Kafka's minimum) and 10 s transactions: a
-    killed instance's partitions and open transaction come back quickly."""
+    order id in its output value identifies each record; it says it got to work when it logs its partitions (``ready``).
+    A 6 s session (Kafka's minimum) and 10 s transactions: a killed instance's partitions and open transaction come
+    back quickly."""
     args = [*ORDERS_PY_ARGS, *(["--hang-at", str(hang_at)] if hang_at else [])]
     return {"name": "orders-py", "group_id": "orders-py",
             "command": args if image else [sys.executable, str(ORDERS_PY), *args],
             **({"image": image} if image else {}),
             "client_properties": {"session.timeout.ms": 6000, "transaction.timeout.ms": 10000},
-            "inputs": [ORDERS],
+            "ready": ORDERS_PY_READY, "inputs": [ORDERS],
             "outputs": [{"topic": "orders-enriched", "contract": "one-to-one", "of": "orders",
                          "id_from": "json:$.orderId"}]}
 

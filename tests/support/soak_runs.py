@@ -95,7 +95,8 @@ WORKFLOW_SHORT = {"program": "1 0", "interval_s": 10, "records": 400, "rate": 20
 
 # A team's own app (tests/apps, profiles in outside_apps) through start, start, kill -9 and restart. Not ``1 2 w1 k1 1``:
 # ``wN`` knows an app is at work by the lines Kafka Streams and the reference worker write, which a team's app need not.
-CHURN_AND_KILL = {"program": "1 2 k1 1", "interval_s": 6, "records": 6000, "keys": 300}
+# Instance 1 is killed once it is at work (``w1``: its own line, the reference apps' or a team profile's ``ready``).
+CHURN_AND_KILL = {"program": "1 2 w1 k1 1", "interval_s": 6, "records": 6000, "keys": 300}
 
 
 def soak(runs_dir: Path, dag_id: str = DAG_ID, during: Callable[[Path], None] | None = None,

@@ -25,7 +25,11 @@ from typing import Any
 from kafka_soak.infra.runtime.registry import Registry
 from kafka_soak.shared import rundir
 
-EVENT_START = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})[.,](\d{3})(\S*)")
+# Where a log line begins an event: a date and time to the millisecond, as ISO 8601 (``2026-11-23T08:40:03.018+0000``,
+# logback's and log4j's ``%d{ISO8601}``), Python logging's ``asctime`` (``2026-11-23 08:40:03,018``) or Kafka's own
+# log4j layout (``[2026-11-23 08:40:03,018] INFO ...``, which Kafka Streams apps often keep); finer digits and an offset
+# (``Z``, ``+0000``, ``+00:00``) may follow. A line that begins otherwise continues the event before it.
+EVENT_START = re.compile(r"^\[?(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})[.,](\d{3})\d*([^\s\]]*)\]?")
 LEVEL = re.compile(r"\b(WARN|WARNING|ERROR|FATAL)\b")
 # A Java class in a message or a stack trace (``org.apache.kafka.streams.errors.TaskCorruptedException``), or the
 # last line of a Python traceback (``confluent_kafka.KafkaException: ...``).
@@ -35,7 +39,8 @@ THREAD_DEATH = re.compile(r"stream thread \S+ died")
 # An instance's first work, where the warm-up of anomaly resource_growth begins (a JVM that takes a minute to join its
 # group and restore its state is still starting): Kafka Streams' own state log line, which every Kafka Streams app
 # writes at INFO (``stream-client [...] State transition from REBALANCING to RUNNING``), and the reference worker's
-# first assignment. An app that writes neither warms up from its start.
+# first assignment; a team's app says its own line (its profile's ``ready``). An app that writes none warms up from its
+# start.
 READY = re.compile(r"State transition from \S+ to RUNNING|\] assigned partitions \[")
 SELF_CHECK = "!!! BROKEN !!!"  # the app's self-check: a data anomaly (stale_state), not a health one
 # Exceptions Kafka Streams handles itself under EOS, though it logs them at ERROR: a fenced producer (the thread's
@@ -100,18 +105,24 @@ def log_events(path: Path) -> Iterator[LogEvent]:
         yield event
 
 
-def ready_lines(path: Path) -> Iterator[float]:
-    """The times of an instance log's lines that say it got to work (``READY``)."""
+def at_work(ready: str) -> re.Pattern[str]:
+    """What says in an app's log that an instance got to work: its profile's ``ready`` (text the line holds), else
+    ``READY``."""
+    return re.compile(re.escape(ready)) if ready else READY
+
+
+def ready_lines(path: Path, ready: re.Pattern[str] = READY) -> Iterator[float]:
+    """The times of an instance log's lines that say it got to work (``ready``)."""
     with path.open(errors="replace") as lines:
         for line in lines:
-            if (start := EVENT_START.match(line)) and READY.search(line, start.end()):
+            if (start := EVENT_START.match(line)) and ready.search(line, start.end()):
                 yield timestamp(start)
 
 
-def readiness(run_dir: Path, starts: list[dict[str, Any]]) -> dict[str, float]:
-    """When each life of an instance (by pid, its ``start``/``restart`` event) first got to work: the first ``READY``
+def readiness(run_dir: Path, starts: list[dict[str, Any]], ready: re.Pattern[str] = READY) -> dict[str, float]:
+    """When each life of an instance (by pid, its ``start``/``restart`` event) first got to work: the first ``ready``
     line of its log after it started and before the next life in that log began; a life without one is left out."""
-    ready: dict[str, float] = {}
+    found: dict[str, float] = {}
     by_log: dict[str, list[dict[str, Any]]] = {}
     for start in sorted(starts, key=lambda e: e["t"]):
         by_log.setdefault(start["log"], []).append(start)
@@ -119,11 +130,11 @@ def readiness(run_dir: Path, starts: list[dict[str, Any]]) -> dict[str, float]:
         path = run_dir / rundir.LOGS / log
         if not path.exists():
             continue
-        for at in ready_lines(path):
+        for at in ready_lines(path, ready):
             life = next((s for s in reversed(lives) if s["t"] <= at), None)
             if life is not None:
-                ready.setdefault(str(life["pid"]), at)
-    return ready
+                found.setdefault(str(life["pid"]), at)
+    return found
 
 
 def who(start: dict[str, Any]) -> str:
@@ -131,10 +142,11 @@ def who(start: dict[str, Any]) -> str:
     return f"{start['instance']}@{start['subject']}" if start.get("subject") else str(start["instance"])
 
 
-def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> dict[str, Any]:
+def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None,
+           ready: re.Pattern[str] = READY) -> dict[str, Any]:
     """The run's app health from the journal (``events.jsonl``), the exits its runtimes recorded and the
     instance logs. ``crash_code``: the exit code of the crashes the run injects (param crash_probability), which
-    are counted but are no incident."""
+    are counted but are no incident; ``ready``: the app's line that says an instance got to work (``at_work``)."""
     journal = rundir.read_jsonl(run_dir / rundir.EVENTS)
     starts = {e["pid"]: e for e in journal if e["event"] in ("start", "restart") and e.get("pid")}
     asked = {e["pid"]: e["event"] for e in journal if e["event"] in ("stop", "kill") and e.get("pid")}
@@ -190,7 +202,7 @@ def assess(run_dir: Path, allowance: int = 0, crash_code: int | None = None) -> 
     incidents.sort(key=lambda i: i["at"])
     return {"instances": instances, "exceptions": dict(sorted(exceptions.items(), key=lambda kv: -kv[1]["count"])),
             "thread_deaths": thread_deaths, "incidents": incidents, "allowance": allowance,
-            "injected_crashes": crashes, "ready": readiness(run_dir, list(starts.values())),
+            "injected_crashes": crashes, "ready": readiness(run_dir, list(starts.values()), ready),
             "restarts": sum(i["restarts"] for i in instances.values()),
             "unexpected_exits": sum(i["kind"] == "unexpected_exit" for i in incidents),
             "errors": sum(i["kind"] != "unexpected_exit" for i in incidents)}

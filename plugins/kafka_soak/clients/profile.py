@@ -54,10 +54,11 @@ VERSION = "version"
 STATE_DIR = "state_dir"  # a directory of the instance's own, kept across its restarts (a container's own with Docker)
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 MAX_VERSIONS = 4  # side by side on two cores
+MAX_READY = 200
 # What the run decides and the properties file carries: a profile's client_properties may not set them.
 RUN_PROPERTIES = ("bootstrap.servers", "application.id", "group.id")
 FIELDS = {"profile": ("name", "command", "image", "group_id", "client_properties", "topics", "inputs", "outputs",
-                     "versions", "stall"),
+                     "versions", "stall", "ready"),
           "topic": ("name", "partitions"),
           "input": ("topic", "partitions", "key", "value"),
           "output": ("topic", "partitions", "contract", "of", *JUDGING_FIELDS)}
@@ -117,6 +118,10 @@ class Profile:
     # How the program can stall a thread of it (``shared/stalls.py``): "jvm" (the suite's Java agent, through
     # JAVA_TOOL_OPTIONS), "contract" (the app keeps the stall protocol itself), "" (it cannot be).
     stall: str = ""
+    # Text of the line its log has once an instance got to work ("": Kafka Streams' own RUNNING transition or the
+    # reference worker's first assignment, ``health.READY``): what ``wN`` waits for and where the warm-up of anomaly
+    # resource_growth begins.
+    ready: str = ""
     # What the suite knows of its own apps; a team's app is taken to be unknown on each (not in a profile's YAML).
     scoped: bool = False  # its topic names are the run's (it learns them from the run): scoped to the run everywhere
     leaves_group: bool = False  # a stopped instance leaves its group at once (Kafka Streams holds it to its timeout)
@@ -222,7 +227,8 @@ def parse(raw: Any, partitions: int, backend: str, runtime: str, placeholders: t
     versions = list(raw.get("versions", []))
     return Profile(raw["name"], list(raw.get("command", [])), raw["group_id"], dict(raw.get("client_properties", {})),
                    {t["name"]: t.get("partitions", partitions) for t in raw.get("topics", [])}, inputs, outputs,
-                   raw.get("image", ""), members(versions if compared else versions[:1]), raw.get("stall", ""))
+                   raw.get("image", ""), members(versions if compared else versions[:1]), raw.get("stall", ""),
+                   raw.get("ready", ""))
 
 
 def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders: tuple[str, ...],
@@ -321,7 +327,17 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
         errors.append(f"{where}.stall: {raw['stall']!r} is no way to stall the app; allowed: {stalls.JVM!r} (a JVM app: "
                       f"the suite's Java agent stalls its threads), {stalls.CONTRACT!r} (the app keeps the suite's "
                       "stall protocol itself), or leave it out (the program cannot stall it)")
+    errors += ready_problems(raw.get("ready", ""), f"{where}.ready")
     return errors
+
+
+def ready_problems(ready: Any, where: str) -> list[str]:
+    """The app's own line that says an instance got to work: text the line contains, not a pattern (a trigger's
+    regular expression could backtrack over a long log line for as long as it likes)."""
+    if not isinstance(ready, str) or len(ready) > MAX_READY or not ready.isprintable():
+        return [f"{where}: must be the text (at most {MAX_READY} printable characters, one line) of the line the app "
+                f"logs once an instance got to work, e.g. \"Started OrdersApp\" (got {ready!r:.80})"]
+    return []
 
 
 def version_problems(versions: Any, command: list[str], image: str, where: str) -> list[str]:

@@ -7,13 +7,15 @@ names from its arguments, its own JSON orders, and writes each order enriched (t
 
 ``--hang-at ID`` plants a stall: on reading order ID it waits forever before processing its batch, as an app stuck on a
 call that never returns. Its consumer stays in the group (librdkafka heartbeats from a thread of its own) and holds
-its partitions; SIGTERM still ends it.
+its partitions; SIGTERM still ends it. It logs as most Python services do (``logging``, a line a record, each with its
+time), and says when it got partitions to work on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sys
 import threading
@@ -22,6 +24,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 # Settings this app passes on from its properties file to both of its clients, when present.
 PASSED_ON = ("bootstrap.servers", "client.id", "security.protocol")
+log = logging.getLogger("orders-enricher")
 
 
 def load_properties(path: str) -> dict[str, str]:
@@ -46,6 +49,7 @@ def main() -> int:
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--hang-at", type=int)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     props = load_properties(args.config)
     common = {k: props[k] for k in PASSED_ON if k in props}
     consumer = Consumer({**common, "group.id": props["group.id"], "enable.auto.commit": False,
@@ -54,16 +58,17 @@ def main() -> int:
     producer = Producer({**common, "transactional.id": f"{props['group.id']}-{props['client.id']}",
                          "transaction.timeout.ms": int(props.get("transaction.timeout.ms", 60000))})
     producer.init_transactions()
-    consumer.subscribe([args.input])
+    consumer.subscribe([args.input], on_assign=lambda _consumer, partitions: log.info(
+        "partitions assigned: %s", [p.partition for p in partitions]))
     running = [True]
     signal.signal(signal.SIGTERM, lambda *_: running.clear())
-    print(f"orders-enricher {props['client.id']}: {args.input} -> {args.output}", flush=True)
+    log.info("orders-enricher %s: %s -> %s", props["client.id"], args.input, args.output)
     while running:
         batch = [m for m in consumer.consume(500, 0.2) if m.error() is None]
         if not batch:
             continue
         if any(json.loads(m.value())["orderId"] == args.hang_at for m in batch):
-            print(f"orders-enricher: order {args.hang_at} read; waiting forever", flush=True)
+            log.info("order %d read; waiting forever", args.hang_at)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             threading.Event().wait()
         producer.begin_transaction()
@@ -83,7 +88,7 @@ def main() -> int:
             for tp in committed:
                 consumer.seek(TopicPartition(args.input, tp.partition, max(tp.offset, 0)))
     consumer.close()
-    print("orders-enricher: stopped", flush=True)
+    log.info("stopped")
     return 0
 
 

@@ -182,6 +182,32 @@ def test_each_life_is_ready_at_its_own_first_work_and_a_life_that_never_got_ther
     assert health.readiness(tmp_path, starts) == {"101": at + 40.5, "102": at + 130.25, "201": at + 11.389}
 
 
+def test_a_team_app_s_own_log_layout_and_ready_line_are_read_like_the_reference_apps(tmp_path):
+    """A Kafka Streams app on Kafka's own log4j layout (``[%d] %p %m (%c)%n``), and an app whose timestamps carry
+    microseconds and a ``Z``: their errors are incidents, and each life is ready at the line its profile names."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "orders-1.0.log").write_text(
+        "[2026-11-23 08:40:03,018] INFO Started OrdersApp on 4 threads (com.example.orders.OrdersApp)\n"
+        "[2026-11-23 08:40:09,500] ERROR stream-thread [orders-1-StreamThread-2] Encountered the following exception "
+        "during processing and the thread is going to shut down:  (org.apache.kafka.streams.processor.internals."
+        "StreamThread)\n"
+        "java.lang.IllegalStateException: order 77 seen twice\n"
+        "\tat com.example.orders.Enricher.process(Enricher.java:41)\n")
+    (tmp_path / "logs" / "orders-2.1.log").write_text(
+        "2026-11-23T08:40:05.250123Z WARN rebalancing\n"
+        "2026-11-23T08:40:06.250123Z INFO Started OrdersApp on 4 threads\n")
+    at = dt.datetime(2026, 11, 23, 8, 40, tzinfo=dt.UTC).timestamp()
+    local = dt.datetime(2026, 11, 23, 8, 40, 3, 18000).timestamp()  # the first log's lines: no offset, local time
+    journal(tmp_path, "start", instance=1, subject="", step="0", log="orders-1.0.log", pid=101, t=local - 1)
+    journal(tmp_path, "start", instance=2, subject="", step="1", log="orders-2.1.log", pid=202, t=at + 1)
+    found = health.assess(tmp_path, ready=health.at_work("Started OrdersApp"))
+    assert [(i["kind"], i["instance"]) for i in found["incidents"]] == [("error", 1)]
+    assert found["exceptions"]["IllegalStateException"]["first"]["trace"][-1].endswith("(Enricher.java:41)")
+    assert found["ready"] == {"101": local, "202": at + 6.25}  # to the millisecond, in UTC (Z)
+    # without the profile's line neither life says it got to work
+    assert health.assess(tmp_path)["ready"] == {}
+
+
 def test_a_send_kafka_streams_handles_as_a_fenced_producer_is_no_incident_and_the_same_exception_alone_is(tmp_path):
     """Kafka Streams turns an OutOfOrderSequenceException on a send into a task migration (seen 27 s after a 30 s
     network cut of an instance); a producer of another app that logs the same exception at ERROR is in trouble."""

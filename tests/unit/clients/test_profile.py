@@ -55,6 +55,8 @@ def test_a_profile_resolves_into_the_plan_its_topics_and_the_outputs_the_checker
     app = plan["app_profile"]
     assert [o["partitions"] for o in app["outputs"]] == [4, 4, 4, 4] and app["inputs"][0]["partitions"] == 6
     assert app["topics"] == {"orders-by-customer": 2}
+    assert app["ready"] == "" and subjects.profile(run_plan.check(
+        {"app_profile": {**PROFILE, "ready": "Started OrdersApp"}})).ready == "Started OrdersApp"
     assert subjects.client_ids(plan) is None and not subjects.stop_leaves_group(plan)
     roles = subjects.topics(plan)
     assert roles == {"topic:orders-by-customer": 2, "input": 6, "topic:orders-enriched": 4, "topic:orders-count": 4,
@@ -259,6 +261,9 @@ def test_a_teams_versions_are_its_own_and_not_built_as_kafka_streams_releases():
     (changed("inputs", to=[]), "local", "app_profile.inputs: must name at least one topic"),
     (changed("command", to=[]), "local", "app_profile.command: is missing"),
     (changed("image", to="orders:1.4"), "local", "app_profile.image: is for runtime docker (runtime is 'local')"),
+    (changed("ready", to="Started\nOrdersApp"), "local",
+     "app_profile.ready: must be the text (at most 200 printable characters, one line) of the line the app logs once an "
+     "instance got to work"),
 ])
 def test_a_bad_profile_is_refused_naming_the_field(profile, backend, fragment):
     with pytest.raises(ParamsError) as err:
@@ -290,7 +295,7 @@ def test_a_profile_takes_no_other_app_and_no_setting_of_the_reference_apps(conf,
 
 
 FUZZ_PROFILES = [
-    {"name": "a", "group_id": "a", "client_properties": {"linger.ms": 5}, "versions": ["1.0", "2.0"],
+    {"name": "a", "group_id": "a", "client_properties": {"linger.ms": 5}, "versions": ["1.0", "2.0"], "ready": "up",
      "command": ["app", "{properties_file}", "{version}", "{topic:in}", "{topic:out}", "{topic:agg}", "{topic:t}"],
      "topics": [{"name": "t", "partitions": 2}],
      "inputs": [{"topic": "in", "key": "k-{key}", "value": {"encoding": "json", "template": {"id": "{id}",

@@ -36,8 +36,8 @@ class Lives:
     """Stands in for ``Instances`` (which needs a provisioned run): each subject's current life of instance 1, as the
     runtime's registry records it, and its log file, which the test writes as the app would."""
 
-    def __init__(self, run_dir: Path, subjects: list[str]) -> None:
-        self.run_dir, self.started = run_dir, time.time()
+    def __init__(self, run_dir: Path, subjects: list[str], ready: str = "") -> None:
+        self.run_dir, self.started, self.app = run_dir, time.time(), SimpleNamespace(ready=ready)
         (run_dir / rundir.LOGS).mkdir(parents=True, exist_ok=True)
         self.logs = {s: run_dir / rundir.LOGS / f"app{s}-1.0.log" for s in subjects}
         for log in self.logs.values():
@@ -92,6 +92,23 @@ def test_a_wait_fails_the_step_naming_the_instance_that_exited_or_never_got_to_w
     lives.alive.clear()
     with pytest.raises(wait.WaitedInVain, match=r"instance 1 \(the app\) exited before it got to work"):
         wait.AT_WORK.apply(step(), lives, kafka=None)
+
+
+def test_a_team_app_is_waited_for_at_the_line_its_profile_names_on_kafka_s_own_log_layout(tmp_path, monkeypatch):
+    """``app_profile.ready``: the team's app says it got to work in its own words; the reference apps' lines do not
+    count for it, and a wait that did not see its line says which line it waited for."""
+    lives = Lives(tmp_path, [""], ready="Started OrdersApp")
+    monkeypatch.setattr(wait, "LIMIT_S", 0.5)
+    with lives.logs[""].open("a") as log:
+        log.write(STREAMS_RUNNING.format(stamp=stamp(time.time(), utc=True)))
+    with pytest.raises(wait.WaitedInVain, match=r"did not get to work: its log has no line that says so "
+                                                     r"\(app_profile.ready 'Started OrdersApp' on a line that begins"):
+        wait.AT_WORK.apply(step(), lives, kafka=None)
+    with lives.logs[""].open("a") as log:
+        log.write(f"[{stamp(time.time(), utc=False).replace('T', ' ')}] INFO Started OrdersApp on 4 threads "
+                  "(com.example.orders.OrdersApp)\n")
+    wait.AT_WORK.apply(step(), lives, kafka=None)  # its first look sees the line: within any limit
+    assert [e["event"] for e in rundir.read_jsonl(tmp_path / rundir.EVENTS)] == ["at-work"]
 
 
 def record(book: StepBook, s: program.Step, actual: float, took: float, delayed: float = 0.0) -> None:

@@ -5,10 +5,10 @@ that moment. ``wN``: until instance N got to work (it must be running); ``wr``: 
 A reproduction times its faults against what the app does (a kill while a transaction holds the load, a kill while a
 rebalance waits), and a clock alone cannot: on a loaded machine a JVM can take a minute to join its group, and the kill
 then lands before the app did anything. Kafka's own system tests wait on the app for the same reason (``wait_until``
-on ``REBALANCING -> RUNNING``). "At work" is what the resource verdict's warm-up starts from (``health.READY``): Kafka
-Streams' ``State transition from … to RUNNING``, the reference worker's first assignment, in the log of the
-instance's current life; "rebalancing" is the coordinator's word for the group (read with AdminClient), whatever the
-app logs. Both hold for every version and control of a matrix.
+on ``REBALANCING -> RUNNING``). "At work" is what the resource verdict's warm-up starts from (``health.at_work``):
+Kafka Streams' ``State transition from … to RUNNING``, the reference worker's first assignment, or the line a team's
+profile names (``ready``), in the log of the instance's current life; "rebalancing" is the coordinator's word for the
+group (read with AdminClient), whatever the app logs. Both hold for every version and control of a matrix.
 """
 
 from __future__ import annotations
@@ -53,6 +53,14 @@ def hold(step: Step, waiting: set[str], done: Callable[[set[str]], set[str]], mi
     return round(time.time() - began, 1)
 
 
+def said(ready: str) -> str:
+    """What a wait looks for in an instance's log, in a person's words."""
+    if ready:
+        return f"app_profile.ready {ready!r} on a line that begins with its date and time"
+    return ("Kafka Streams' 'State transition from … to RUNNING', the reference worker's 'assigned partitions'; a team's "
+            "app names its own line in app_profile.ready")
+
+
 class AtWork:
     name = "wait"
     pattern = re.compile(r"^w(?P<n>[0-9]{1,4})$")
@@ -75,7 +83,7 @@ class AtWork:
     def apply(self, step: Step, instances: Instances, kafka: Backend) -> dict[str, Any]:
         """Every subject's instance N, until its current life's log says it got to work; the journal's ``at-work``
         event marks each moment on the instance's lane."""
-        began = time.time()
+        began, ready = time.time(), health.at_work(instances.app.ready)
 
         def at_work(waiting: set[str]) -> set[str]:
             instances.sync_logs()
@@ -87,7 +95,7 @@ class AtWork:
                     raise WaitedInVain(f"{step.label}: instance {step.instance} ({subject or 'the app'}) exited before "
                                        "it got to work")
                 log = Path(life.log)
-                if log.exists() and any(at >= life.started_at for at in health.ready_lines(log)):
+                if log.exists() and any(at >= life.started_at for at in health.ready_lines(log, ready)):
                     journal(instances.run_dir, "at-work", instance=step.instance, subject=subject,
                             waited_s=round(time.time() - began, 1))
                     done.add(subject)
@@ -95,8 +103,7 @@ class AtWork:
 
         return {"waited_s": hold(step, {s.name for s in instances.subjects}, at_work,
                                  f"instance {step.instance} did not get to work: its log has no line that says so "
-                                 "(Kafka Streams' 'State transition from … to RUNNING', the reference worker's "
-                                 "'assigned partitions')")}
+                                 f"({said(instances.app.ready)})")}
 
     def restore(self, left: ProgramState, instances: Instances, kafka: Backend) -> dict[str, list[int]]:
         return {}
