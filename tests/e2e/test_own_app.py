@@ -91,7 +91,7 @@ def test_an_app_written_for_the_suites_own_contract_is_judged_by_it_through_its_
                                  "topic:self-check": "self-check"}
     assert set(verdict["topics"].values()) == {"events", "event-ids", "self-check"}
     logs = {p.name for p in (run_dir / "logs").glob("contract-app-*.log")}
-    assert logs == {"contract-app-1.0.log", "contract-app-2.1.log", "contract-app-1.3.log"}
+    assert logs == {"contract-app-1.0.log", "contract-app-2.1.log", "contract-app-1.4.log"}
 
 
 def test_an_app_that_stops_making_progress_is_stalled_and_judged_on_what_it_committed(runs_dir):
