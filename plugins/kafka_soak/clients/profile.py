@@ -332,8 +332,8 @@ def problems(raw: Any, partitions: int, backend: str, runtime: str, placeholders
 
 
 def ready_problems(ready: Any, where: str) -> list[str]:
-    """The app's own line that says an instance got to work: text the line contains, not a pattern (a trigger's
-    regular expression could backtrack over a long log line for as long as it likes)."""
+    """The app's own line that says an instance got to work: text the line contains, not a pattern (a regular
+    expression can backtrack over a long log line for as long as it likes; text is found in one pass)."""
     if not isinstance(ready, str) or len(ready) > MAX_READY or not ready.isprintable():
         return [f"{where}: must be the text (at most {MAX_READY} printable characters, one line) of the line the app "
                 f"logs once an instance got to work, e.g. \"Started OrdersApp\" (got {ready!r:.80})"]
