@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_soak import provision
 from kafka_soak.backends import broker_matrix, quota_meter, registry
-from kafka_soak.clients import health, subjects
+from kafka_soak.clients import health
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.reference.worker import CRASH_EXIT_CODE
 from kafka_soak.infra import connection, resource_sampler
@@ -51,13 +51,14 @@ def stop_app(run_dir: Path, plan: Plan, cluster: dict[str, Any]) -> dict[str, in
     the app (``quotas.json``); how the instances fared is judged (``health.json``). Nothing of the app starts again
     after this (``rundir.close_app``), whatever task of the run still runs."""
     rundir.close_app(run_dir)
-    codes = Instances.for_run(run_dir, cluster, plan).stop_all()
+    instances = Instances.for_run(run_dir, cluster, plan)
+    codes = instances.stop_all()
     generator = Load(run_dir, cluster, plan).stop()
     log.info("stopped: %s", {**codes, **({"generator": generator} if generator is not None else {})}
              or "nothing was running")
     app_health = health.assess(run_dir, plan["health_allowance"],
                                crash_code=CRASH_EXIT_CODE if plan.get("crash_probability") else None,  # older plans: none
-                               ready=health.at_work(subjects.profile(plan).ready))
+                               ready=health.at_work(instances.app.ready))
     rundir.write_json(run_dir / rundir.HEALTH, app_health)
     log.info("app health: %s", health.one_line(app_health))
     for incident in app_health["incidents"][:10]:
