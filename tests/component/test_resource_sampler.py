@@ -86,6 +86,31 @@ def test_a_process_s_memory_and_files_and_a_jvm_s_heap_after_each_collection_are
     assert disk["broker-1_mb"] >= 1.0 and disk["run_dir_mb"] >= disk["broker-1_mb"]
 
 
+def test_a_supervisor_s_cpu_is_its_own_not_that_of_the_process_it_reaped(tmp_path):
+    """An instance that burns 2 s of CPU and fails, under a restart policy: once its supervisor reaped it (and waits
+    out its backoff), the supervisor's CPU over the sample that saw it happen is the supervisor's own wait, not the
+    instance's 2 s (which the kernel adds to its reaper's children's time)."""
+    from kafka_soak.infra.runtime.spawn import Restart
+
+    run_dir = tmp_path / "run"
+    processes = LocalProcesses(run_dir)
+    burner = "import sys, time\nprint('burning', flush=True)\nwhile time.process_time() < 2: pass\nsys.exit(1)"
+    record = processes.start("instance-1", [sys.executable, "-c", burner], run_dir / "logs" / "i1.log",
+                             restart=Restart(600, {"instance": 1, "log": "i1.log"}))
+    try:
+        wait_for(lambda: "burning" in (run_dir / "logs" / "i1.log").read_text(), "the instance started")
+        sampler = resource_sampler.Sampler(run_dir)
+        sampler.sample_once(time.time())
+        wait_for(lambda: any(e["pid"] == record.pid for e in processes.registry.exits()), "the instance's exit")
+        sampler.sample_once(time.time())
+    finally:
+        processes.stop("instance-1", timeout=10)
+    first, second = [s for s in rundir.read_jsonl(run_dir / resources.DIR / resources.SAMPLES)
+                     if s["process"] == "instance-1.supervisor"]
+    assert second["pid"] == first["pid"] == record.supervisor
+    assert second["cpu"] * (second["at"] - first["at"]) < 1.0, (first, second)  # CPU-seconds; the instance's were 2
+
+
 def test_the_sampler_runs_from_its_start_to_its_stop_and_samples_itself(tmp_path):
     run_dir = tmp_path / "run"
     resource_sampler.start(run_dir, 1.0)

@@ -112,7 +112,10 @@ class Sampler:
 
     def sample(self, name: str, pid: int, started: float, now: float,
                children_of: dict[int, list[int]] | None) -> dict[str, Any] | None:
-        """One process's tree (``tree``), summed; None when it is gone."""
+        """One process's tree (``tree``), summed; None when it is gone. A tree's CPU counts the children its members
+        reaped (a descendant's time moves there when it ends, and the tree's sum goes on); a process sampled alone
+        (``children_of`` None: a supervisor) counts its own only: the process it supervises is sampled on its own,
+        and its whole life's CPU, added to the supervisor's once reaped, made one sample say 24 cores."""
         procs = tree(pid, started, children_of)
         totals = {"rss": 0, "threads": 0, "fds": 0, "cpu": 0.0}
         for proc in procs:
@@ -122,7 +125,9 @@ class Sampler:
                     totals["rss"] += proc.memory_info().rss
                     totals["threads"] += proc.num_threads()
                     totals["fds"] += proc.num_fds()
-                    totals["cpu"] += times.user + times.system + times.children_user + times.children_system
+                    totals["cpu"] += times.user + times.system
+                    if children_of is not None:
+                        totals["cpu"] += times.children_user + times.children_system
             except psutil.Error:  # gone between the listing and now: the rest of the tree still counts
                 continue
         if not procs:
