@@ -63,6 +63,17 @@ def machine() -> dict[str, Any]:
             "kernel": platform.release()}
 
 
+PACE = "sum(range(10**8))"
+
+
+def pace_s() -> float:
+    """Seconds one Python process takes for ``PACE``: the speed of the core a benchmark had, beside its load
+    average (the host's other guests slow this machine's cores without its load average showing it)."""
+    started = time.perf_counter()
+    sum(range(10**8))
+    return round(time.perf_counter() - started, 2)
+
+
 def versions() -> dict[str, str]:
     """Versions of what the figures depend on (from package metadata: importing GX alone takes seconds)."""
     import confluent_kafka
@@ -168,10 +179,11 @@ def write_results(name: str, title: str, size: str, figures: list[dict[str, Any]
     cmd = cmd or command(name, size)
     data = {"benchmark": name, "size": size, "command": cmd, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                           time.gmtime()),
-            "machine": machine(), "figures": figures, **(extra or {})}
+            "machine": machine(), "pace_s": pace_s(), "figures": figures, **(extra or {})}
     (RESULTS_DIR / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n")
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    section = (f"## {title}\n\n`{cmd}` ({data['finished_at']}; load average {load} when it finished)\n\n"
+    section = (f"## {title}\n\n`{cmd}` ({data['finished_at']}; load average {load} when it finished; "
+               f"`{PACE}` in {data['pace_s']} s)\n\n"
                f"{figures_table(figures)}\n\n{body.strip()}\n")
     (RESULTS_DIR / f"{name}.md").write_text(section)
     print(section)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from common import RESULTS_DIR, ROOT, machine, versions
+from common import PACE, RESULTS_DIR, ROOT, machine, versions
 
 ORDER = ("broker_start", "broker_recovery", "broker_jit", "toggle", "generator", "validation", "validation_profile",
          "checker_jit", "checker_class_data", "checker_scaling", "checker_floors", "dag_start", "overhead", "run_processes",
@@ -42,7 +42,9 @@ the command that produced it and when.
 {chr(10).join(f"| {name} | {version} |" for name, version in v.items())}
 
 Size of the figures below: **{size}**. The machine is shared with other work while benchmarks run, so
-figures taken at different moments vary; baselines run in the same run for that reason.
+figures taken at different moments vary; baselines run in the same run for that reason. Each section says how fast
+a core was when it finished: the seconds one Python process took for `{PACE}` (about 1 s on a quiet day here;
+3 s on a day the host's other guests took two thirds of it, which the load average does not show).
 """
 
 

@@ -18,8 +18,11 @@ from kafka_soak.shared import resources
 
 WIDTH = 900
 # Points a series draws whatever the run's length, so that the page of a night is as light and quick as a minute's:
-# each process's resources, and the throughput and lag (one point a second up to BUCKETS seconds, a bucket beyond).
+# the throughput, lag and disk (one point a second up to BUCKETS seconds, a bucket beyond).
 BUCKETS = 300
+# Points a process life draws on each resource panel over the whole run: a line per life on five panels is the page's
+# heaviest part, and a leak is a slope, which half the points show as well.
+RESOURCE_BUCKETS = BUCKETS // 2
 HEALTH_COLORS = {"unexpected exit": "#b71c1c", "thread death": "#6a1b9a", "error": "#e65100",
                  "first exception": "#f9a825"}
 SERIES_COLORS = {"input produced": "#1565c0", "in flight (produced − committed)": "#6a1b9a", "lag sampled": "#ef6c00"}
@@ -108,9 +111,9 @@ def health_points(evidence: RunEvidence) -> list[dict[str, Any]]:
     return points
 
 
-def bucket_s(evidence: RunEvidence) -> int:
-    """The seconds a point of the throughput and lag panels stands for: one up to ``BUCKETS`` seconds of run."""
-    return max(1, math.ceil((evidence.ended_at - (evidence.started_at or evidence.ended_at)) / BUCKETS))
+def bucket_s(evidence: RunEvidence, buckets: int = BUCKETS) -> int:
+    """The seconds a point of a panel stands for: one up to ``buckets`` seconds of run."""
+    return max(1, math.ceil((evidence.ended_at - (evidence.started_at or evidence.ended_at)) / buckets))
 
 
 def summed(rows: list[dict[str, Any]], width: int, key: str | None = None) -> dict[tuple[int, Any], int]:
@@ -161,10 +164,13 @@ def lag_chart(evidence: RunEvidence, data: Datasets) -> alt.LayerChart:
     color = alt.Color("series:N", scale=alt.Scale(domain=[series, "lag sampled"],
                                                   range=[SERIES_COLORS[series], SERIES_COLORS["lag sampled"]]),
                       legend=alt.Legend(title=None, orient="top"))
-    lines = alt.Chart(data.named("lag", rows)).mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12)).encode(
-        x=_x(), y=alt.Y("lag:Q", title="records"), color=color,
-        tooltip=[alt.Tooltip("t:T", format="%H:%M:%S"), "series:N", "lag:Q"])
-    return alt.layer(lines, _steps_layer(evidence, data)).properties(
+    tooltip = [alt.Tooltip("t:T", format="%H:%M:%S"), "series:N", "lag:Q"]
+    base = alt.Chart(data.named("lag", rows)).encode(x=_x(), y=alt.Y("lag:Q", title="records"), color=color,
+                                                      tooltip=tooltip)
+    # A point marks each sample the drain took; the in-flight series is a line of buckets, whose points would only
+    # cost the page a mark each.
+    samples = base.mark_point(filled=True, size=12).transform_filter(alt.datum.series == "lag sampled")
+    return alt.layer(base.mark_line(interpolate="step-after"), samples, _steps_layer(evidence, data)).properties(
         width=WIDTH, height=120, title="Lag: records in flight (from timestamps) and the group's lag (sampled)")
 
 
@@ -186,12 +192,12 @@ def anomalies_chart(evidence: RunEvidence, data: Datasets) -> alt.LayerChart:
 
 
 def resource_rows(evidence: RunEvidence) -> list[dict[str, Any]]:
-    """Every process life cut into the run's buckets (``bucket_s`` wide, on one grid for all lives), a row each with
+    """Every process life cut into the run's ``RESOURCE_BUCKETS`` (on one grid for all lives), a row each with
     each resource's low and high in it (``rss_mb_low``, ``rss_mb_high``, ...): so hours of samples draw as fast as
-    minutes, a night's restarts cost rows for the time each life ran (not ``BUCKETS`` a life), and every resource's
-    panel draws from this one dataset, which the page holds once."""
+    minutes, a night's restarts cost rows for the time each life ran (not ``RESOURCE_BUCKETS`` a life), and every
+    resource's panel draws from this one dataset, which the page holds once."""
     rows = []
-    width = bucket_s(evidence)
+    width = bucket_s(evidence, RESOURCE_BUCKETS)
     for (process, pid, _started), life in resources.lives(evidence.samples).items():
         buckets: dict[int, list[dict[str, Any]]] = {}
         for sample in life:
@@ -208,18 +214,17 @@ def resource_rows(evidence: RunEvidence) -> list[dict[str, Any]]:
 
 def resources_chart(evidence: RunEvidence, data: Datasets, rows: list[dict[str, Any]], resource: str) -> alt.LayerChart:
     """What each process of the run used of ``resource`` over the run (``rows``: ``resource_rows``), a line per
-    process (its high in each bucket) over the band down to its low; a restarted process is a new life of the same
-    colour."""
+    process life (its high in each bucket; the low is in the tooltip); a restarted process is a new life of the same
+    colour. A leak is a rising line, which the highs show; a band down to the lows under each line doubled the marks
+    of the page's heaviest part, to show only a collector's saw-tooth."""
     low, high = f"{resource}_low", f"{resource}_high"
     color = alt.Color("process:N", legend=alt.Legend(title="process", orient="right", columns=1))
     tooltip = [alt.Tooltip("t:T", format="%H:%M:%S"), "process:N", "pid:Q", alt.Tooltip(f"{low}:Q", title="low"),
                alt.Tooltip(f"{high}:Q", title="high")]
-    base = alt.Chart(data.named("resources", rows)).transform_filter(f"isValid(datum.{high})").encode(
-        x=_x(), color=color, detail="pid:N", tooltip=tooltip)
-    band = base.mark_area(opacity=0.2, clip=True).encode(y=alt.Y(f"{low}:Q", title=resources.LABELS[resource]),
-                                                         y2=f"{high}:Q")
-    line = base.mark_line(interpolate="step-after", clip=True).encode(y=f"{high}:Q")
-    return alt.layer(band, line, _steps_layer(evidence, data)).properties(
+    line = alt.Chart(data.named("resources", rows)).transform_filter(f"isValid(datum.{high})").mark_line(
+        interpolate="step-after", clip=True).encode(x=_x(), y=alt.Y(f"{high}:Q", title=resources.LABELS[resource]),
+                                                    color=color, detail="pid:N", tooltip=tooltip)
+    return alt.layer(line, _steps_layer(evidence, data)).properties(
         width=WIDTH, height=110, title=f"Resources: {resources.LABELS[resource]} of each process")
 
 

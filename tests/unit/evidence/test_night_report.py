@@ -20,7 +20,7 @@ def test_a_two_hour_night_draws_a_few_hundred_points_a_series_and_each_fault_on_
     lives = {(s["process"], s["pid"]) for s in evidence.samples}
     assert len(lives) == 2 * (5 + 3 * 12)  # each process and its supervisor; an instance lives 10 minutes
     # rows for the time each life ran, on the run's grid: as many as 16 processes living the whole night would have
-    assert len(data["resources"]) <= 16 * (charts.BUCKETS + 1) + len(lives)
+    assert len(data["resources"]) <= 16 * (charts.RESOURCE_BUCKETS + 1) + len(lives)
     assert {"rss_mb_low", "rss_mb_high", "heap_mb_high", "cpu_high", "fds_low"} <= set(data["resources"][0])
     assert charts.bucket_s(evidence) == 25  # 7 200 s of program (and its drain's samples) in 300 buckets
     assert len(data["produced"]) <= charts.BUCKETS + 1 and len(data["committed"]) <= 3 * (charts.BUCKETS + 1)
