@@ -1,14 +1,19 @@
-"""The Kafka Streams app's build per version: Maven from the project's pom, cached in the checkout."""
+"""The Kafka Streams app's build per version: Maven from the project's pom, cached in the checkout; what it writes."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from kafka_soak import run_plan
 from kafka_soak.clients import subjects
 from kafka_soak.clients.instances import Instances
 from kafka_soak.clients.reference import streams
+from kafka_soak.infra import kafka_io
 from kafka_soak.infra.cluster import Cluster
+from kafka_soak.load import generator
 from kafka_soak.toolchain import maven
 
 
@@ -50,3 +55,37 @@ def test_a_version_that_cannot_be_had_is_named(version, message):
     with pytest.raises(streams.StreamsVersionError) as err:
         streams.build(version)
     assert str(err.value) == message
+
+
+def timestamps(bootstrap: str, topic: str, count: int, timeout_s: float = 180) -> list[int]:
+    """The Kafka timestamps (ms) of ``topic``'s first ``count`` committed records, once it has them."""
+    consumer = Consumer(kafka_io.client_config(bootstrap, {"group.id": "test-reader", "isolation.level": "read_committed"}))
+    consumer.assign([TopicPartition(topic, p, 0) for p in kafka_io.watermarks(bootstrap, topic)])
+    found: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(found) < count:
+            assert time.monotonic() < deadline, f"{len(found)} of {count} records on {topic} after {timeout_s:.0f} s"
+            found += [m.timestamp()[1] for m in consumer.consume(1000, 0.5) if not m.error()]
+    finally:
+        consumer.close()
+    return found
+
+
+def test_the_app_stamps_what_it_writes_with_when_it_wrote_it(broker, tmp_path):
+    """Input produced before the app starts: each output's Kafka timestamp is after the app's start, not its input's
+    (which Kafka Streams would forward), so the report draws it when it was written."""
+    plan = run_plan.check({"app": "streams", "partitions": 4})
+    [subject] = subjects.build(plan, {role: broker.topics[role] for role in subjects.topics(plan)})
+    cluster = Cluster("local", broker.bootstrap_servers, broker.topics, subjects=[subject.as_dict()])
+    spec = generator.LoadSpec(broker.bootstrap_servers, broker.topics["input"], records=200, keys=7)
+    assert generator.produce(spec) == 200
+    inputs = timestamps(broker.bootstrap_servers, broker.topics["input"], 200)
+    started_ms = time.time() * 1000
+    instances = Instances(tmp_path, cluster, plan, [subject])
+    instances.start(1, 0)
+    try:
+        outputs = timestamps(broker.bootstrap_servers, broker.topics["output"], 200)
+    finally:
+        instances.stop_all(timeout=30)
+    assert max(inputs) < started_ms <= min(outputs), (max(inputs), started_ms, min(outputs))

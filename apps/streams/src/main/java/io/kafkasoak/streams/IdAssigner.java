@@ -88,14 +88,18 @@ final class IdAssigner implements Processor<String, String, String, String> {
             assigned = Long.parseLong(stored.substring(0, colon));
             storedSeq = Long.parseLong(stored.substring(colon + 1));
         }
+        // What this instance writes is stamped with when it wrote it, as the reference worker's records are (Kafka
+        // Streams would forward the input's timestamp): the report places each output, and each copy of a duplicate,
+        // at that moment, after the fault that caused it, and its lag panel sees outputs fall behind their inputs.
+        long now = System.currentTimeMillis();
         if (seq != storedSeq + 1) {
             SoakStreamsApp.BROKEN.incrementAndGet();
             LOG.error("!!! BROKEN !!! Expected {} but found {} partition: {} key: {}", storedSeq + 1, seq, partition, key);
             ObjectNode assertion = JSON.createObjectNode()
                 .put("kind", "stale_state").put("key", key).put("expected", storedSeq + 1).put("found", seq)
                 .put("partition", partition).put("instance", instance).put("step", step)
-                .put("ts", System.currentTimeMillis());
-            context.forward(record.withValue(assertion.toString()), ASSERTIONS);
+                .put("ts", now);
+            context.forward(record.withValue(assertion.toString()).withTimestamp(now), ASSERTIONS);
         }
         ids.put(key, assigned + ":" + seq);
         if (blobs != null) {
@@ -104,7 +108,7 @@ final class IdAssigner implements Processor<String, String, String, String> {
         ObjectNode output = JSON.createObjectNode()
             .put("id", input.get("id").asLong()).put("key", key).put("seq", seq).put("assigned_id", assigned)
             .put("instance", instance).put("in_partition", partition).put("in_offset", where.offset());
-        context.forward(record.withValue(output.toString()), OUTPUT);
+        context.forward(record.withValue(output.toString()).withTimestamp(now), OUTPUT);
         SoakStreamsApp.PROCESSED.incrementAndGet();
     }
 
