@@ -72,20 +72,30 @@ def timestamps(bootstrap: str, topic: str, count: int, timeout_s: float = 180) -
     return found
 
 
-def test_the_app_stamps_what_it_writes_with_when_it_wrote_it(broker, tmp_path):
-    """Input produced before the app starts: each output's Kafka timestamp is after the app's start, not its input's
-    (which Kafka Streams would forward), so the report draws it when it was written."""
-    plan = run_plan.check({"app": "streams", "partitions": 4})
-    [subject] = subjects.build(plan, {role: broker.topics[role] for role in subjects.topics(plan)})
-    cluster = Cluster("local", broker.bootstrap_servers, broker.topics, subjects=[subject.as_dict()])
-    spec = generator.LoadSpec(broker.bootstrap_servers, broker.topics["input"], records=200, keys=7)
+@pytest.mark.parametrize("topology, written", [("id-assignment", {"output": 200}),
+                                                ("aggregate", {"counts": 1, "sums": 1})])
+def test_the_app_stamps_what_it_writes_with_when_it_wrote_it(kafka, tmp_path, topology, written):
+    """Input produced before the app starts: each record it writes (an output; a key's count and sum) has a Kafka
+    timestamp after the app's start, not its input's (which Kafka Streams would forward), so the report draws it when
+    it was written."""
+    _backend, cluster = kafka
+    plan = run_plan.check({"app": "streams", "partitions": 4, "topology": topology})
+    roles = subjects.topics(plan)
+    names = {role: f"test.stamps.{tmp_path.name}.{role}" for role in roles}
+    kafka_io.create_topics(cluster.bootstrap_servers, {names[role]: n for role, n in roles.items()})
+    [subject] = subjects.build(plan, names)
+    run_cluster = Cluster("local", cluster.bootstrap_servers, names, subjects=[subject.as_dict()])
+    spec = generator.LoadSpec(cluster.bootstrap_servers, names["input"], records=200, keys=7,
+                              value=subjects.profile(plan).inputs[0].value)
     assert generator.produce(spec) == 200
-    inputs = timestamps(broker.bootstrap_servers, broker.topics["input"], 200)
+    inputs = timestamps(cluster.bootstrap_servers, names["input"], 200)
     started_ms = time.time() * 1000
-    instances = Instances(tmp_path, cluster, plan, [subject])
+    instances = Instances(tmp_path, run_cluster, plan, [subject])
     instances.start(1, 0)
     try:
-        outputs = timestamps(broker.bootstrap_servers, broker.topics["output"], 200)
+        outputs = {role: timestamps(cluster.bootstrap_servers, names[role], count) for role, count in written.items()}
     finally:
         instances.stop_all(timeout=30)
-    assert max(inputs) < started_ms <= min(outputs), (max(inputs), started_ms, min(outputs))
+    assert max(inputs) < started_ms, (max(inputs), started_ms)
+    assert {role: min(found) >= started_ms for role, found in outputs.items()} == dict.fromkeys(written, True), \
+        (started_ms, {role: min(found) for role, found in outputs.items()})

@@ -12,6 +12,9 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -47,11 +50,35 @@ final class AggregateTopology {
                 : store.withCachingDisabled());
         KStream<String, String> updates = totals.toStream();
         Produced<String, String> produced = Produced.with(Serdes.String(), Serdes.String());
-        updates.mapValues(total -> total.substring(0, total.indexOf(':'))).to(SoakStreamsApp.env("SOAK_COUNTS_TOPIC"),
-            produced);
-        updates.mapValues(total -> total.substring(total.indexOf(':') + 1)).to(SoakStreamsApp.env("SOAK_SUMS_TOPIC"),
-            produced);
+        updates.processValues(() -> new Part(true)).to(SoakStreamsApp.env("SOAK_COUNTS_TOPIC"), produced);
+        updates.processValues(() -> new Part(false)).to(SoakStreamsApp.env("SOAK_SUMS_TOPIC"), produced);
         return builder.build();
+    }
+
+    /**
+     * One part of a key's total ({@code count:sum}), stamped with when the instance wrote it, as {@link IdAssigner}'s
+     * outputs are (the DSL would forward the input's timestamp): the report draws each update when it was written.
+     */
+    private static final class Part implements FixedKeyProcessor<String, String, String> {
+        private final boolean count;
+        private FixedKeyProcessorContext<String, String> context;
+
+        Part(boolean count) {
+            this.count = count;
+        }
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            String total = record.value();
+            int colon = total.indexOf(':');
+            String part = count ? total.substring(0, colon) : total.substring(colon + 1);
+            context.forward(record.withValue(part).withTimestamp(System.currentTimeMillis()));
+        }
     }
 
     /** The key's total ({@code count:sum}) with one more input. */
