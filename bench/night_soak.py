@@ -4,6 +4,7 @@ evidence and report holding their size from the first hour to the second.
     python bench/night_soak.py --size large   # make soak SCENARIO=soak_nightly: 2 hours at 1 000 records/s
     python bench/night_soak.py --size quick   # the same scenario for 20 minutes (1 200 000 records)
     python bench/night_soak.py --size large --faults toggle,kill,stall,pause,broker,instance-cut   # drawn from these
+    python bench/night_soak.py --size large --conf '{"streams_version": "3.7.2"}'   # params beside the scenario's
     python bench/night_soak.py --from RUN_DIR --watched FILE   # the figures of a soak started by hand, FILE from:
     python bench/night_soak.py --watch PID --out FILE          # PID: the soak's `python -m kafka_soak.cli soak`
 
@@ -168,21 +169,22 @@ def measured(run_dir: Path, watched: Path) -> dict[str, Any]:
     return {"run_dir": str(run_dir), "status": verdict.get("status"), "records": verdict.get("records"),
             "anomalies": verdict.get("anomalies"), "growth": verdict.get("growth"),
             "validation_seconds": verdict.get("validation_seconds"), "checker_peak_mb": checker_peak_mb(watched),
-            "program": program.get("source"),
-            "faults": faults, "rate": params["rate"], "brokers": params["brokers"], "records_asked": params["records"],
+            "program": program.get("source"), "streams_version": params.get("streams_version"),
+            "kafka_version": params.get("kafka_version"), "faults": faults, "rate": params["rate"],
+            "brokers": params["brokers"], "records_asked": params["records"],
             **({"rss": hours_compared(lives, t0, "rss_mb"), "fds": hours_compared(lives, t0, "fds"),
                 "disk": disk_per_record(run_dir, t0, params["rate"])} if hours >= 2 else {}),
             "sizes": sizes(run_dir), "report_bytes": (run_dir / rundir.REPORT).stat().st_size,
             "report_opened_s": report_opened(run_dir)}
 
 
-def soak(records: int, faults: list[str] | None, out: Path) -> Path:
+def soak(records: int, faults: list[str] | None, params: dict[str, Any], out: Path) -> Path:
     """``make soak SCENARIO=soak_nightly`` of ``records`` in a runs directory of its own (its faults drawn from
-    ``faults``, else the scenario's), watched; its run directory."""
+    ``faults``, else the scenario's; ``params`` over the scenario's), watched; its run directory."""
     runs = common.runs_dir("night-soak")
     drawn = load_scenario(SCENARIOS_DIR / "soak_nightly.yaml")["params"]["random_program"]
     shape = {"random_program": {**drawn, "faults": faults}} if faults else {}  # the scenario's, but these kinds
-    conf = json.dumps({"records": records, **shape})
+    conf = json.dumps({**params, "records": records, **shape})
     env = {**os.environ, "SOAK_RUNS_DIR": str(runs), "CONF": conf, "SCENARIO": "soak_nightly"}
     with open(runs / "make-soak.log", "wb") as log:
         make = subprocess.Popen(["make", "-s", "soak"], cwd=common.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -237,7 +239,8 @@ def body(run: dict[str, Any]) -> str:
     lives = ", ".join(f"{r['process']} {r['first']:g} → {r['second']:g} MB" for r in run.get("rss", [])) or "none"
     files = ", ".join(f"{r['process']} {r['first']:g} → {r['second']:g} (most {r['most'][0]:g} → {r['most'][1]:g})"
                       for r in run.get("fds", [])[:3]) or "none"
-    return (f"One run of `soak_nightly` (`{run['program']}`, a fault every 5 steps of 30 s: {faults}; anomalies "
+    return (f"One run of `soak_nightly` (`{run['program']}`, Kafka Streams {run['streams_version']} on brokers "
+            f"{run['kafka_version']}, a fault every 5 steps of 30 s: {faults}; anomalies "
             f"{run['anomalies']}). Suite processes: the run's supervisors, sampler and generator (its own samples, "
             "every 5 s) and the process tree that ran it (the CLI, `airflow dags test`: sampled every 30 s by this "
             "benchmark); per life that lived through both hours, the level it held (the median of its samples) in "
@@ -256,6 +259,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="where --watch writes")
     parser.add_argument("--faults", type=lambda text: text.split(","),
                         help="the kinds the night's program draws from, comma-separated (default: the scenario's)")
+    parser.add_argument("--conf", type=json.loads, default={},
+                        help="params over the scenario's, a JSON object (as make soak's CONF), e.g. "
+                             "'{\"streams_version\": \"3.7.2\"}'")
     args = parser.parse_args()
     if args.watch:
         watch(args.watch, args.out)
@@ -266,8 +272,9 @@ def main() -> None:
     else:
         size = args.size or "quick"
         watched = common.runs_dir("night-soak-watch") / "watched.jsonl"
-        run_dir = soak(SIZES[size], args.faults, watched)
-        cmd = f"python bench/night_soak.py --size {size}" + (f" --faults {','.join(args.faults)}" if args.faults else "")
+        run_dir = soak(SIZES[size], args.faults, args.conf, watched)
+        cmd = (f"python bench/night_soak.py --size {size}" + (f" --faults {','.join(args.faults)}" if args.faults else "")
+               + (f" --conf '{json.dumps(args.conf)}'" if args.conf else ""))
     run = measured(run_dir, watched)
     common.write_results("night_soak", "A night's soak", size, figures(run), body(run), {"runs": [run]}, cmd)
 
