@@ -19,6 +19,7 @@ from support import ROOT
 from support.airflow_home import private_airflow
 from support.browser import headless_chromium
 from support.checks import SECRET
+from support.waits import until
 
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(ROOT / "plugins"))
@@ -347,7 +348,6 @@ def served(evidence, tmp_path_factory):
     """The plugin's app mounted at its prefix on a parent app (as the API server does), run by uvicorn on a free
     loopback port in a thread; Airflow's configured auth manager (SimpleAuthManager) issues the test's token."""
     import threading
-    import time
 
     import uvicorn
     from airflow.api_fastapi.app import init_auth_manager
@@ -367,9 +367,7 @@ def served(evidence, tmp_path_factory):
         server = uvicorn.Server(uvicorn.Config(parent, host="127.0.0.1", port=free_port(), log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: server.started or not thread.is_alive(), "start of uvicorn")
         assert server.started, "uvicorn did not start"
         try:
             yield server.config.port, token

@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 from support.outside_apps import ORDERS_KEY
 from support.outside_apps import ORDERS_VALUE as ORDERS
+from support.waits import until
 
 from kafka_soak import run_plan
 from kafka_soak.clients import encodings
@@ -103,10 +104,8 @@ def kill_mid_run_and_resume(broker: Cluster, tmp_path: Path, records: int, profi
     steps = plan_steps(tmp_path, plan, lead_s=0)
     load, topic = Load(tmp_path, broker.as_dict(), plan), broker.topics["input"]
     load.start(start_at=steps[0]["planned_at"], attempt=1)
-    deadline = time.monotonic() + 30  # however long the start takes on a busy machine
-    while sum(high for _, high in kafka_io.watermarks(broker.bootstrap_servers, topic).values()) < records // 6:
-        assert time.monotonic() < deadline, (tmp_path / "logs" / "generator.1.log").read_text()
-        time.sleep(0.05)
+    until(lambda: sum(high for _, high in kafka_io.watermarks(broker.bootstrap_servers, topic).values()) >= records // 6,
+          "sixth of the records in the topic", detail=(tmp_path / "logs" / "generator.1.log").read_text)
     load.processes.kill(GENERATOR)
     partial = len(read_messages(broker.bootstrap_servers, topic))
     assert 0 < partial < records, "the kill must land mid-run for this test to mean anything"

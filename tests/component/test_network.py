@@ -10,11 +10,11 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from support.waits import until
 
 from kafka_soak import reaper
 from kafka_soak.backends.local_kafka import LocalKafkaBackend
@@ -54,16 +54,16 @@ for line in sys.stdin:
 """
 
 
-def wait_until_serving(address: str, timeout: float = 20.0) -> None:
+def wait_until_serving(address: str) -> None:
     """Until the echo server in the broker's namespace accepts connections from the harness."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def serving() -> bool:
         try:
             socket.create_connection((address, PORT), timeout=1).close()
-            return
+            return True
         except OSError:
-            assert time.monotonic() < deadline, f"the echo server at {address}:{PORT} did not serve"
-            time.sleep(0.1)
+            return False
+
+    until(serving, f"echo server serving at {address}:{PORT}", every_s=0.1)
 
 
 def harness_reaches(address: str) -> bool:

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from support.waits import until
+
 from kafka_soak.backends import kafka_jars
 from kafka_soak.infra import resource_sampler
 from kafka_soak.infra.runtime.local import LocalProcesses
@@ -36,14 +38,6 @@ public class Grower {
 """
 
 
-def wait_for(check, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"no {what} after {timeout:.0f} s"
-        time.sleep(0.1)
-    return value
-
-
 def collections(run_dir: Path, pid: int) -> int:
     path = run_dir / resources.DIR / resources.GC / f"{pid}.log"
     return path.read_text().count("Pause Full") if path.exists() else 0
@@ -60,12 +54,12 @@ def test_a_process_s_memory_and_files_and_a_jvm_s_heap_after_each_collection_are
     grower = processes.start("kafka-1", [kafka_jars.java_executable(), resources.gc_option(run_dir), "-Xmx256m",
                                          str(source)], run_dir / "logs" / "k1.log")
     try:
-        wait_for(lambda: "ready" in (run_dir / "logs" / "i1.log").read_text(), "holder ready")
+        until(lambda: "ready" in (run_dir / "logs" / "i1.log").read_text(), "holder ready")
         sampler = resource_sampler.Sampler(run_dir)
-        wait_for(lambda: collections(run_dir, grower.pid) >= 3, "collections")
+        until(lambda: collections(run_dir, grower.pid) >= 3, "collections")
         sampler.sample_once(time.time())
         seen = collections(run_dir, grower.pid)
-        wait_for(lambda: collections(run_dir, grower.pid) >= seen + 5, "five more collections")
+        until(lambda: collections(run_dir, grower.pid) >= seen + 5, "five more collections")
         sampler.sample_once(time.time())
     finally:
         for name in ("instance-1", "kafka-1"):
@@ -98,10 +92,10 @@ def test_a_supervisor_s_cpu_is_its_own_not_that_of_the_process_it_reaped(tmp_pat
     record = processes.start("instance-1", [sys.executable, "-c", burner], run_dir / "logs" / "i1.log",
                              restart=Restart(600, {"instance": 1, "log": "i1.log"}))
     try:
-        wait_for(lambda: "burning" in (run_dir / "logs" / "i1.log").read_text(), "the instance started")
+        until(lambda: "burning" in (run_dir / "logs" / "i1.log").read_text(), "the instance started")
         sampler = resource_sampler.Sampler(run_dir)
         sampler.sample_once(time.time())
-        wait_for(lambda: any(e["pid"] == record.pid for e in processes.registry.exits()), "the instance's exit")
+        until(lambda: any(e["pid"] == record.pid for e in processes.registry.exits()), "the instance's exit")
         sampler.sample_once(time.time())
     finally:
         processes.stop("instance-1", timeout=10)
@@ -119,8 +113,8 @@ def test_the_sampler_runs_from_its_start_to_its_stop_and_samples_itself(tmp_path
     record = processes.record(resource_sampler.NAME)
     path = run_dir / resources.DIR / resources.SAMPLES
     try:
-        wait_for(lambda: path.exists() and len([s for s in rundir.read_jsonl(path)
-                                                if s["process"] == resource_sampler.NAME]) >= 2, "two samples")
+        until(lambda: path.exists() and len([s for s in rundir.read_jsonl(path)
+                                             if s["process"] == resource_sampler.NAME]) >= 2, "two samples")
     finally:
         resource_sampler.stop(run_dir)
     assert not processes.is_alive(resource_sampler.NAME)

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.waits import until
 
 from kafka_soak import run_plan, teardowns
 from kafka_soak.backends.docker_kafka import DockerKafkaBackend
@@ -35,14 +36,12 @@ APP = ["python3", "-u", "-c", "import signal, sys, time\n"
        "while True:\n    print('tick', n); n += 1; time.sleep(0.2)\n"]
 
 
-def wait_for_output(containers: DockerContainers, name: str, text: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
+def wait_for_output(containers: DockerContainers, name: str, text: str) -> None:
+    def printed() -> bool:
         containers.copy_log(name)
-        if text in Path(containers.record(name).log).read_text():
-            return
-        assert time.monotonic() < deadline, f"{name} printed no {text!r} in {timeout:.0f} s"
-        time.sleep(0.1)
+        return text in Path(containers.record(name).log).read_text()
+
+    until(printed, f"{text!r} printed by {name}", every_s=0.1)
 
 
 @pytest.fixture

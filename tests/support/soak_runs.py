@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from kafka_soak.cli import as_owner
 from kafka_soak.clients.reference import worker
 from kafka_soak.factory import ONLY_ENV
 from support.checks import live_processes
+from support.waits import until
 
 DAG_ID = "soak_eos_id_assignment"
 SHORT = {"program": "1 2 1", "interval_s": 6, "records": 6000, "keys": 300, "partitions": 4}
@@ -136,11 +136,7 @@ def run_dirs(dag_dir: Path) -> set[Path]:
 
 def new_run_dir(dag_dir: Path, earlier: set[Path], timeout_s: float = 300) -> Path:
     """The run directory that was not there before (``latest`` may still point at the previous run)."""
-    deadline = time.monotonic() + timeout_s
-    while not (fresh := run_dirs(dag_dir) - earlier):
-        assert time.monotonic() < deadline, f"no new run directory in {dag_dir} after {timeout_s:.0f} s"
-        time.sleep(0.2)
-    return fresh.pop()
+    return until(lambda: run_dirs(dag_dir) - earlier, f"new run directory in {dag_dir}", timeout_s, every_s=0.2).pop()
 
 
 def kafka_jvms(run_dir: Path) -> list[int]:

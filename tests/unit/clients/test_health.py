@@ -7,6 +7,8 @@ import json
 import time
 from pathlib import Path
 
+from support.waits import until
+
 from kafka_soak.clients import health
 from kafka_soak.infra.runtime.local import LocalProcesses
 from kafka_soak.infra.runtime.registry import Registry
@@ -133,9 +135,7 @@ def test_the_supervisor_records_how_a_detached_process_ended(tmp_path):
     processes.start("quits", ["sh", "-c", "exit 3"], tmp_path / "quits.log")
     slow = processes.start("sleeps", ["sleep", "30"], tmp_path / "sleeps.log")
     assert processes.kill("sleeps") == -9
-    deadline = time.monotonic() + 10
-    while len(Registry(tmp_path).exits()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until(lambda: len(Registry(tmp_path).exits()) >= 2, "two exits recorded")
     ends = {e["pid"]: e for e in Registry(tmp_path).exits()}
     assert (ends[slow.pid]["code"], ends[slow.pid]["signal"]) == (None, "SIGKILL")
     quits = next(e for pid, e in ends.items() if pid != slow.pid)

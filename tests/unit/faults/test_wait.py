@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.waits import until
 
 from kafka_soak import run_plan
 from kafka_soak.faults import program
@@ -69,8 +70,7 @@ def test_a_wait_returns_once_every_version_s_instance_got_to_work_and_marks_each
     def one_then_the_other() -> None:
         """4.2.2 gets to work; once the wait has seen it, 4.2.1 does (the order is the events', not a timer's)."""
         at_work("4.2.2", STREAMS_RUNNING, True)
-        while not rundir.read_jsonl(tmp_path / rundir.EVENTS):
-            time.sleep(0.05)
+        until(lambda: rundir.read_jsonl(tmp_path / rundir.EVENTS), "event of 4.2.2's wait")
         at_work("4.2.1", WORKER_ASSIGNED, False)
 
     writer = threading.Thread(target=one_then_the_other)

@@ -7,6 +7,7 @@ import sys
 
 import psutil
 import pytest
+from support.waits import until
 
 from kafka_soak import run_plan
 from kafka_soak.infra.runtime.local import LocalProcesses, exited
@@ -54,27 +55,15 @@ def test_a_wrappers_children_are_paused_and_end_with_it(processes, tmp_path, end
     """An app started through a wrapper (``sh -c``, a launcher script) runs in a process group of its own: a pause
     stops the wrapper's child too, and a stop or a kill leaves none of them behind (they once survived, signalled by
     the registered PID alone)."""
-    import time
-
     child_pid = tmp_path / "child.pid"
     wrapper = ["sh", "-c", 'sleep 600 & echo $! > "$0"; wait', str(child_pid)]
     processes.start("wrapped", wrapper, tmp_path / "wrapped.log")
-    deadline = time.monotonic() + 20
-    while not (child_pid.exists() and child_pid.read_text().strip()):
-        assert time.monotonic() < deadline, "the wrapper did not start its child"
-        time.sleep(0.05)
-    child = int(child_pid.read_text())
+    child = int(until(lambda: child_pid.exists() and child_pid.read_text().strip(), "child the wrapper started"))
     assert processes.pause("wrapped")
-    deadline = time.monotonic() + 5
-    while psutil.Process(child).status() != psutil.STATUS_STOPPED:
-        assert time.monotonic() < deadline, "the wrapper's child was not paused"
-        time.sleep(0.01)
+    until(lambda: psutil.Process(child).status() == psutil.STATUS_STOPPED, "pause of the wrapper's child")
     assert processes.resume("wrapped")
     getattr(processes, end)("wrapped")
-    deadline = time.monotonic() + 10
-    while not gone(child):
-        assert time.monotonic() < deadline, f"the wrapper's child outlived its {end}"
-        time.sleep(0.05)
+    until(lambda: gone(child), f"end of the wrapper's child on its {end}")
 
 
 def test_a_process_whose_registration_cannot_be_written_is_not_left_running(tmp_path):
@@ -82,7 +71,6 @@ def test_a_process_whose_registration_cannot_be_written_is_not_left_running(tmp_
     is ended rather than left running where no teardown or reaper can find it. (The record's staging file is a
     directory here, which refuses the write as a full disk does.)"""
     import subprocess
-    import time
 
     processes = LocalProcesses(tmp_path)
     processes.registry.path.mkdir(parents=True, exist_ok=True)
@@ -90,10 +78,7 @@ def test_a_process_whose_registration_cannot_be_written_is_not_left_running(tmp_
     pid_file = tmp_path / "orphan.pid"
     with pytest.raises(subprocess.CalledProcessError):
         processes.start("orphan", ["sh", "-c", 'echo $$ > "$0"; exec sleep 600', str(pid_file)], tmp_path / "o.log")
-    deadline = time.monotonic() + 10
-    while pid_file.exists() and not gone(int(pid_file.read_text() or 0) or 1):
-        assert time.monotonic() < deadline, "the unregistered process is still running"
-        time.sleep(0.05)
+    until(lambda: not pid_file.exists() or gone(int(pid_file.read_text() or 0) or 1), "end of the unregistered process")
 
 
 def test_a_process_whose_starter_dies_right_after_the_start_is_registered_and_reaped(tmp_path):
@@ -185,15 +170,6 @@ def journal_events(run_dir):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def wait_for(condition, timeout=20.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_and_its_private_dir(processes,
                                                                                                  tmp_path):
     from kafka_soak.infra.runtime.spawn import Restart
@@ -204,7 +180,8 @@ def test_a_restart_policy_brings_a_crashed_process_back_with_a_doubling_backoff_
     first = processes.start("worker-1", [*FLAKY, str(runs)], tmp_path / "w.log",
                             restart=Restart(0.2, {"instance": 1, "subject": "", "step": "0", "log": "w.log"}),
                             remove_after=private)
-    wait_for(lambda: runs.exists() and runs.read_text() == "3" and processes.process("worker-1") is not None)
+    until(lambda: runs.exists() and runs.read_text() == "3" and processes.process("worker-1") is not None,
+          "third start of the crash-looping process")
     assert (private / "app.properties").exists(), "a restarted instance still finds its private directory"
     record = processes.record("worker-1")
     assert record.pid != first.pid, "the registry follows the restarted process"
@@ -229,7 +206,7 @@ def test_a_stop_during_the_backoff_ends_the_restart_loop(processes, tmp_path):
 
     crashing = [sys.executable, "-c", "import sys; sys.exit(5)"]
     processes.start("worker-2", crashing, tmp_path / "w.log", restart=Restart(30, {"instance": 2, "log": "w.log"}))
-    wait_for(lambda: processes.registry.exits())
+    until(processes.registry.exits, "exit of the crashing process")
     assert processes.is_alive("worker-2"), "a process waiting out its backoff still exists, as a crash-looping pod"
     assert processes.stop("worker-2", timeout=5) is None
     assert not processes.is_alive("worker-2")
